@@ -1,0 +1,65 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "EdgeIngest",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "EdgeIngest", targets: ["EdgeIngest"]),
+        .executable(name: "ingestd", targets: ["ingestd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries enter through tiny system-library targets; variadic C
+        // functions get typed `static inline` wrappers in each shim.h.
+        .systemLibrary(
+            name: "CSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        .target(
+            name: "EdgeIngest",
+            dependencies: [
+                "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "ingestd",
+            dependencies: [
+                "EdgeIngest",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // A child process for crash tests: appends batches and is killed with
+        // SIGKILL by the tests. Not a product; never installed.
+        .executableTarget(
+            name: "queue-crash-probe",
+            dependencies: ["EdgeIngest"],
+            path: "Tests/Support/queue-crash-probe"
+        ),
+        .executableTarget(
+            name: "queue-bench",
+            dependencies: ["EdgeIngest"],
+            path: "bench/queue-bench"
+        ),
+        .testTarget(
+            name: "EdgeIngestTests",
+            dependencies: ["EdgeIngest", "queue-crash-probe"]
+        ),
+        .testTarget(
+            name: "ingestdTests",
+            dependencies: ["ingestd"]
+        ),
+    ]
+)

@@ -1,0 +1,130 @@
+extension DurableQueue {
+    /// Appends records in one transaction: once this returns, all accepted
+    /// records (and `positions`) are durable together; after a crash before
+    /// it returns, none of them are.
+    ///
+    /// When the queue is at its bound the ``OverflowPolicy`` decides:
+    /// ``OverflowPolicy/block`` suspends until the uploader frees space,
+    /// the drop policies store what they keep and count the rest.
+    ///
+    /// - Parameters:
+    ///   - records: validated records of the queue's object types, in order.
+    ///   - positions: input positions to commit with these records.
+    /// - Returns: how many records were stored and dropped.
+    /// - Throws: ``EdgeIngestError`` (``EdgeIngestError/Code/unknownObjectType``,
+    ///   ``EdgeIngestError/Code/queueFull`` when a batch can never fit under
+    ///   ``OverflowPolicy/block``, ``EdgeIngestError/Code/storage`` on disk
+    ///   errors), or `CancellationError` if the task is cancelled while
+    ///   waiting for space (nothing is stored then).
+    @discardableResult
+    public func append(_ records: [Record], positions: [SourcePosition] = []) async throws -> AppendResult {
+        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        let sizes = batch.recordSizes
+        while true {
+            switch try appendNow(batch, sizes: sizes, positions: positions) {
+            case .done(let result): return result
+            case .wait(let generation): try await waitForSpace(since: generation)
+            }
+        }
+    }
+
+    enum AppendAttempt {
+        case done(AppendResult)
+        case wait(UInt64)
+    }
+
+    func appendNow(_ batch: EncodedBatch, sizes: [Int], positions: [SourcePosition]) throws -> AppendAttempt {
+        let limits = OverflowPlan.Limits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxBytes)
+        let total = sizes.reduce(Int64(0)) { $0 + Int64($1) }
+        if configuration.overflowPolicy == .block, !limits.fits(records: Int64(sizes.count), bytes: total) {
+            throw EdgeIngestError(
+                .queueFull,
+                "A batch of \(sizes.count) records (\(total) bytes) can never fit the queue \(configuration.location), bounded to \(describe(limits)). Append smaller batches or raise the bound."
+            )
+        }
+        return try state.withLock { state -> AppendAttempt in
+            let store = try state.openStore(configuration.location.description)
+            let leaseEnd = state.lease?.lastSegmentID ?? 0
+            let plan = try OverflowPlan.make(
+                policy: configuration.overflowPolicy, limits: limits, queuedRecords: state.queuedRecords,
+                queuedBytes: state.queuedBytes, incomingBytes: sizes,
+                droppable: { try store.segmentSizes(after: leaseEnd) }
+            )
+            if plan.mustWait { return .wait(state.spaceGeneration) }
+            let now = wallClockMilliseconds()
+            let incomingReason = configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
+            let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
+            let accepted = plan.acceptTo - plan.acceptFrom
+            let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
+            try store.db.transaction {
+                for id in plan.dropSegments { try store.delete(segment: id) }
+                try store.add(counter: "dropped." + DropReason.overflowDropOldest.name, plan.droppedStoredRecords)
+                for run in kept {
+                    try store.insert(run, schemaVersion: configuration.schemaVersion, enqueuedAt: now)
+                }
+                try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
+                try store.add(counter: "appended_total", Int64(accepted))
+                for position in positions { try store.set(position: position, at: now) }
+            }
+            state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
+            state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
+            state.counters["appended_total", default: 0] += Int64(accepted)
+            if plan.droppedStoredRecords > 0 {
+                state.counters["dropped." + DropReason.overflowDropOldest.name, default: 0] += plan.droppedStoredRecords
+                state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
+            }
+            if plan.droppedIncoming > 0 {
+                state.counters["dropped." + incomingReason.name, default: 0] += Int64(plan.droppedIncoming)
+            }
+            if state.oldestEnqueuedAt == nil && accepted > 0 { state.oldestEnqueuedAt = now }
+            let result = AppendResult(accepted: accepted, droppedIncoming: plan.droppedIncoming, droppedStored: plan.droppedStoredRecords)
+            if plan.droppedIncoming > 0 || plan.droppedStoredRecords > 0 {
+                logger.warning(
+                    "Queue full: records dropped by the overflow policy",
+                    metadata: [
+                        "queue.policy": "\(configuration.overflowPolicy)",
+                        "queue.dropped_incoming": "\(plan.droppedIncoming)",
+                        "queue.dropped_stored": "\(plan.droppedStoredRecords)",
+                    ]
+                )
+            }
+            return .done(result)
+        }
+    }
+
+    /// Suspends until space is freed after `generation`, the queue closes,
+    /// or the task is cancelled.
+    func waitForSpace(since generation: UInt64) async throws {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.spaceGeneration != generation || state.store == nil || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Wakes every producer waiting for space; call after freeing some.
+    func spaceFreed(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        state.spaceGeneration &+= 1
+        let waiting = Array(state.waiters.values)
+        state.waiters = [:]
+        return waiting
+    }
+
+    private func describe(_ limits: OverflowPlan.Limits) -> String {
+        [limits.maxRecords.map { "max_records \($0)" }, limits.maxBytes.map { "max_bytes \($0)" }]
+            .compactMap { $0 }.joined(separator: " and ")
+    }
+}

@@ -1,0 +1,148 @@
+extension DurableQueue {
+    /// Takes the oldest records for upload, without deleting them.
+    ///
+    /// At most `maxRecords` records and about `maxBytes` bytes (always at
+    /// least one record, so an oversized record can still leave). One lease
+    /// may be outstanding at a time: acknowledge or release it before taking
+    /// the next.
+    ///
+    /// - Returns: the lease, or nil when the queue is empty.
+    /// - Throws: ``EdgeIngestError/Code/leaseMisuse`` if a lease is
+    ///   outstanding; ``EdgeIngestError/Code/queueCorrupt`` if a stored
+    ///   segment breaks the format's invariants.
+    public func take(maxRecords: Int, maxBytes: Int = .max) throws -> QueueLease? {
+        precondition(maxRecords > 0, "maxRecords must be positive")
+        return try state.withLock { state -> QueueLease? in
+            let store = try state.openStore(configuration.location.description)
+            if let lease = state.lease {
+                throw EdgeIngestError(
+                    .leaseMisuse,
+                    "A lease (\(lease.serial)) of the queue \(configuration.location) is still outstanding: acknowledge or release it before taking another."
+                )
+            }
+            var payload: [UInt8] = []
+            var ids: [ObjectId] = []
+            var ends: [Int] = []
+            var segments: [QueueLease.Segment] = []
+            var parts: [QueueLease.Part] = []
+            ids.reserveCapacity(min(maxRecords, 4096))
+            ends.reserveCapacity(min(maxRecords, 4096))
+            try store.scanSegments { row in
+                try DurableQueue.checkInvariants(row, name: configuration.location.description)
+                let available = Int(row.recordCount - row.consumed)
+                let room = maxRecords - ids.count
+                var take = 0
+                var cursor = Int(row.consumedBytes)
+                let base = payload.count
+                let start = cursor
+                while take < min(available, room) {
+                    guard let newline = row.payload[cursor...].firstIndex(of: UInt8(ascii: "\n")) else {
+                        throw EdgeIngestError(
+                            .queueCorrupt,
+                            "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
+                        )
+                    }
+                    let next = newline + 1
+                    if !ids.isEmpty || take > 0, base + (next - start) > maxBytes { break }
+                    ends.append(base + (next - start))
+                    let idOffset = (Int(row.consumed) + take) * 12
+                    ids.append(ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12])))
+                    take += 1
+                    cursor = next
+                }
+                guard take > 0 else { return false }
+                payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
+                segments.append(
+                    QueueLease.Segment(
+                        type: row.type, schemaVersion: row.schemaVersion, enqueuedAt: row.enqueuedAt, recordCount: take
+                    )
+                )
+                parts.append(
+                    QueueLease.Part(
+                        segmentID: row.id, segmentRecordCount: row.recordCount, fromRecord: row.consumed,
+                        toRecord: row.consumed + Int64(take), fromByte: row.consumedBytes
+                    )
+                )
+                // Continue only if this segment was taken whole and room remains.
+                return take == available && ids.count < maxRecords && payload.count < maxBytes
+            }
+            guard let first = ids.first, let lastPart = parts.last else { return nil }
+            state.leaseSerial += 1
+            state.lease = Lease(serial: state.leaseSerial, lastSegmentID: lastPart.segmentID)
+            return QueueLease(
+                id: "\(first.hexString)-\(ids.count)", payload: payload, recordIDs: ids, recordEnds: ends,
+                segments: segments, parts: parts, serial: state.leaseSerial
+            )
+        }
+    }
+
+    /// Deletes the lease's first `count` records (all by default) in one
+    /// transaction, because the backend confirmed them. The rest, if any,
+    /// stay at the head of the queue. Ends the lease.
+    public func acknowledge(_ lease: QueueLease, count: Int? = nil) throws {
+        let count = count ?? lease.recordCount
+        precondition(count >= 0 && count <= lease.recordCount, "count must be within the lease")
+        let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let store = try state.openStore(configuration.location.description)
+            try checkOutstanding(lease, state)
+            var remaining = Int64(count)
+            var bytes: Int64 = 0
+            var recordOffset = 0
+            try store.db.transaction {
+                for part in lease.parts where remaining > 0 {
+                    let inPart = min(remaining, part.toRecord - part.fromRecord)
+                    let lastIndex = recordOffset + Int(inPart) - 1
+                    let partStartByte = recordOffset == 0 ? 0 : lease.recordEnds[recordOffset - 1]
+                    let partBytes = Int64(lease.recordEnds[lastIndex] - partStartByte)
+                    let consumed = part.fromRecord + inPart
+                    if consumed == part.segmentRecordCount {
+                        try store.delete(segment: part.segmentID)
+                    } else {
+                        try store.consume(segment: part.segmentID, records: consumed, bytes: part.fromByte + partBytes)
+                    }
+                    bytes += partBytes
+                    remaining -= inPart
+                    recordOffset += Int(part.toRecord - part.fromRecord)
+                }
+                try store.add(counter: "acknowledged_total", Int64(count))
+                try store.reclaimFreePages()
+            }
+            state.lease = nil
+            state.queuedRecords -= Int64(count)
+            state.queuedBytes -= bytes
+            state.counters["acknowledged_total", default: 0] += Int64(count)
+            state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
+            return spaceFreed(&state)
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    /// Ends the lease without deleting anything: its records will be taken
+    /// again, first.
+    public func release(_ lease: QueueLease) throws {
+        try state.withLock { state in
+            try checkOutstanding(lease, state)
+            state.lease = nil
+        }
+    }
+
+    private func checkOutstanding(_ lease: QueueLease, _ state: borrowing State) throws {
+        guard let current = state.lease, current.serial == lease.serial else {
+            throw EdgeIngestError(
+                .leaseMisuse,
+                "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
+            )
+        }
+    }
+
+    static func checkInvariants(_ row: QueueStore.SegmentRow, name: String) throws {
+        guard row.ids.count == Int(row.recordCount) * 12, row.consumed < row.recordCount,
+            row.consumedBytes <= Int64(row.payload.count)
+        else {
+            throw EdgeIngestError(
+                .queueCorrupt,
+                "Segment \(row.id) of the queue \(name) is damaged (ids \(row.ids.count) bytes for \(row.recordCount) records, \(row.consumed) consumed). Move the file aside; its other segments are intact."
+            )
+        }
+    }
+}

@@ -1,0 +1,292 @@
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A durable, crash-safe, write-only queue of records on an embedded SQLite
+/// file: the offline buffer between producers and the uploader.
+///
+/// Producers ``append(_:positions:)`` records and see counts; they can never
+/// read records back. The uploader ``take(maxRecords:maxBytes:)``s the oldest
+/// records as a ``QueueLease`` and ``acknowledge(_:count:)``s them once the
+/// backend confirmed them; only then are they deleted.
+///
+/// ```swift
+/// let queue = try DurableQueue.open(QueueConfiguration(
+///     location: .file(path: "/var/lib/ingestd/queue.sqlite"),
+///     objectTypes: [try WeatherSensor.recordType()]))
+/// let record = try WeatherSensor.makeRecord(value: ["deviceId": "WX1278UIT", …])
+/// try await queue.append([record])
+/// ```
+///
+/// Opening the same file or in-memory identifier again in one process
+/// returns the same queue; another process opening the same file gets
+/// ``EdgeIngestError/Code/queueUnavailable``. The on-disk format and its
+/// invariants are described in docs/QUEUE.md.
+public final class DurableQueue: Sendable {
+    /// The configuration the queue was opened with.
+    public let configuration: QueueConfiguration
+    /// If the file was damaged and quarantine was enabled, where it was moved.
+    public let quarantinedFile: String?
+
+    let logger: Logger
+    let typesByName: [String: RecordType]
+    let state: Mutex<State>
+    private let registryKey: String
+
+    struct Lease {
+        var serial: UInt64
+        var lastSegmentID: Int64
+    }
+
+    struct State: ~Copyable {
+        var store: QueueStore?
+        var queuedRecords: Int64
+        var queuedBytes: Int64
+        var oldestEnqueuedAt: Int64?
+        var counters: [String: Int64]
+        var lease: Lease?
+        var leaseSerial: UInt64 = 0
+        /// Bumped whenever space is freed; producers waiting for space
+        /// compare it to decide whether to sleep.
+        var spaceGeneration: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+        /// The descriptor holding the file's flock; -1 in memory or once closed.
+        var lockDescriptor: Int32 = -1
+
+        func openStore(_ name: String) throws -> QueueStore {
+            guard let store else {
+                throw EdgeIngestError(.queueUnavailable, "The queue \(name) is closed.")
+            }
+            return store
+        }
+    }
+
+    /// Opens (creating if needed) the queue described by `configuration`.
+    ///
+    /// - Throws: ``EdgeIngestError``: ``EdgeIngestError/Code/queueCorrupt`` for
+    ///   a damaged file (left untouched unless
+    ///   ``QueueConfiguration/quarantineCorruptFile`` is set),
+    ///   ``EdgeIngestError/Code/queueUnavailable`` when the file cannot be
+    ///   created or another process holds it,
+    ///   ``EdgeIngestError/Code/queueFormatTooNew``, or
+    ///   ``EdgeIngestError/Code/invalidConfiguration``.
+    public static func open(_ configuration: QueueConfiguration, logger: Logger = Logger(label: "edgeingest.queue"))
+        throws -> DurableQueue
+    {
+        let configuration = try configuration.validated()
+        return try QueueRegistry.shared.open(key: registryKey(for: configuration.location)) { key in
+            try DurableQueue(configuration: configuration, logger: logger, registryKey: key)
+        } matches: { existing in
+            existing.configuration.objectTypes == configuration.objectTypes
+        }
+    }
+
+    private init(configuration: QueueConfiguration, logger: Logger, registryKey: String) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.registryKey = registryKey
+        self.typesByName = Dictionary(uniqueKeysWithValues: configuration.objectTypes.map { ($0.name, $0) })
+        let name = configuration.location.description
+        var quarantined: String?
+        let store: QueueStore
+        var fd: Int32 = -1
+        switch configuration.location.kind {
+        case .memory:
+            store = try QueueStore(db: SQLiteConnection(path: ":memory:", displayName: name), isFile: false, durability: configuration.durability)
+        case .file(let path):
+            try QueueFile.prepare(path: path)
+            fd = try QueueFile.lock(path: path)
+            do {
+                store = try DurableQueue.openFileStore(path: path, configuration: configuration)
+            } catch let error as EdgeIngestError where error.code == .queueCorrupt && configuration.quarantineCorruptFile {
+                let moved = try QueueFile.quarantine(path: path, now: wallClockMilliseconds())
+                logger.error(
+                    "Queue file was damaged and has been moved aside; starting an empty queue",
+                    metadata: ["queue.path": "\(path)", "queue.quarantined": "\(moved)", "error": "\(error.message)"]
+                )
+                quarantined = moved
+                QueueFile.closeDescriptor(fd)
+                try QueueFile.prepare(path: path)
+                fd = try QueueFile.lock(path: path)
+                store = try DurableQueue.openFileStore(path: path, configuration: configuration)
+            } catch {
+                QueueFile.closeDescriptor(fd)
+                throw error
+            }
+        }
+        quarantinedFile = quarantined
+        do {
+            try DurableQueue.checkSchemaVersion(store, configuration: configuration)
+            try DurableQueue.compactIfAsked(store, configuration: configuration, logger: logger)
+            let totals = try store.totals()
+            state = Mutex(
+                State(
+                    store: store, queuedRecords: totals.records, queuedBytes: totals.bytes,
+                    oldestEnqueuedAt: totals.oldestEnqueuedAt, counters: try store.counters(), lockDescriptor: fd
+                )
+            )
+        } catch {
+            if fd >= 0 { QueueFile.closeDescriptor(fd) }
+            throw error
+        }
+    }
+
+    private static func openFileStore(path: String, configuration: QueueConfiguration) throws -> QueueStore {
+        let store = try QueueStore(
+            db: SQLiteConnection(path: path, displayName: path), isFile: true, durability: configuration.durability
+        )
+        if configuration.verifyIntegrityOnOpen {
+            let check = try store.db.prepare("PRAGMA quick_check(1)")
+            _ = try check.step()
+            let verdict = check.string(0)
+            guard verdict == "ok" else {
+                throw EdgeIngestError(
+                    .queueCorrupt,
+                    "The queue file '\(path)' failed SQLite's integrity check (\(verdict)). It was left untouched: move it away to start a new queue, or enable quarantine."
+                )
+            }
+        }
+        return store
+    }
+
+    private static func checkSchemaVersion(_ store: QueueStore, configuration: QueueConfiguration) throws {
+        let stored = try store.meta("max_schema_version") ?? 0
+        if stored > configuration.schemaVersion {
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The queue \(configuration.location) holds records of schema version \(stored), newer than the configured \(configuration.schemaVersion). Open it with schema version \(stored) or higher; nothing was changed."
+            )
+        }
+        if stored < configuration.schemaVersion {
+            try store.setMeta("max_schema_version", configuration.schemaVersion)
+        }
+    }
+
+    private static func compactIfAsked(_ store: QueueStore, configuration: QueueConfiguration, logger: Logger) throws {
+        guard let predicate = configuration.shouldCompactOnLaunch, configuration.location.path != nil else { return }
+        let usage = try store.pageUsage()
+        guard predicate(usage.totalBytes, usage.totalBytes - usage.freeBytes) else { return }
+        try store.db.execute("VACUUM")
+        let after = try store.pageUsage()
+        logger.info(
+            "Compacted the queue file on launch",
+            metadata: ["queue.bytes_before": "\(usage.totalBytes)", "queue.bytes_after": "\(after.totalBytes)"]
+        )
+    }
+
+    deinit {
+        close()
+        QueueRegistry.shared.remove(key: registryKey, ifMatching: ObjectIdentifier(self))
+    }
+
+    /// Closes the queue: waiting producers fail, later calls fail. Called
+    /// automatically when the last reference goes away.
+    public func close() {
+        let (waiters, fd) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Int32) in
+            // Release the connection before the flock descriptor: closing any
+            // descriptor of the file drops SQLite's POSIX locks on it.
+            state.store = nil
+            let waiting = Array(state.waiters.values)
+            state.waiters = [:]
+            let fd = state.lockDescriptor
+            state.lockDescriptor = -1
+            return (waiting, fd)
+        }
+        waiters.forEach { $0.resume() }
+        if fd >= 0 { QueueFile.closeDescriptor(fd) }
+    }
+
+    // MARK: Reading counts
+
+    /// The queue's contents and counters now.
+    public func statistics() throws -> QueueStatistics {
+        let snapshot = state.withLock { state in
+            (state.queuedRecords, state.queuedBytes, state.oldestEnqueuedAt, state.counters, state.store != nil)
+        }
+        guard snapshot.4 else { throw EdgeIngestError(.queueUnavailable, "The queue \(configuration.location) is closed.") }
+        var dropped: [String: Int64] = [:]
+        for (name, value) in snapshot.3 where name.hasPrefix("dropped.") {
+            dropped[String(name.dropFirst("dropped.".count))] = value
+        }
+        var fileBytes: Int64 = 0
+        if let path = configuration.location.path {
+            fileBytes = QueueFile.size(of: path) + QueueFile.size(of: path + "-wal")
+        }
+        return QueueStatistics(
+            queuedRecords: snapshot.0, queuedBytes: snapshot.1, oldestEnqueuedAt: snapshot.2,
+            appendedTotal: snapshot.3["appended_total"] ?? 0, acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
+            droppedByReason: dropped, fileBytes: fileBytes
+        )
+    }
+
+    /// The committed position of every input (see ``SourcePosition``).
+    public func positions() throws -> [String: String] {
+        try state.withLock { state in try state.openStore(configuration.location.description).positions() }
+    }
+
+    private static func registryKey(for location: QueueConfiguration.Location) -> String {
+        switch location.kind {
+        case .memory(let identifier): return "memory:" + identifier
+        case .file(let path):
+            let directory = QueueFile.parentDirectory(of: path)
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            if let resolved = realpath(directory, nil) {
+                defer { free(resolved) }
+                return "file:" + String(cString: resolved) + "/" + name
+            }
+            return "file:" + path
+        }
+    }
+}
+
+/// The queues open in this process, so that opening a path or in-memory
+/// identifier twice shares one connection (and one in-memory database).
+final class QueueRegistry: Sendable {
+    static let shared = QueueRegistry()
+
+    private final class WeakQueue: @unchecked Sendable {
+        weak var queue: DurableQueue?
+        let id: ObjectIdentifier
+        init(_ queue: DurableQueue) {
+            self.queue = queue
+            id = ObjectIdentifier(queue)
+        }
+    }
+
+    private let entries = Mutex<[String: WeakQueue]>([:])
+
+    func open(
+        key: String,
+        create: (String) throws -> DurableQueue,
+        matches: (DurableQueue) -> Bool
+    ) throws -> DurableQueue {
+        // Opening is rare; holding the lock while creating keeps two threads
+        // from opening one file twice. A strong reference loaded here leaves
+        // the closure alive, so no deinit (which takes this lock) runs inside.
+        let queue = try entries.withLock { entries -> DurableQueue in
+            if let existing = entries[key]?.queue { return existing }
+            let queue = try create(key)
+            entries[key] = WeakQueue(queue)
+            return queue
+        }
+        guard matches(queue) else {
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The queue \(queue.configuration.location) is already open in this process with different object types."
+            )
+        }
+        return queue
+    }
+
+    func remove(key: String, ifMatching id: ObjectIdentifier) {
+        entries.withLock { entries in
+            if entries[key]?.id == id { entries[key] = nil }
+        }
+    }
+}

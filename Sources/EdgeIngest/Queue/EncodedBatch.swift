@@ -1,0 +1,85 @@
+/// Records encoded for the queue, grouped into runs of one type, in input
+/// order. Built outside the queue's lock.
+struct EncodedBatch {
+    struct Run {
+        var typeName: String
+        /// 12 bytes per record.
+        var ids: [UInt8]
+        /// One JSON line per record, each ending in "\n".
+        var payload: [UInt8]
+        /// End offset (after the newline) of each record in `payload`.
+        var ends: [Int]
+
+        var count: Int { ends.count }
+
+        /// Records `from..<to` of this run as a new run.
+        func slice(_ from: Int, _ to: Int) -> Run {
+            let start = from == 0 ? 0 : ends[from - 1]
+            let end = ends[to - 1]
+            return Run(
+                typeName: typeName,
+                ids: Array(ids[from * 12..<to * 12]),
+                payload: Array(payload[start..<end]),
+                ends: ends[from..<to].map { $0 - start }
+            )
+        }
+    }
+
+    var runs: [Run] = []
+    var count: Int { runs.reduce(0) { $0 + $1.count } }
+
+    /// Size of each record with its newline, in order.
+    var recordSizes: [Int] {
+        var sizes: [Int] = []
+        sizes.reserveCapacity(count)
+        for run in runs {
+            var previous = 0
+            for end in run.ends {
+                sizes.append(end - previous)
+                previous = end
+            }
+        }
+        return sizes
+    }
+
+    /// Encodes `records`, refusing any whose type is not in `types`.
+    init(records: [Record], types: [String: RecordType], queueName: String) throws {
+        for record in records {
+            guard let declared = types[record.type.name] else {
+                throw EdgeIngestError(
+                    .unknownObjectType,
+                    "Record type '\(record.type.name)' is not among the object types of the queue \(queueName) (\(types.keys.sorted().joined(separator: ", "))). Add it to the configuration's object types."
+                )
+            }
+            if declared.fields != record.type.fields {
+                throw EdgeIngestError(
+                    .unknownObjectType,
+                    "Record type '\(record.type.name)' was validated against a declaration that differs from the queue's: validate readings with the queue's object types."
+                )
+            }
+            if runs.last?.typeName != record.type.name {
+                runs.append(Run(typeName: record.type.name, ids: [], payload: [], ends: []))
+                runs[runs.count - 1].payload.reserveCapacity(160 * records.count)
+                runs[runs.count - 1].ids.reserveCapacity(12 * records.count)
+            }
+            let r = runs.count - 1
+            record.encodeJSON(into: &runs[r].payload)
+            runs[r].payload.append(UInt8(ascii: "\n"))
+            runs[r].ends.append(runs[r].payload.count)
+            record.id.appendBytes(to: &runs[r].ids)
+        }
+    }
+
+    /// The records `from..<to` (indices over the whole batch).
+    func slice(_ from: Int, _ to: Int) -> [Run] {
+        var out: [Run] = []
+        var base = 0
+        for run in runs {
+            let lo = max(from, base) - base
+            let hi = min(to, base + run.count) - base
+            if lo < hi { out.append(lo == 0 && hi == run.count ? run : run.slice(lo, hi)) }
+            base += run.count
+        }
+        return out
+    }
+}

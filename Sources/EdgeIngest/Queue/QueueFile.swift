@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// File-system work around a queue file: its directory (0700), the file
+/// itself (0600), the process lock, and quarantine of a damaged file.
+enum QueueFile {
+    /// Creates the file's directory (and missing parents) with mode 0700,
+    /// and the file with mode 0600 if it does not exist.
+    static func prepare(path: String) throws {
+        let directory = parentDirectory(of: path)
+        try makeDirectories(directory)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw EdgeIngestError(
+                .queueUnavailable,
+                "Cannot create the queue file '\(path)': \(errnoText()). Check that '\(directory)' is writable by this user."
+            )
+        }
+        close(fd)
+    }
+
+    /// Takes an exclusive `flock` on the file, held until `fd` is closed, so
+    /// that two processes never append to one queue. Returns the descriptor.
+    static func lock(path: String) throws -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw EdgeIngestError(.queueUnavailable, "Cannot open the queue file '\(path)': \(errnoText()).")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let reason = errno == EWOULDBLOCK ? "another process has it open (is another ingestd running with this queue?)" : errnoText()
+            close(fd)
+            throw EdgeIngestError(.queueUnavailable, "The queue '\(path)' is in use: \(reason).")
+        }
+        return fd
+    }
+
+    /// Renames the file and its `-wal`/`-shm` companions to
+    /// `<path>.corrupt-<ms>`; returns the new name of the main file.
+    static func quarantine(path: String, now: Int64) throws -> String {
+        let target = "\(path).corrupt-\(now)"
+        for suffix in ["", "-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
+            guard rename(path + suffix, target + suffix) == 0 else {
+                throw EdgeIngestError(.queueUnavailable, "Cannot move the damaged queue '\(path)' aside: \(errnoText()).")
+            }
+        }
+        return target
+    }
+
+    static func closeDescriptor(_ fd: Int32) {
+        close(fd)
+    }
+
+    static func size(of path: String) -> Int64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func makeDirectories(_ directory: String) throws {
+        var info = stat()
+        if stat(directory, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw EdgeIngestError(.queueUnavailable, "'\(directory)' exists but is not a directory, so the queue cannot be created in it.")
+            }
+            return
+        }
+        let parent = parentDirectory(of: directory)
+        if parent != directory { try makeDirectories(parent) }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw EdgeIngestError(
+                .queueUnavailable,
+                "Cannot create the queue directory '\(directory)': \(errnoText()). Create it, or point the queue elsewhere."
+            )
+        }
+    }
+}
+
+func errnoText(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}
+
+/// Milliseconds since the Unix epoch, from the wall clock.
+func wallClockMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,64 @@
+// # The queue's on-disk format
+//
+// One SQLite database in WAL mode (`<file>`, `<file>-wal`, `<file>-shm`).
+// `PRAGMA application_id` is 0x45444749 ("EDGI"); `PRAGMA user_version` is
+// the format version below. docs/QUEUE.md explains the choices and costs.
+//
+// ## Tables (format 1)
+//
+// segments — one row per appended run of records of one type:
+//   id             INTEGER PRIMARY KEY  append order (never reused: AUTOINCREMENT)
+//   type           TEXT     record type name
+//   schema_version INTEGER  configuration schema version at append
+//   enqueued_at    INTEGER  ms since the epoch, commit time of the append
+//   record_count   INTEGER  records in the row (>= 1)
+//   payload_bytes  INTEGER  length(payload)
+//   consumed       INTEGER  records at the front already acknowledged (0..<record_count)
+//   consumed_bytes INTEGER  bytes of those records in payload
+//   ids            BLOB     record_count × 12 bytes: each record's _id
+//   payload        BLOB     record_count JSON lines, each ending in "\n"
+// counters — name → value: appended_total, acknowledged_total, dropped.<reason>
+// positions — source → position: input offsets, committed with their records
+// meta — key → value: max_schema_version
+//
+// ## Invariants
+//
+// 1. An append is one transaction: its segments, its counter updates and its
+//    input positions are all durable or all absent. No partial batch exists.
+// 2. Records leave only by acknowledgement (head first, in order: the
+//    consumed prefix grows, then the row is deleted) or by a counted drop,
+//    in the same transaction as the counter that accounts for them.
+// 3. length(ids) = 12 × record_count and payload holds record_count
+//    newline-terminated lines; the reader checks both and reports a damaged
+//    segment instead of sending garbage.
+// 4. Queued records = Σ(record_count − consumed); queued bytes =
+//    Σ(payload_bytes − consumed_bytes).
+//
+// Shipped migrations are never edited: add a new one at the end.
+
+/// The schema migrations, in order. Index i migrates format i to i + 1.
+enum QueueFormat {
+    static let applicationID: Int64 = 0x4544_4749
+    static var currentVersion: Int64 { Int64(migrations.count) }
+
+    static let migrations: [String] = [
+        // 0 → 1
+        """
+        CREATE TABLE segments(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            type TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            enqueued_at INTEGER NOT NULL,
+            record_count INTEGER NOT NULL CHECK (record_count > 0),
+            payload_bytes INTEGER NOT NULL,
+            consumed INTEGER NOT NULL DEFAULT 0,
+            consumed_bytes INTEGER NOT NULL DEFAULT 0,
+            ids BLOB NOT NULL,
+            payload BLOB NOT NULL
+        );
+        CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE positions(source TEXT PRIMARY KEY, position TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+        """
+    ]
+}

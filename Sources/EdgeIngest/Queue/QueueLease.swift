@@ -1,0 +1,54 @@
+/// The oldest records of a queue, taken for upload. Nothing is deleted until
+/// the lease is acknowledged with ``DurableQueue/acknowledge(_:count:)``;
+/// ``DurableQueue/release(_:)`` gives it back unchanged.
+///
+/// ```swift
+/// while let lease = try queue.take(maxRecords: 1000, maxBytes: 1 << 20) {
+///     try await post(lease.payload, idempotencyKey: lease.id)
+///     try queue.acknowledge(lease)
+/// }
+/// ```
+public struct QueueLease: Sendable {
+    /// A run of records of one type, schema version and append time.
+    public struct Segment: Sendable, Hashable {
+        public var type: String
+        public var schemaVersion: Int64
+        /// When the records were appended (ms since the epoch).
+        public var enqueuedAt: Int64
+        public var recordCount: Int
+    }
+
+    /// Where the lease's records live, for acknowledgement.
+    struct Part: Sendable, Hashable {
+        var segmentID: Int64
+        var segmentRecordCount: Int64
+        /// The record range of the segment, and its byte offsets in the segment payload.
+        var fromRecord: Int64
+        var toRecord: Int64
+        var fromByte: Int64
+    }
+
+    /// Stable for the same records across retries and restarts: the first
+    /// record's `_id` and the record count. Use it as an idempotency key.
+    public let id: String
+    /// The records as NDJSON: one JSON object per line.
+    public let payload: [UInt8]
+    /// Each record's `_id`, in order.
+    public let recordIDs: [ObjectId]
+    /// End offset of each record's line (after its newline) in ``payload``.
+    public let recordEnds: [Int]
+    /// The runs of records by type, in order.
+    public let segments: [Segment]
+
+    let parts: [Part]
+    let serial: UInt64
+
+    /// Number of records.
+    public var recordCount: Int { recordIDs.count }
+
+    /// The JSON of record `index`, without its newline.
+    public func recordJSON(at index: Int) -> ArraySlice<UInt8> {
+        let start = index == 0 ? 0 : recordEnds[index - 1]
+        return payload[start..<(recordEnds[index] - 1)]
+    }
+}

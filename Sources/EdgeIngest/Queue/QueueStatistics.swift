@@ -1,0 +1,44 @@
+/// A snapshot of a queue's contents and counters. Counters survive restarts.
+public struct QueueStatistics: Sendable, Hashable {
+    /// Records waiting to be uploaded.
+    public var queuedRecords: Int64
+    /// Bytes of encoded records waiting to be uploaded.
+    public var queuedBytes: Int64
+    /// When the oldest waiting record was appended (ms since the epoch).
+    public var oldestEnqueuedAt: Int64?
+    /// Records ever appended (accepted into the queue).
+    public var appendedTotal: Int64
+    /// Records ever acknowledged by the backend and deleted.
+    public var acknowledgedTotal: Int64
+    /// Records that left the queue without acknowledgement, by reason name.
+    public var droppedByReason: [String: Int64]
+    /// Bytes the queue file and its WAL take on disk (0 in memory).
+    public var fileBytes: Int64
+
+    /// All dropped records.
+    public var droppedTotal: Int64 { droppedByReason.values.reduce(0, +) }
+}
+
+/// An input's position (a file offset, say), committed in the same
+/// transaction as the records read up to it, so a restart resumes exactly.
+public struct SourcePosition: Sendable, Hashable {
+    /// The input's stable name, e.g. `file:/var/log/sensors.ndjson`.
+    public var source: String
+    /// Opaque to the queue: whatever the input needs to resume.
+    public var position: String
+
+    public init(source: String, position: String) {
+        self.source = source
+        self.position = position
+    }
+}
+
+/// What an append did.
+public struct AppendResult: Sendable, Hashable {
+    /// Records stored.
+    public var accepted: Int
+    /// Incoming records refused by the overflow policy.
+    public var droppedIncoming: Int
+    /// Previously stored records deleted by ``OverflowPolicy/dropOldest``.
+    public var droppedStored: Int64
+}

@@ -1,0 +1,243 @@
+/// Every SQL statement the queue runs, over one connection. Not
+/// thread-safe: ``DurableQueue`` calls it under its lock. Policy (bounds,
+/// leases, waiting) lives in the queue; this type only reads and writes.
+final class QueueStore {
+    let db: SQLiteConnection
+    private let insertSegment: SQLiteStatement
+    private let deleteSegment: SQLiteStatement
+    private let consumeSegment: SQLiteStatement
+    private let addCounter: SQLiteStatement
+    private let upsertPosition: SQLiteStatement
+    private let selectFrom: SQLiteStatement
+    private let selectHeads: SQLiteStatement
+
+    /// Brings the database to the current format and prepares statements.
+    init(db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
+        self.db = db
+        try QueueStore.configure(db, isFile: isFile, durability: durability)
+        try QueueStore.migrate(db)
+        insertSegment = try db.prepare(
+            "INSERT INTO segments(type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        )
+        deleteSegment = try db.prepare("DELETE FROM segments WHERE id = ?1")
+        consumeSegment = try db.prepare("UPDATE segments SET consumed = ?2, consumed_bytes = ?3 WHERE id = ?1")
+        addCounter = try db.prepare(
+            "INSERT INTO counters(name, value) VALUES(?1, ?2) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value"
+        )
+        upsertPosition = try db.prepare(
+            "INSERT INTO positions(source, position, updated_at) VALUES(?1, ?2, ?3) ON CONFLICT(source) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at"
+        )
+        selectFrom = try db.prepare(
+            "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload FROM segments WHERE id >= ?1 ORDER BY id"
+        )
+        selectHeads = try db.prepare(
+            "SELECT id, record_count - consumed, payload_bytes - consumed_bytes FROM segments WHERE id > ?1 ORDER BY id"
+        )
+    }
+
+    private static func configure(_ db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
+        // Reading the header first turns "not a database" into a clear error
+        // before anything could write to the file.
+        let applicationID = try db.integer("PRAGMA application_id")
+        let tables = try db.integer("SELECT count(*) FROM sqlite_master")
+        if tables > 0 && applicationID != QueueFormat.applicationID {
+            throw EdgeIngestError(
+                .queueCorrupt,
+                "'\(db.displayName)' is an SQLite database but not an EdgeIngest queue (application_id \(applicationID)). It was left untouched: point the queue at another file."
+            )
+        }
+        let version = try db.integer("PRAGMA user_version")
+        if version > QueueFormat.currentVersion {
+            throw EdgeIngestError(
+                .queueFormatTooNew,
+                "The queue '\(db.displayName)' has format \(version), newer than this EdgeIngest understands (\(QueueFormat.currentVersion)). Upgrade ingestd, or drain the queue with the newer version first."
+            )
+        }
+        if tables == 0 {
+            // Must precede the first table: lets drained space be returned.
+            try db.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        }
+        if isFile {
+            let mode = try db.prepare("PRAGMA journal_mode = WAL")
+            _ = try mode.step()
+            guard mode.string(0).lowercased() == "wal" else {
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "The queue '\(db.displayName)' could not switch to WAL mode (got \(mode.string(0))): is the file system read-only or a network mount?"
+                )
+            }
+            let synchronous = durability == .powerLossSafe ? "FULL" : "NORMAL"
+            try db.execute("PRAGMA synchronous = \(synchronous); PRAGMA journal_size_limit = 8388608")
+        }
+        try db.execute("PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY")
+    }
+
+    private static func migrate(_ db: SQLiteConnection) throws {
+        let version = try db.integer("PRAGMA user_version")
+        guard version < QueueFormat.currentVersion else { return }
+        try db.transaction {
+            for step in Int(version)..<QueueFormat.migrations.count {
+                try db.execute(QueueFormat.migrations[step])
+            }
+            try db.execute(
+                "PRAGMA application_id = \(QueueFormat.applicationID); PRAGMA user_version = \(QueueFormat.currentVersion)"
+            )
+        }
+    }
+
+    // MARK: Reads
+
+    struct Totals {
+        var records: Int64 = 0
+        var bytes: Int64 = 0
+        var oldestEnqueuedAt: Int64?
+    }
+
+    func totals() throws -> Totals {
+        let stmt = try db.prepare(
+            "SELECT count(*), coalesce(sum(record_count - consumed), 0), coalesce(sum(payload_bytes - consumed_bytes), 0), min(enqueued_at) FROM segments"
+        )
+        guard try stmt.step() else { return Totals() }
+        return Totals(records: stmt.int64(1), bytes: stmt.int64(2), oldestEnqueuedAt: stmt.isNull(3) ? nil : stmt.int64(3))
+    }
+
+    func oldestEnqueuedAt() throws -> Int64? {
+        let stmt = try db.prepare("SELECT enqueued_at FROM segments ORDER BY id LIMIT 1")
+        return try stmt.step() ? stmt.int64(0) : nil
+    }
+
+    func counters() throws -> [String: Int64] {
+        let stmt = try db.prepare("SELECT name, value FROM counters")
+        var out: [String: Int64] = [:]
+        while try stmt.step() { out[stmt.string(0)] = stmt.int64(1) }
+        return out
+    }
+
+    func positions() throws -> [String: String] {
+        let stmt = try db.prepare("SELECT source, position FROM positions")
+        var out: [String: String] = [:]
+        while try stmt.step() { out[stmt.string(0)] = stmt.string(1) }
+        return out
+    }
+
+    func meta(_ key: String) throws -> Int64? {
+        let stmt = try db.prepare("SELECT value FROM meta WHERE key = ?1")
+        stmt.bind(1, key)
+        return try stmt.step() ? stmt.int64(0) : nil
+    }
+
+    func setMeta(_ key: String, _ value: Int64) throws {
+        let stmt = try db.prepare("INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+        stmt.bind(1, key)
+        stmt.bind(2, value)
+        try stmt.run()
+    }
+
+    /// Segments with id > `after`, oldest first, with their unconsumed
+    /// records and bytes.
+    func segmentSizes(after: Int64) throws -> [OverflowPlan.StoredSegment] {
+        defer { selectHeads.reset() }
+        selectHeads.bind(1, after)
+        var out: [OverflowPlan.StoredSegment] = []
+        while try selectHeads.step() {
+            out.append(.init(id: selectHeads.int64(0), records: selectHeads.int64(1), bytes: selectHeads.int64(2)))
+        }
+        return out
+    }
+
+    /// One stored segment as the reader sees it; buffers valid only inside the callback.
+    struct SegmentRow {
+        var id: Int64
+        var type: String
+        var schemaVersion: Int64
+        var enqueuedAt: Int64
+        var recordCount: Int64
+        var consumed: Int64
+        var consumedBytes: Int64
+        var ids: UnsafeRawBufferPointer
+        var payload: UnsafeRawBufferPointer
+    }
+
+    /// Calls `body` for segments from the head on, until it returns false.
+    func scanSegments(from id: Int64 = 0, _ body: (SegmentRow) throws -> Bool) throws {
+        defer { selectFrom.reset() }
+        selectFrom.bind(1, id)
+        while try selectFrom.step() {
+            let row = SegmentRow(
+                id: selectFrom.int64(0), type: selectFrom.string(1), schemaVersion: selectFrom.int64(2),
+                enqueuedAt: selectFrom.int64(3), recordCount: selectFrom.int64(4), consumed: selectFrom.int64(5),
+                consumedBytes: selectFrom.int64(6), ids: selectFrom.blob(7), payload: selectFrom.blob(8)
+            )
+            guard try body(row) else { return }
+        }
+    }
+
+    // MARK: Writes (call inside a transaction)
+
+    func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64) throws {
+        defer { insertSegment.reset() }
+        insertSegment.bind(1, run.typeName)
+        insertSegment.bind(2, schemaVersion)
+        insertSegment.bind(3, enqueuedAt)
+        insertSegment.bind(4, Int64(run.count))
+        insertSegment.bind(5, Int64(run.payload.count))
+        try run.ids.withUnsafeBytes { ids in
+            try run.payload.withUnsafeBytes { payload in
+                insertSegment.bind(6, blob: ids)
+                insertSegment.bind(7, blob: payload)
+                try insertSegment.step()
+            }
+        }
+    }
+
+    func delete(segment id: Int64) throws {
+        deleteSegment.bind(1, id)
+        try deleteSegment.run()
+    }
+
+    func consume(segment id: Int64, records: Int64, bytes: Int64) throws {
+        consumeSegment.bind(1, id)
+        consumeSegment.bind(2, records)
+        consumeSegment.bind(3, bytes)
+        try consumeSegment.run()
+    }
+
+    func add(counter name: String, _ delta: Int64) throws {
+        guard delta != 0 else { return }
+        addCounter.bind(1, name)
+        addCounter.bind(2, delta)
+        try addCounter.run()
+    }
+
+    func set(position: SourcePosition, at time: Int64) throws {
+        upsertPosition.bind(1, position.source)
+        upsertPosition.bind(2, position.position)
+        upsertPosition.bind(3, time)
+        try upsertPosition.run()
+    }
+
+    // MARK: Space
+
+    struct PageUsage {
+        var totalBytes: Int64
+        var freeBytes: Int64
+    }
+
+    func pageUsage() throws -> PageUsage {
+        let pageSize = try db.integer("PRAGMA page_size")
+        let pages = try db.integer("PRAGMA page_count")
+        let free = try db.integer("PRAGMA freelist_count")
+        return PageUsage(totalBytes: pages * pageSize, freeBytes: free * pageSize)
+    }
+
+    /// Returns free pages to the file system once at least 1 MiB and a
+    /// quarter of the file are free, so a draining queue shrinks while a
+    /// steady one reuses its pages without churning.
+    func reclaimFreePages() throws {
+        let free = try db.integer("PRAGMA freelist_count")
+        guard free >= 256 else { return }
+        let pages = try db.integer("PRAGMA page_count")
+        guard free * 4 >= pages else { return }
+        try db.execute("PRAGMA incremental_vacuum")
+    }
+}

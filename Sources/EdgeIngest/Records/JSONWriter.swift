@@ -1,0 +1,99 @@
+/// The small, allocation-light JSON writer that encodes records for the
+/// queue and the wire. It writes only what records contain: strings,
+/// integers, finite doubles, booleans.
+enum JSONWriter {
+    static func appendString(_ string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { bytes in
+            var start = 0
+            for (i, c) in bytes.enumerated() where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                switch c {
+                case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+                case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(c >> 4)], hex[Int(c & 0xF)]])
+                }
+                start = i + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func appendInt(_ value: Int64, to out: inout [UInt8]) {
+        if value == 0 {
+            out.append(48)
+            return
+        }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch
+        let count = withUnsafeMutableBytes(of: &digits) { buf -> Int in
+            var k = 24
+            while magnitude > 0 {
+                k -= 1
+                buf[k] = UInt8(48 + magnitude % 10)
+                magnitude /= 10
+            }
+            if value < 0 {
+                k -= 1
+                buf[k] = UInt8(ascii: "-")
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[k...]))
+            return 24 - k
+        }
+        _ = count
+    }
+
+    /// Writes the shortest text that reads back as the same double.
+    /// Callers guarantee the value is finite (validation refuses others).
+    static func appendDouble(_ value: Double, to out: inout [UInt8]) {
+        if let i = Int64(exactly: value), abs(i) < 1 << 53 {
+            appendInt(i, to: &out)
+            return
+        }
+        out.append(contentsOf: value.description.utf8)
+    }
+}
+
+extension Record {
+    /// Appends the record as one line of JSON, without the newline:
+    /// `{"_id":"…","deviceId":"WX1278UIT",…}` with fields in declaration
+    /// order and absent optional fields left out.
+    public func encodeJSON(into out: inout [UInt8]) {
+        out.append(contentsOf: #"{"_id":""#.utf8)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 24))
+        out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
+        out.append(UInt8(ascii: "\""))
+        let keys = type.encodedKeys
+        for i in values.indices {
+            guard let value = values[i] else { continue }
+            out.append(contentsOf: keys[i])
+            switch value {
+            case .string(let s): JSONWriter.appendString(s, to: &out)
+            case .int(let n): JSONWriter.appendInt(n, to: &out)
+            case .double(let d): JSONWriter.appendDouble(d, to: &out)
+            case .bool(let b): out.append(contentsOf: b ? Array("true".utf8) : Array("false".utf8))
+            case .timestamp(let ms):
+                out.append(UInt8(ascii: "\""))
+                Timestamp.appendISO8601(milliseconds: ms, to: &out)
+                out.append(UInt8(ascii: "\""))
+            case .objectId(let oid): JSONWriter.appendString(oid.hexString, to: &out)
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The record as one line of JSON (see ``encodeJSON(into:)``).
+    public var jsonString: String {
+        var out: [UInt8] = []
+        encodeJSON(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A 12-byte, MongoDB-compatible unique identifier: the primary key `_id` of
+/// every record.
+///
+/// The layout is the one MongoDB and Realm use: a 4-byte big-endian count of
+/// seconds since the Unix epoch, 5 random bytes chosen once per process, and a
+/// 3-byte big-endian counter that starts at a random value. Its text form is
+/// 24 lowercase hexadecimal characters.
+///
+/// ```swift
+/// let id = ObjectId.generate()
+/// let same = try ObjectId(string: id.hexString)
+/// assert(id == same)
+/// ```
+///
+/// Ids from ``generate()`` are unique and strictly increasing within a
+/// process (the counter is bumped under a lock, and the timestamp never moves
+/// backwards even if the wall clock does).
+public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The 12 bytes, in wire order.
+    public let bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+
+    /// The zero id (`000000000000000000000000`), as Realm's `ObjectId()`.
+    ///
+    /// Record creation treats a zero `_id` as "none given" and generates one.
+    public init() {
+        bytes = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    /// Creates an id from exactly 12 bytes, or returns nil.
+    public init?<C: Collection>(bytes source: C) where C.Element == UInt8 {
+        guard source.count == 12 else { return nil }
+        var raw = [UInt8](source)
+        self = raw.withUnsafeMutableBytes { ObjectId(unsafeBytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    init(unsafeBytes p: UnsafeRawBufferPointer) {
+        bytes = (p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11])
+    }
+
+    /// Parses the 24-character hexadecimal text form (either case).
+    ///
+    /// - Throws: ``EdgeIngestError`` with code ``EdgeIngestError/Code/invalidObjectId``
+    ///   saying what was wrong with the text.
+    public init(string: String) throws {
+        var text = string
+        guard let id = text.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) }) else {
+            throw EdgeIngestError(
+                .invalidObjectId,
+                "An ObjectId must be 24 hexadecimal characters, got \(quoted(string))."
+            )
+        }
+        self = id
+    }
+
+    /// Parses 24 hexadecimal ASCII bytes; nil if they are not exactly that.
+    init?(hexUTF8 p: UnsafeRawBufferPointer) {
+        guard p.count == 24 else { return nil }
+        var out: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &out) { dst -> Bool in
+            for i in 0..<12 {
+                guard let hi = hexNibble(p[2 * i]), let lo = hexNibble(p[2 * i + 1]) else { return false }
+                dst[i] = hi << 4 | lo
+            }
+            return true
+        }
+        guard ok else { return nil }
+        bytes = out
+    }
+
+    /// Generates a new id, unique and monotonic within this process.
+    public static func generate() -> ObjectId {
+        ObjectIdGenerator.shared.next()
+    }
+
+    /// The seconds-since-epoch part of the id.
+    public var timestampSeconds: UInt32 {
+        withUnsafeBytes(of: bytes) { UInt32($0[0]) << 24 | UInt32($0[1]) << 16 | UInt32($0[2]) << 8 | UInt32($0[3]) }
+    }
+
+    /// True for the zero id.
+    public var isZero: Bool { self == ObjectId() }
+
+    /// The 24-character lowercase hexadecimal text form.
+    public var hexString: String {
+        String(unsafeUninitializedCapacity: 24) { buffer in
+            writeHex(into: UnsafeMutableRawBufferPointer(buffer))
+            return 24
+        }
+    }
+
+    /// Writes the 24 hex characters into `out` (which must hold 24 bytes).
+    func writeHex(into out: UnsafeMutableRawBufferPointer) {
+        withUnsafeBytes(of: bytes) { raw in
+            for i in 0..<12 {
+                out[2 * i] = hexDigits[Int(raw[i] >> 4)]
+                out[2 * i + 1] = hexDigits[Int(raw[i] & 0xF)]
+            }
+        }
+    }
+
+    /// Appends the 12 raw bytes to `array`.
+    func appendBytes(to array: inout [UInt8]) {
+        withUnsafeBytes(of: bytes) { array.append(contentsOf: $0) }
+    }
+
+    public var description: String { hexString }
+
+    public static func == (a: ObjectId, b: ObjectId) -> Bool {
+        withUnsafeBytes(of: a.bytes) { pa in withUnsafeBytes(of: b.bytes) { pb in pa.elementsEqual(pb) } }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        withUnsafeBytes(of: bytes) { hasher.combine(bytes: $0) }
+    }
+
+    /// Byte-wise order, which for generated ids is creation order.
+    public static func < (a: ObjectId, b: ObjectId) -> Bool {
+        withUnsafeBytes(of: a.bytes) { pa in
+            withUnsafeBytes(of: b.bytes) { pb in pa.lexicographicallyPrecedes(pb) }
+        }
+    }
+}
+
+private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+@inline(__always)
+private func hexNibble(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
+    default: return nil
+    }
+}
+
+/// Process-wide state for ``ObjectId/generate()``.
+final class ObjectIdGenerator: Sendable {
+    static let shared = ObjectIdGenerator()
+
+    private struct State {
+        var lastSeconds: UInt32
+        var counter: UInt32
+    }
+
+    private let processUnique: (UInt8, UInt8, UInt8, UInt8, UInt8)
+    private let state: Mutex<State>
+
+    private init() {
+        var rng = SystemRandomNumberGenerator()
+        processUnique = (
+            UInt8.random(in: 0...255, using: &rng), UInt8.random(in: 0...255, using: &rng),
+            UInt8.random(in: 0...255, using: &rng), UInt8.random(in: 0...255, using: &rng),
+            UInt8.random(in: 0...255, using: &rng)
+        )
+        state = Mutex(State(lastSeconds: 0, counter: UInt32.random(in: 0..<0x00FF_FFFF, using: &rng)))
+    }
+
+    func next() -> ObjectId {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let wallSeconds = UInt32(truncatingIfNeeded: now.tv_sec)
+        let (seconds, counter) = state.withLock { s -> (UInt32, UInt32) in
+            // Never go backwards: a wall-clock step back keeps the last second.
+            if wallSeconds > s.lastSeconds { s.lastSeconds = wallSeconds }
+            s.counter = (s.counter &+ 1) & 0x00FF_FFFF
+            if s.counter == 0 {
+                // The 24-bit counter wrapped within one second: borrow the next
+                // second so ids stay unique and increasing.
+                s.lastSeconds &+= 1
+            }
+            return (s.lastSeconds, s.counter)
+        }
+        let p = processUnique
+        return ObjectId(
+            bytes: [
+                UInt8(seconds >> 24), UInt8(truncatingIfNeeded: seconds >> 16),
+                UInt8(truncatingIfNeeded: seconds >> 8), UInt8(truncatingIfNeeded: seconds),
+                p.0, p.1, p.2, p.3, p.4,
+                UInt8(truncatingIfNeeded: counter >> 16), UInt8(truncatingIfNeeded: counter >> 8),
+                UInt8(truncatingIfNeeded: counter),
+            ]
+        )!
+    }
+}

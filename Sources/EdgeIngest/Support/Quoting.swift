@@ -1,0 +1,28 @@
+/// The longest excerpt of an offending value that an error message quotes.
+let quotedValueLimit = 32
+
+/// Quotes `text` for an error message, truncated to ``quotedValueLimit``
+/// characters with an ellipsis, control characters escaped, so that a
+/// message names what was wrong without copying a payload into the log.
+func quoted(_ text: some StringProtocol) -> String {
+    var out = "\""
+    var count = 0
+    for scalar in text.unicodeScalars {
+        if count == quotedValueLimit {
+            out += "…"
+            break
+        }
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+            out += "\\u{\(String(scalar.value, radix: 16))}"
+        default: out.unicodeScalars.append(scalar)
+        }
+        count += 1
+    }
+    return out + "\""
+}

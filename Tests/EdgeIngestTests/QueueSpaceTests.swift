@@ -1,0 +1,47 @@
+import EdgeIngest
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct QueueSpaceTests {
+    @Test func drainingReturnsSpaceAndCompactOnLaunchShrinksTheFile() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("queue.sqlite")
+        var configuration = try fileConfiguration(dir)
+        configuration.shouldCompactOnLaunch = nil
+        var peak: Int64 = 0
+        do {
+            let queue = try DurableQueue.open(configuration)
+            for b in 0..<40 { try await queue.append(try weatherRecords(1000, start: b * 1000)) }
+            peak = try queue.statistics().fileBytes  // file + WAL
+            // Drain all but the last batch.
+            for _ in 0..<39 {
+                let lease = try #require(try queue.take(maxRecords: 1000))
+                try queue.acknowledge(lease)
+            }
+            queue.close()
+        }
+        #expect(peak > 5_000_000)
+        let afterDrain = QueueFile(path).size
+        #expect(afterDrain < peak / 2)  // incremental vacuum gave pages back while draining
+
+        let asked = Mutex<(Int64, Int64)?>(nil)
+        configuration.shouldCompactOnLaunch = { total, used in
+            asked.withLock { $0 = (total, used) }
+            return true
+        }
+        let queue = try DurableQueue.open(configuration)
+        let (total, used) = try #require(asked.withLock { $0 })
+        #expect(used <= total)
+        #expect(QueueFile(path).size <= afterDrain)
+        #expect(try queue.statistics().queuedRecords == 1000)
+    }
+}
+
+struct QueueFile {
+    let path: String
+    init(_ path: String) { self.path = path }
+    var size: Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+}
