@@ -105,13 +105,19 @@ extension DurableQueue {
                     recordOffset += Int(part.toRecord - part.fromRecord)
                 }
                 try store.add(counter: "acknowledged_total", Int64(count))
-                try store.reclaimFreePages()
             }
             state.lease = nil
             state.queuedRecords -= Int64(count)
             state.queuedBytes -= bytes
             state.counters["acknowledged_total", default: 0] += Int64(count)
             state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
+            // Housekeeping after the commit: the acknowledgement is durable
+            // whether or not this succeeds.
+            do {
+                try store.reclaimFreePages(queueIsEmpty: state.queuedRecords == 0)
+            } catch {
+                logger.warning("Could not return free pages of the queue file", metadata: ["error": "\(error)"])
+            }
             return spaceFreed(&state)
         }
         waiters.forEach { $0.resume() }

@@ -44,18 +44,11 @@ struct EncodedBatch {
 
     /// Encodes `records`, refusing any whose type is not in `types`.
     init(records: [Record], types: [String: RecordType], queueName: String) throws {
+        var lastChecked: RecordType.Identity?
         for record in records {
-            guard let declared = types[record.type.name] else {
-                throw EdgeIngestError(
-                    .unknownObjectType,
-                    "Record type '\(record.type.name)' is not among the object types of the queue \(queueName) (\(types.keys.sorted().joined(separator: ", "))). Add it to the configuration's object types."
-                )
-            }
-            if declared.fields != record.type.fields {
-                throw EdgeIngestError(
-                    .unknownObjectType,
-                    "Record type '\(record.type.name)' was validated against a declaration that differs from the queue's: validate readings with the queue's object types."
-                )
+            if record.type.identity !== lastChecked {
+                try EncodedBatch.check(record.type, against: types, queueName: queueName)
+                lastChecked = record.type.identity
             }
             if runs.last?.typeName != record.type.name {
                 runs.append(Run(typeName: record.type.name, ids: [], payload: [], ends: []))
@@ -67,6 +60,21 @@ struct EncodedBatch {
             runs[r].payload.append(UInt8(ascii: "\n"))
             runs[r].ends.append(runs[r].payload.count)
             record.id.appendBytes(to: &runs[r].ids)
+        }
+    }
+
+    private static func check(_ type: RecordType, against types: [String: RecordType], queueName: String) throws {
+        guard let declared = types[type.name] else {
+            throw EdgeIngestError(
+                .unknownObjectType,
+                "Record type '\(type.name)' is not among the object types of the queue \(queueName) (\(types.keys.sorted().joined(separator: ", "))). Add it to the configuration's object types."
+            )
+        }
+        guard declared == type else {
+            throw EdgeIngestError(
+                .unknownObjectType,
+                "Record type '\(type.name)' was validated against a declaration that differs from the queue's: validate readings with the queue's object types."
+            )
         }
     }
 

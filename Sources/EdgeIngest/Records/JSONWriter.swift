@@ -57,7 +57,40 @@ enum JSONWriter {
             appendInt(i, to: &out)
             return
         }
+        if appendShortDecimal(value, to: &out) { return }
         out.append(contentsOf: value.description.utf8)
+    }
+
+    /// Sensor values usually have a few decimals (66.7, 29.65). For those,
+    /// find the fewest decimals k ≤ 6 such that m = value × 10^k is an
+    /// integer below 2^53 with m / 10^k == value: both are exact doubles, so
+    /// that division is correctly rounded, and a correct parser reads the
+    /// text "m × 10^-k" back as the same double. Writes it without
+    /// allocating; returns false for other values (the caller falls back to
+    /// Swift's shortest round-trip `description`).
+    private static func appendShortDecimal(_ value: Double, to out: inout [UInt8]) -> Bool {
+        let magnitude = abs(value)
+        guard magnitude >= 1e-6, magnitude < 1e9 else { return false }
+        var scale = 1.0
+        for k in 1...6 {
+            scale *= 10
+            let m = (magnitude * scale).rounded()
+            guard m / scale == magnitude else { continue }
+            var digits = Int64(m)
+            let unit = Int64(scale)
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            appendInt(digits / unit, to: &out)
+            out.append(UInt8(ascii: "."))
+            digits %= unit
+            var divisor = unit / 10
+            for _ in 0..<k {
+                out.append(UInt8(48 + digits / divisor))
+                digits %= divisor
+                divisor /= 10
+            }
+            return true
+        }
+        return false
     }
 }
 

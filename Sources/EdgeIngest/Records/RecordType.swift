@@ -52,6 +52,10 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     public let fields: [Field]
 
     let fieldIndex: [String: Int]
+    /// Shared by every copy of one declaration: equal identities mean equal
+    /// types without comparing fields (the queue checks each record).
+    let identity: Identity
+    final class Identity: Sendable {}
     /// `,"name":` for each field, pre-encoded for the JSON writer.
     let encodedKeys: [[UInt8]]
 
@@ -99,6 +103,7 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
             kept.append(field)
         }
         self.name = name
+        self.identity = Identity()
         self.fields = kept
         self.fieldIndex = index
         self.encodedKeys = kept.map { field in
@@ -113,7 +118,9 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
         "\(name)(" + fields.map { "\($0.name): \($0.type)\($0.isRequired ? "" : "?")" }.joined(separator: ", ") + ")"
     }
 
-    public static func == (a: RecordType, b: RecordType) -> Bool { a.name == b.name && a.fields == b.fields }
+    public static func == (a: RecordType, b: RecordType) -> Bool {
+        a.identity === b.identity || (a.name == b.name && a.fields == b.fields)
+    }
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(fields)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Queue benchmark, one command: builds in release mode, measures this
+# machine's raw SQLite limit for the same layout (bench/sqlite-limit), then
+# the EdgeIngest queue, each on 1,000,000 WeatherSensor readings in batches
+# of 1000, on the file system holding DIR.
+#
+#   bench/queue.sh [DIR]        (default /tmp/edgeingest-bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-/tmp/edgeingest-bench}
+mkdir -p "$dir"
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(df -h "$dir" | awk 'NR==2{print $1}'), swift $(swift --version 2>&1 | grep -o 'version [0-9.]*' | head -1)"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+
+gcc -O2 bench/sqlite-limit/layout.c -lsqlite3 -o "$dir/sqlite-limit"
+echo "--- raw SQLite C API, same layout (one row per 1000-reading batch), synchronous=FULL"
+"$dir/sqlite-limit" "$dir/raw.sqlite" 1 FULL
+echo "--- raw SQLite C API, one row per reading, synchronous=FULL"
+"$dir/sqlite-limit" "$dir/raw.sqlite" 0 FULL
+rm -f "$dir"/raw.sqlite*
+
+swift build -c release --product queue-bench >/dev/null
+echo "--- EdgeIngest queue (power_loss_safe)"
+.build/release/queue-bench --dir "$dir"
+echo "--- EdgeIngest queue (crash_safe)"
+.build/release/queue-bench --dir "$dir" --durability crash_safe
