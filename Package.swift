@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries enter through tiny system-library targets; variadic C
@@ -34,10 +35,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "IngestAgent",
+            dependencies: [
+                "EdgeIngest",
+                "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "ingestd",
             dependencies: [
                 "EdgeIngest",
+                "IngestAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -58,8 +69,12 @@ let package = Package(
             dependencies: ["EdgeIngest", "queue-crash-probe"]
         ),
         .testTarget(
+            name: "IngestAgentTests",
+            dependencies: ["IngestAgent"]
+        ),
+        .testTarget(
             name: "ingestdTests",
-            dependencies: ["ingestd"]
+            dependencies: ["ingestd", "EdgeIngest"]
         ),
     ]
 )

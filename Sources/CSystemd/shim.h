@@ -1,5 +1,8 @@
 #ifndef EDGEINGEST_CSYSTEMD_SHIM_H
 #define EDGEINGEST_CSYSTEMD_SHIM_H
+/* Our handler sends its own CODE_FILE/LINE/FUNC: without this, sd-journal.h
+   makes sd_journal_sendv a macro that adds this header's location too. */
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <sys/uio.h>

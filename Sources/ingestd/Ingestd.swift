@@ -5,7 +5,20 @@ import EdgeIngest
 struct Ingestd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingestd",
-        abstract: "Edge telemetry ingest agent.",
-        version: EdgeIngestVersion.current
+        abstract: "Edge telemetry ingest agent: sensor readings in, exactly once to the backend.",
+        discussion: """
+            ingestd reads readings (NDJSON or CSV) from stdin, validates them against the \
+            record types declared in its configuration, and commits them to a durable SQLite \
+            queue that survives crashes and power cuts.
+
+            Configuration: --config FILE, else $CONFIGURATION_DIRECTORY/ingestd.toml (systemd), \
+            else /etc/ingestd/ingestd.toml. etc/ingestd.toml in the source tree documents every key.
+
+            Exit codes: 0 success; 1 unhealthy (status); 3 agent not running (status); \
+            64 bad command-line usage; 65 bad data (a damaged queue file); \
+            74 I/O error (queue unavailable, disk full); 78 configuration error.
+            """,
+        version: EdgeIngestVersion.current,
+        subcommands: [RunCommand.self, CheckConfigCommand.self, StatusCommand.self]
     )
 }

@@ -10,6 +10,10 @@ extension DurableQueue {
     /// - Parameters:
     ///   - records: validated records of the queue's object types, in order.
     ///   - positions: input positions to commit with these records.
+    ///   - counters: application counters to add in the same transaction
+    ///     (e.g. `rejected.malformed_json`), so that what an input read is
+    ///     accounted exactly once even across crashes. Read them back with
+    ///     ``QueueStatistics/counters``.
     /// - Returns: how many records were stored and dropped.
     /// - Throws: ``EdgeIngestError`` (``EdgeIngestError/Code/unknownObjectType``,
     ///   ``EdgeIngestError/Code/queueFull`` when a batch can never fit under
@@ -17,11 +21,15 @@ extension DurableQueue {
     ///   errors), or `CancellationError` if the task is cancelled while
     ///   waiting for space (nothing is stored then).
     @discardableResult
-    public func append(_ records: [Record], positions: [SourcePosition] = []) async throws -> AppendResult {
+    public func append(
+        _ records: [Record],
+        positions: [SourcePosition] = [],
+        counters: [String: Int64] = [:]
+    ) async throws -> AppendResult {
         let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
         let sizes = batch.recordSizes
         while true {
-            switch try appendNow(batch, sizes: sizes, positions: positions) {
+            switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters) {
             case .done(let result): return result
             case .wait(let generation): try await waitForSpace(since: generation)
             }
@@ -33,7 +41,12 @@ extension DurableQueue {
         case wait(UInt64)
     }
 
-    func appendNow(_ batch: EncodedBatch, sizes: [Int], positions: [SourcePosition]) throws -> AppendAttempt {
+    func appendNow(
+        _ batch: EncodedBatch,
+        sizes: [Int],
+        positions: [SourcePosition],
+        counters: [String: Int64]
+    ) throws -> AppendAttempt {
         let limits = OverflowPlan.Limits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxBytes)
         let total = sizes.reduce(Int64(0)) { $0 + Int64($1) }
         if configuration.overflowPolicy == .block, !limits.fits(records: Int64(sizes.count), bytes: total) {
@@ -65,7 +78,9 @@ extension DurableQueue {
                 try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
                 try store.add(counter: "appended_total", Int64(accepted))
                 for position in positions { try store.set(position: position, at: now) }
+                for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
             }
+            for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
             state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
             state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
             state.counters["appended_total", default: 0] += Int64(accepted)

@@ -211,8 +211,10 @@ public final class DurableQueue: Sendable {
         }
         guard snapshot.4 else { throw EdgeIngestError(.queueUnavailable, "The queue \(configuration.location) is closed.") }
         var dropped: [String: Int64] = [:]
-        for (name, value) in snapshot.3 where name.hasPrefix("dropped.") {
-            dropped[String(name.dropFirst("dropped.".count))] = value
+        var application: [String: Int64] = [:]
+        for (name, value) in snapshot.3 {
+            if name.hasPrefix("dropped.") { dropped[String(name.dropFirst("dropped.".count))] = value }
+            if name.hasPrefix("app.") { application[String(name.dropFirst("app.".count))] = value }
         }
         var fileBytes: Int64 = 0
         if let path = configuration.location.path {
@@ -221,7 +223,7 @@ public final class DurableQueue: Sendable {
         return QueueStatistics(
             queuedRecords: snapshot.0, queuedBytes: snapshot.1, oldestEnqueuedAt: snapshot.2,
             appendedTotal: snapshot.3["appended_total"] ?? 0, acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
-            droppedByReason: dropped, fileBytes: fileBytes
+            droppedByReason: dropped, fileBytes: fileBytes, counters: application
         )
     }
 

@@ -14,6 +14,14 @@ public struct QueueStatistics: Sendable, Hashable {
     public var droppedByReason: [String: Int64]
     /// Bytes the queue file and its WAL take on disk (0 in memory).
     public var fileBytes: Int64
+    /// Application counters added with ``DurableQueue/append(_:positions:counters:)``.
+    public var counters: [String: Int64] = [:]
+
+    /// Statistics of an empty queue with no history.
+    public static let empty = QueueStatistics(
+        queuedRecords: 0, queuedBytes: 0, oldestEnqueuedAt: nil, appendedTotal: 0, acknowledgedTotal: 0,
+        droppedByReason: [:], fileBytes: 0
+    )
 
     /// All dropped records.
     public var droppedTotal: Int64 { droppedByReason.values.reduce(0, +) }

@@ -14,46 +14,17 @@ extension RecordType {
     ///   and a ``ValidationFailure`` naming the field, for example
     ///   `field 'windSpeedInMph' must be an integer, got "fast"`.
     public func validate<S: Sequence>(pairs: S) throws -> Record where S.Element == (String, RawFieldValue) {
-        var values = [FieldValue?](repeating: nil, count: fields.count)
-        var seen = [Bool](repeating: false, count: fields.count)
-        var id: ObjectId?
+        var builder = RecordBuilder(type: self)
         for (key, raw) in pairs {
             if let i = fieldIndex[key] {
-                if seen[i] {
-                    throw EdgeIngestError.invalidRecord(.duplicateField, field: key, "field '\(key)' appears more than once")
-                }
-                seen[i] = true
-                if case .null = raw { continue }
-                values[i] = try convert(raw, to: fields[i])
+                try builder.set(field: i, raw)
             } else if key == RecordType.primaryKey {
-                guard id == nil else {
-                    throw EdgeIngestError.invalidRecord(.duplicateField, field: key, "field '_id' appears more than once")
-                }
-                id = try primaryKey(from: raw)
-            } else if key == RecordType.typeField {
-                continue
-            } else {
-                throw EdgeIngestError.invalidRecord(
-                    .unknownField,
-                    field: key,
-                    "field \(quoted(key)) is not declared in record type '\(name)'"
-                )
+                try builder.setID(raw)
+            } else if key != RecordType.typeField {
+                throw RecordBuilder.unknownField(key, in: self)
             }
         }
-        for i in fields.indices where values[i] == nil {
-            if let fallback = fields[i].defaultValue {
-                values[i] = fallback
-            } else if fields[i].isRequired {
-                let how = seen[i] ? "got null" : "but it is missing"
-                throw EdgeIngestError.invalidRecord(
-                    .missingField,
-                    field: fields[i].name,
-                    "field '\(fields[i].name)' is required (\(fields[i].type.expectation)), \(how)"
-                )
-            }
-        }
-        let finalID = (id.map { $0.isZero ? nil : $0 } ?? nil) ?? ObjectId.generate()
-        return Record(type: self, id: finalID, values: values)
+        return try builder.finish()
     }
 
     /// Validates a dictionary of raw values; see ``validate(pairs:)``.
@@ -71,7 +42,7 @@ extension RecordType {
         try validate(pairs: values.lazy.map { ($0.key, RawFieldValue(any: $0.value)) })
     }
 
-    private func primaryKey(from raw: RawFieldValue) throws -> ObjectId? {
+    func primaryKey(from raw: RawFieldValue) throws -> ObjectId? {
         switch raw {
         case .null: return nil
         case .objectId(let id): return id
@@ -93,7 +64,7 @@ extension RecordType {
         }
     }
 
-    private func convert(_ raw: RawFieldValue, to field: Field) throws -> FieldValue {
+    func convert(_ raw: RawFieldValue, to field: Field) throws -> FieldValue {
         func mismatch(_ reason: ValidationFailure.Reason = .typeMismatch, _ expected: String? = nil) -> EdgeIngestError {
             EdgeIngestError.invalidRecord(
                 reason,

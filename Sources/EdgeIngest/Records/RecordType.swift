@@ -52,6 +52,8 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     public let fields: [Field]
 
     let fieldIndex: [String: Int]
+    /// Each field's name as UTF-8, for byte-level lookups.
+    let fieldNamesUTF8: [[UInt8]]
     /// Shared by every copy of one declaration: equal identities mean equal
     /// types without comparing fields (the queue checks each record).
     let identity: Identity
@@ -106,6 +108,7 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
         self.identity = Identity()
         self.fields = kept
         self.fieldIndex = index
+        self.fieldNamesUTF8 = kept.map { Array($0.name.utf8) }
         self.encodedKeys = kept.map { field in
             var key: [UInt8] = [UInt8(ascii: ",")]
             JSONWriter.appendString(field.name, to: &key)

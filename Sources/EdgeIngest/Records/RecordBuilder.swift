@@ -1,0 +1,93 @@
+/// Builds one ``Record`` field by field, for parsers that find fields by
+/// position or by raw bytes and should not allocate a `String` per key.
+///
+/// ```swift
+/// var builder = RecordBuilder(type: sensor)
+/// if let i = sensor.fieldIndex(utf8: keyBytes) { try builder.set(field: i, .int(2)) }
+/// let record = try builder.finish()
+/// ```
+///
+/// Errors are the same as ``RecordType/validate(pairs:)``'s.
+public struct RecordBuilder: Sendable {
+    /// The type being built.
+    public let type: RecordType
+    private var values: [FieldValue?]
+    private var seen: [Bool]
+    private var id: ObjectId?
+    private var idSeen = false
+
+    public init(type: RecordType) {
+        self.type = type
+        values = [FieldValue?](repeating: nil, count: type.fields.count)
+        seen = [Bool](repeating: false, count: type.fields.count)
+    }
+
+    /// Sets field `index` (of ``RecordType/fields``) from a raw value.
+    public mutating func set(field index: Int, _ raw: RawFieldValue) throws {
+        let field = type.fields[index]
+        if seen[index] {
+            throw EdgeIngestError.invalidRecord(.duplicateField, field: field.name, "field '\(field.name)' appears more than once")
+        }
+        seen[index] = true
+        if case .null = raw { return }
+        values[index] = try type.convert(raw, to: field)
+    }
+
+    /// Sets `_id` from a raw value (an ObjectId or its text; null generates one).
+    public mutating func setID(_ raw: RawFieldValue) throws {
+        guard !idSeen else {
+            throw EdgeIngestError.invalidRecord(.duplicateField, field: RecordType.primaryKey, "field '_id' appears more than once")
+        }
+        idSeen = true
+        id = try type.primaryKey(from: raw)
+    }
+
+    /// Applies defaults, checks required fields, generates `_id` if needed.
+    public func finish() throws -> Record {
+        var values = values
+        for i in type.fields.indices where values[i] == nil {
+            let field = type.fields[i]
+            if let fallback = field.defaultValue {
+                values[i] = fallback
+            } else if field.isRequired {
+                let how = seen[i] ? "got null" : "but it is missing"
+                throw EdgeIngestError.invalidRecord(
+                    .missingField,
+                    field: field.name,
+                    "field '\(field.name)' is required (\(field.type.expectation)), \(how)"
+                )
+            }
+        }
+        let finalID = id.flatMap { $0.isZero ? nil : $0 } ?? ObjectId.generate()
+        return Record(type: type, id: finalID, values: values)
+    }
+
+    /// The error for a key the type does not declare.
+    public static func unknownField(_ key: String, in type: RecordType) -> EdgeIngestError {
+        EdgeIngestError.invalidRecord(.unknownField, field: key, "field \(quoted(key)) is not declared in record type '\(type.name)'")
+    }
+}
+
+extension RecordType {
+    /// The index in ``fields`` of the field whose name is these UTF-8 bytes,
+    /// without allocating. `hint` is tried first (parsers pass the index
+    /// after the previous field, as readings usually keep field order).
+    public func fieldIndex(utf8 key: UnsafeRawBufferPointer, hint: Int = 0) -> Int? {
+        let names = fieldNamesUTF8
+        let count = names.count
+        guard count > 0 else { return nil }
+        var i = hint < count ? hint : 0
+        for _ in 0..<count {
+            if names[i].count == key.count,
+                names[i].withUnsafeBytes({ $0.elementsEqual(key) })
+            {
+                return i
+            }
+            i = i + 1 == count ? 0 : i + 1
+        }
+        return nil
+    }
+
+    /// The index of a field by name.
+    public func fieldIndex(named name: String) -> Int? { fieldIndex[name] }
+}

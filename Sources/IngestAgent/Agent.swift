@@ -1,0 +1,66 @@
+import EdgeIngest
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The running agent: opens the queue, starts the inputs and the status
+/// service, and shuts everything down in reverse order on SIGTERM/SIGINT.
+///
+/// ```swift
+/// let configuration = try AgentConfiguration.load(path: "/etc/ingestd/ingestd.toml", environment: env)
+/// try await Agent(configuration: configuration, logger: logger).run()
+/// ```
+public struct Agent: Sendable {
+    public let configuration: AgentConfiguration
+    public let logger: Logger
+
+    public init(configuration: AgentConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Runs until every input has finished (stdin at end of input) or a
+    /// termination signal arrives. Everything read is committed before it
+    /// returns.
+    public func run() async throws {
+        let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
+        defer { queue.close() }
+        let rejects = try configuration.rejectsFile.map { try RejectsFile(path: $0) }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var counters: [InputCounters] = []
+        let onlyFinite = configuration.inputs.allSatisfy { $0.kind == .stdin }
+        for settings in configuration.inputs {
+            let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)
+            counters.append(inputCounters)
+            let service: any Service
+            switch settings.kind {
+            case .stdin:
+                service = StdinInput(
+                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
+                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
+                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
+                )
+            case .file, .serial:
+                throw AgentError("Input '\(settings.name)': \(settings.kind.rawValue) inputs are not available in this build yet; use stdin.")
+            }
+            services.append(
+                .init(
+                    service: service,
+                    successTerminationBehavior: onlyFinite ? .gracefullyShutdownGroup : .ignore,
+                    failureTerminationBehavior: .gracefullyShutdownGroup
+                )
+            )
+        }
+        let status = StatusService(
+            queue: queue, inputs: counters, statusPath: configuration.statusPath, notifier: SystemdNotifier(),
+            statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
+            statsIntervalSeconds: configuration.statsIntervalSeconds, logger: logger
+        )
+        services.append(.init(service: status))
+        var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
+        groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
+        let group = ServiceGroup(configuration: groupConfiguration)
+        defer { status.writeFinalStatus() }
+        try await group.run()
+    }
+}

@@ -1,0 +1,341 @@
+import EdgeIngest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension AgentConfiguration {
+    /// Reads and checks a configuration file. Every problem is collected,
+    /// so `check-config` can report them all at once.
+    ///
+    /// - Throws: ``ConfigurationError`` listing each problem with its line and key.
+    public static func load(path: String, environment: [String: String]) throws -> AgentConfiguration {
+        guard let text = readTextFile(path) else {
+            throw ConfigurationError(
+                path: path,
+                problems: [ConfigurationProblem(line: nil, key: "", message: "cannot be read: \(String(cString: strerror(errno)))")]
+            )
+        }
+        return try parse(text, path: path, environment: environment)
+    }
+
+    /// Parses configuration text; `path` names it in errors.
+    public static func parse(_ text: String, path: String, environment: [String: String]) throws -> AgentConfiguration {
+        let root: TOMLTable
+        do {
+            root = try TOMLDocument.parse(text)
+        } catch let error as TOMLError {
+            throw ConfigurationError(path: path, problems: [ConfigurationProblem(line: error.line, key: "", message: error.message)])
+        }
+        var decoder = ConfigurationDecoder()
+        let configuration = decoder.decode(root, environment: environment)
+        guard decoder.problems.isEmpty, let configuration else {
+            throw ConfigurationError(path: path, problems: decoder.problems)
+        }
+        return configuration
+    }
+}
+
+/// Reads a whole file as UTF-8 text, or nil (errno says why).
+func readTextFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            return nil
+        }
+        if n == 0 { break }
+        bytes.append(contentsOf: buffer[0..<n])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Turns a TOML table into an ``AgentConfiguration``, collecting problems.
+struct ConfigurationDecoder {
+    var problems: [ConfigurationProblem] = []
+
+    mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
+        problems.append(ConfigurationProblem(line: value?.line, key: key, message: message))
+    }
+
+    mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
+        rejectUnknown(root, known: ["agent", "queue", "types", "inputs"], prefix: "")
+        let agent = table(root["agent"], "agent")
+        let queue = table(root["queue"], "queue")
+        rejectUnknown(agent, known: ["state_directory", "rejects_file", "log_target", "log_level", "stats_interval_seconds", "status_interval_ms"], prefix: "agent.")
+        rejectUnknown(queue, known: ["path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms"], prefix: "queue.")
+
+        let types = decodeTypes(root["types"])
+        let stateDirectory = string(agent?["state_directory"], "agent.state_directory")
+            ?? AgentConfiguration.defaultStateDirectory(environment: environment)
+        var inputs = decodeInputs(root["inputs"], types: types)
+        if root["inputs"] == nil {
+            var stdin = InputSettings(kind: .stdin, name: "stdin")
+            stdin.type = types.count == 1 ? types[0].name : nil
+            inputs = [stdin]
+        }
+        var c = AgentConfiguration(stateDirectory: stateDirectory, types: types, inputs: inputs)
+        c.queuePath = string(queue?["path"], "queue.path")
+        if let v = queue?["max_bytes"] { c.maxBytes = integer(v, "queue.max_bytes", min: 1024) }
+        if let v = queue?["max_records"] { c.maxRecords = integer(v, "queue.max_records", min: 1) }
+        if let v = queue?["overflow_policy"], let name = string(v, "queue.overflow_policy") {
+            if let policy = OverflowPolicy(name: name) { c.overflowPolicy = policy }
+            else { problem(v, "queue.overflow_policy", "must be one of block, drop_newest, drop_oldest, got \"\(name)\"") }
+        }
+        if let v = queue?["durability"], let name = string(v, "queue.durability") {
+            if let durability = Durability(name: name) { c.durability = durability }
+            else { problem(v, "queue.durability", "must be power_loss_safe or crash_safe, got \"\(name)\"") }
+        }
+        if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) { c.schemaVersion = n }
+        if let v = queue?["commit_max_records"], let n = integer(v, "queue.commit_max_records", min: 1) { c.commitMaxRecords = Int(n) }
+        if let v = queue?["commit_interval_ms"], let n = integer(v, "queue.commit_interval_ms", min: 1) { c.commitIntervalMilliseconds = Int(n) }
+        c.rejectsFile = string(agent?["rejects_file"], "agent.rejects_file").flatMap { $0.isEmpty ? nil : $0 }
+        if let v = agent?["log_target"], let name = string(v, "agent.log_target") {
+            if let target = AgentConfiguration.LogTarget(rawValue: name) { c.logTarget = target }
+            else { problem(v, "agent.log_target", "must be auto, journal or stderr, got \"\(name)\"") }
+        }
+        if let v = agent?["log_level"], let name = string(v, "agent.log_level") {
+            if ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(name) { c.logLevel = name }
+            else { problem(v, "agent.log_level", "must be one of trace, debug, info, notice, warning, error, critical, got \"\(name)\"") }
+        }
+        if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) { c.statsIntervalSeconds = Int(n) }
+        if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) { c.statusIntervalMilliseconds = Int(n) }
+        if types.isEmpty && problems.isEmpty {
+            problem(root["types"], "types", "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field")
+        }
+        return c
+    }
+
+    // MARK: Types
+
+    mutating func decodeTypes(_ value: TOMLValue?) -> [RecordType] {
+        guard let value else { return [] }
+        guard case .table(let table) = value.kind else {
+            problem(value, "types", "must be a table of record types ([types.NAME])")
+            return []
+        }
+        var types: [RecordType] = []
+        for entry in table.entries {
+            let key = "types.\(entry.key)"
+            guard case .table(let fieldsTable) = entry.value.kind else {
+                problem(entry.value, key, "must be a table of fields: [\(key)] then one 'field = \"type\"' line per field")
+                continue
+            }
+            var fields: [RecordType.Field] = []
+            for field in fieldsTable.entries {
+                if let f = decodeField(field.key, field.value, key: "\(key).\(field.key)") { fields.append(f) }
+            }
+            do {
+                types.append(try RecordType(name: entry.key, fields: fields))
+            } catch let error as EdgeIngestError {
+                problem(entry.value, key, error.message)
+            } catch {
+                problem(entry.value, key, "\(error)")
+            }
+        }
+        return types
+    }
+
+    /// `field = "int"`, `field = "string?"` (optional), or
+    /// `field = { type = "string", required = false, default = "C" }`.
+    mutating func decodeField(_ name: String, _ value: TOMLValue, key: String) -> RecordType.Field? {
+        let typeNames = "string, int, double, bool, timestamp or objectId"
+        switch value.kind {
+        case .string(var spec):
+            var required = true
+            if spec.hasSuffix("?") {
+                required = false
+                spec.removeLast()
+            }
+            guard let type = FieldType(name: spec) else {
+                problem(value, key, "unknown field type \"\(spec)\": use \(typeNames) (add '?' for optional)")
+                return nil
+            }
+            return RecordType.Field(name: name, type: type, isRequired: required)
+        case .table(let t):
+            rejectUnknown(t, known: ["type", "required", "default"], prefix: key + ".", line: value.line)
+            guard let typeName = string(t["type"], key + ".type") else {
+                problem(value, key + ".type", "is required: one of \(typeNames)")
+                return nil
+            }
+            guard let type = FieldType(name: typeName) else {
+                problem(t["type"], key + ".type", "unknown field type \"\(typeName)\": use \(typeNames)")
+                return nil
+            }
+            var field = RecordType.Field(name: name, type: type)
+            if let r = t["required"] { field.isRequired = bool(r, key + ".required") ?? true }
+            if let d = t["default"] { field.defaultValue = defaultValue(d, type: type, key: key + ".default") }
+            return field
+        default:
+            problem(value, key, "must be a type name (\"int\") or a table ({ type = \"int\", default = 0 }), got \(value.typeName)")
+            return nil
+        }
+    }
+
+    mutating func defaultValue(_ value: TOMLValue, type: FieldType, key: String) -> FieldValue? {
+        let raw: RawFieldValue
+        switch value.kind {
+        case .string(let s): raw = .string(s)
+        case .integer(let n): raw = .int(n)
+        case .float(let d): raw = .double(d)
+        case .bool(let b): raw = .bool(b)
+        default:
+            problem(value, key, "must be a \(type) value, got \(value.typeName)")
+            return nil
+        }
+        do {
+            let probe = try RecordType(name: "Default", fields: [.init(name: "value", type: type)])
+            return try probe.validate(["value": raw])["value"]
+        } catch let error as EdgeIngestError {
+            problem(value, key, error.message.replacingField("value", with: key))
+            return nil
+        } catch {
+            return nil
+        }
+    }
+
+    // MARK: Inputs
+
+    mutating func decodeInputs(_ value: TOMLValue?, types: [RecordType]) -> [InputSettings] {
+        guard let value else { return [] }
+        guard case .array(let items) = value.kind else {
+            problem(value, "inputs", "must be an array of tables: write each input as [[inputs]]")
+            return []
+        }
+        var inputs: [InputSettings] = []
+        var names = Set<String>()
+        for (n, item) in items.enumerated() {
+            let key = "inputs[\(n)]"
+            guard case .table(let t) = item.kind else {
+                problem(item, key, "must be a table")
+                continue
+            }
+            rejectUnknown(t, known: ["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"], prefix: key + ".", line: item.line)
+            guard let kindName = string(t["kind"], key + ".kind") else {
+                problem(item, key + ".kind", "is required: stdin, file or serial")
+                continue
+            }
+            guard let kind = InputSettings.Kind(rawValue: kindName) else {
+                problem(t["kind"], key + ".kind", "must be stdin, file or serial, got \"\(kindName)\"")
+                continue
+            }
+            var input = InputSettings(kind: kind, name: kindName)
+            if let f = t["format"], let name = string(f, key + ".format") {
+                if let format = InputSettings.Format(rawValue: name) { input.format = format }
+                else { problem(f, key + ".format", "must be ndjson or csv, got \"\(name)\"") }
+            }
+            if let v = t["type"], let name = string(v, key + ".type") {
+                if types.contains(where: { $0.name == name }) || types.isEmpty { input.type = name }
+                else { problem(v, key + ".type", "names no declared type: declare [types.\(name)] or use one of \(types.map(\.name).joined(separator: ", "))") }
+            } else if types.count == 1 {
+                input.type = types[0].name
+            }
+            switch kind {
+            case .stdin:
+                break
+            case .file:
+                if let p = t["paths"] { input.paths = strings(p, key + ".paths") }
+                if input.paths.isEmpty { problem(t["paths"] ?? item, key + ".paths", "a file input needs at least one path or glob") }
+                input.name = "file:" + input.paths.joined(separator: ",")
+            case .serial:
+                input.device = string(t["device"], key + ".device")
+                if input.device == nil { problem(item, key + ".device", "a serial input needs its device, e.g. \"/dev/ttyUSB0\"") }
+                input.name = "serial:" + (input.device ?? "?")
+            }
+            if let v = t["baud"], let n = integer(v, key + ".baud", min: 50) {
+                if SerialSpeed.isSupported(Int(n)) { input.baud = Int(n) }
+                else { problem(v, key + ".baud", "unsupported baud rate \(n): use one of \(SerialSpeed.supported.map(String.init).joined(separator: ", "))") }
+            }
+            if let v = t["delimiter"], let d = string(v, key + ".delimiter") {
+                if d.utf8.count == 1 { input.delimiter = d.utf8.first! }
+                else { problem(v, key + ".delimiter", "must be a single byte, e.g. \"\\n\" or \";\"") }
+            }
+            if let v = t["max_line_bytes"], let n = integer(v, key + ".max_line_bytes", min: 64) { input.maxLineBytes = Int(n) }
+            if let v = t["poll_interval_ms"], let n = integer(v, key + ".poll_interval_ms", min: 10) { input.pollIntervalMilliseconds = Int(n) }
+            if let v = t["start_at_end"], let b = bool(v, key + ".start_at_end") { input.startAtEnd = b }
+            if let v = t["name"], let name = string(v, key + ".name") { input.name = name }
+            if !names.insert(input.name).inserted {
+                problem(item, key + ".name", "two inputs are named \"\(input.name)\": give each a distinct name")
+            }
+            if kind == .stdin, inputs.contains(where: { $0.kind == .stdin }) {
+                problem(item, key + ".kind", "only one input can read stdin")
+            }
+            inputs.append(input)
+        }
+        return inputs
+    }
+
+    // MARK: Scalars
+
+    mutating func table(_ value: TOMLValue?, _ key: String) -> TOMLTable? {
+        guard let value else { return nil }
+        guard case .table(let t) = value.kind else {
+            problem(value, key, "must be a table ([\(key)]), got \(value.typeName)")
+            return nil
+        }
+        return t
+    }
+
+    mutating func string(_ value: TOMLValue?, _ key: String) -> String? {
+        guard let value else { return nil }
+        guard case .string(let s) = value.kind else {
+            problem(value, key, "must be a string (in quotes), got \(value.typeName)")
+            return nil
+        }
+        return s
+    }
+
+    mutating func strings(_ value: TOMLValue, _ key: String) -> [String] {
+        if case .string(let s) = value.kind { return [s] }
+        guard case .array(let items) = value.kind else {
+            problem(value, key, "must be an array of strings, got \(value.typeName)")
+            return []
+        }
+        return items.compactMap { string($0, key) }
+    }
+
+    mutating func integer(_ value: TOMLValue, _ key: String, min: Int64) -> Int64? {
+        guard case .integer(let n) = value.kind else {
+            problem(value, key, "must be an integer, got \(value.typeName)")
+            return nil
+        }
+        guard n >= min else {
+            problem(value, key, "must be at least \(min), got \(n)")
+            return nil
+        }
+        return n
+    }
+
+    mutating func bool(_ value: TOMLValue, _ key: String) -> Bool? {
+        guard case .bool(let b) = value.kind else {
+            problem(value, key, "must be true or false, got \(value.typeName)")
+            return nil
+        }
+        return b
+    }
+
+    mutating func rejectUnknown(_ table: TOMLTable?, known: Set<String>, prefix: String, line: Int? = nil) {
+        guard let table else { return }
+        for entry in table.entries where !known.contains(entry.key) {
+            problems.append(
+                ConfigurationProblem(
+                    line: entry.value.line, key: prefix + entry.key,
+                    message: "unknown key: expected one of \(known.sorted().joined(separator: ", "))"
+                )
+            )
+        }
+    }
+}
+
+extension String {
+    /// Rewrites "field 'value' …" in a validation message to name the config key.
+    func replacingField(_ field: String, with key: String) -> String {
+        guard hasPrefix("field '\(field)'") else { return self }
+        return "must be " + (split(separator: " must be ", maxSplits: 1).last.map(String.init) ?? self)
+    }
+}

@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EdgeIngest
+
+/// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
+/// byte by byte. Nested objects and arrays are skipped (bounded depth) and
+/// become `.unsupported`, which validation refuses with the field's name.
+struct NDJSONParser {
+    static let maxDepth = 64
+
+    private var p: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+    private var i = 0
+    private var scratch: [UInt8] = []
+
+    mutating func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
+        out.removeAll()
+        p = line
+        i = 0
+        try checkUTF8(line)
+        skipSpace()
+        guard i < p.count else { throw LineRejection(reason: "malformed_json", message: "empty line: expected a JSON object") }
+        guard p[i] == UInt8(ascii: "{") else { throw .malformedJSON(i, "expected '{' to start a JSON object") }
+        i += 1
+        skipSpace()
+        if i < p.count, p[i] == UInt8(ascii: "}") {
+            i += 1
+        } else {
+            while true {
+                skipSpace()
+                guard i < p.count, p[i] == UInt8(ascii: "\"") else { throw .malformedJSON(i, "expected a quoted key") }
+                let keyStart = out.keys.count
+                try readString(into: &out.keys)
+                let keyCount = out.keys.count - keyStart
+                skipSpace()
+                guard i < p.count, p[i] == UInt8(ascii: ":") else { throw .malformedJSON(i, "expected ':' after a key") }
+                i += 1
+                skipSpace()
+                let value = try readValue()
+                out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: keyCount, value: value))
+                skipSpace()
+                guard i < p.count else { throw .malformedJSON(i, "unexpected end of line: expected ',' or '}'") }
+                if p[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                guard p[i] == UInt8(ascii: "}") else { throw .malformedJSON(i, "expected ',' or '}' after a value") }
+                i += 1
+                break
+            }
+        }
+        skipSpace()
+        guard i == p.count else { throw .malformedJSON(i, "unexpected text after the JSON object") }
+    }
+
+    private func checkUTF8(_ line: UnsafeRawBufferPointer) throws(LineRejection) {
+        if let bad = firstInvalidUTF8(line) {
+            throw LineRejection(reason: "invalid_utf8", message: "invalid UTF-8 at byte \(bad + 1)")
+        }
+    }
+
+    /// Moves the scratch buffer out (emptied, capacity kept) so it can be
+    /// filled while `self` is being mutated.
+    private mutating func takeScratch() -> [UInt8] {
+        var buffer: [UInt8] = []
+        swap(&buffer, &scratch)
+        buffer.removeAll(keepingCapacity: true)
+        return buffer
+    }
+
+    private mutating func skipSpace() {
+        while i < p.count, p[i] == 0x20 || p[i] == 0x09 || p[i] == 0x0D || p[i] == 0x0A { i += 1 }
+    }
+
+    /// Reads a JSON string at `i` (which is a quote), appending its bytes unescaped.
+    private mutating func readString(into out: inout [UInt8]) throws(LineRejection) {
+        i += 1
+        var runStart = i
+        while i < p.count {
+            let c = p[i]
+            if c == UInt8(ascii: "\"") {
+                out.append(contentsOf: UnsafeRawBufferPointer(rebasing: p[runStart..<i]))
+                i += 1
+                return
+            }
+            if c < 0x20 { throw .malformedJSON(i, "control character inside a string (escape it)") }
+            if c != UInt8(ascii: "\\") {
+                i += 1
+                continue
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: p[runStart..<i]))
+            i += 1
+            guard i < p.count else { break }
+            let e = p[i]
+            i += 1
+            switch e {
+            case UInt8(ascii: "\""): out.append(0x22)
+            case UInt8(ascii: "\\"): out.append(0x5C)
+            case UInt8(ascii: "/"): out.append(0x2F)
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var code = try hex4()
+                if (0xD800...0xDBFF).contains(code) {
+                    guard i + 1 < p.count, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else {
+                        throw .malformedJSON(i, "unpaired surrogate in \\u escape")
+                    }
+                    i += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw .malformedJSON(i, "unpaired surrogate in \\u escape") }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                } else if (0xDC00...0xDFFF).contains(code) {
+                    throw .malformedJSON(i, "unpaired surrogate in \\u escape")
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw .malformedJSON(i, "invalid \\u escape") }
+                out.append(contentsOf: UTF8.encode(scalar)!)
+            default:
+                throw .malformedJSON(i - 1, "invalid escape in a string")
+            }
+            runStart = i
+        }
+        throw .malformedJSON(i, "unterminated string")
+    }
+
+    private mutating func hex4() throws(LineRejection) -> UInt32 {
+        guard i + 4 <= p.count else { throw .malformedJSON(i, "truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = p[i]
+            let d: UInt32
+            switch c {
+            case 0x30...0x39: d = UInt32(c - 0x30)
+            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+            default: throw .malformedJSON(i, "invalid hex digit in \\u escape")
+            }
+            v = v << 4 | d
+            i += 1
+        }
+        return v
+    }
+
+    private mutating func readValue() throws(LineRejection) -> RawFieldValue {
+        guard i < p.count else { throw .malformedJSON(i, "expected a value") }
+        switch p[i] {
+        case UInt8(ascii: "\""):
+            var buffer = takeScratch()
+            defer { scratch = buffer }
+            try readString(into: &buffer)
+            return .string(String(decoding: buffer, as: UTF8.self))
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let what = p[i] == UInt8(ascii: "{") ? "an object" : "an array"
+            try skipNested()
+            return .unsupported(what)
+        case UInt8(ascii: "-"), 0x30...0x39:
+            return try readNumber()
+        default:
+            throw .malformedJSON(i, "expected a value (string, number, true, false, null, object or array)")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString, _ value: RawFieldValue) throws(LineRejection) -> RawFieldValue {
+        let n = word.utf8CodeUnitCount
+        guard i + n <= p.count else { throw .malformedJSON(i, "expected a value") }
+        for k in 0..<n where p[i + k] != word.utf8Start[k] { throw .malformedJSON(i, "expected a value") }
+        i += n
+        return value
+    }
+
+    private mutating func readNumber() throws(LineRejection) -> RawFieldValue {
+        let start = i
+        if p[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit") }
+        if p[i] == 0x30, i + 1 < p.count, p[i + 1] >= 0x30, p[i + 1] <= 0x39 {
+            throw .malformedJSON(i, "numbers cannot have leading zeros")
+        }
+        var isInteger = true
+        while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+        if i < p.count, p[i] == UInt8(ascii: ".") {
+            isInteger = false
+            i += 1
+            guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit after '.'") }
+            while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+        }
+        if i < p.count, p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
+            isInteger = false
+            i += 1
+            if i < p.count, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { i += 1 }
+            guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit in the exponent") }
+            while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+        }
+        let text = UnsafeRawBufferPointer(rebasing: p[start..<i])
+        if isInteger, text.count <= 19 {
+            var v: Int64 = 0
+            var k = 0
+            let negative = text[0] == UInt8(ascii: "-")
+            if negative { k = 1 }
+            while k < text.count {
+                v = v * 10 + Int64(text[k] - 0x30)
+                k += 1
+            }
+            return .int(negative ? -v : v)
+        }
+        // Longer integers and decimals: strtod on a NUL-terminated copy.
+        if text.count > 400 { return .double(isInteger ? (text[0] == UInt8(ascii: "-") ? -.infinity : .infinity) : .nan) }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count + 1) { buffer in
+            for k in 0..<text.count { buffer[k] = CChar(bitPattern: text[k]) }
+            buffer[text.count] = 0
+            return .double(strtod(buffer.baseAddress!, nil))
+        }
+    }
+
+    /// Skips a nested object or array, iteratively, up to ``maxDepth``.
+    private mutating func skipNested() throws(LineRejection) {
+        var depth = 0
+        while i < p.count {
+            let c = p[i]
+            switch c {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                if depth > NDJSONParser.maxDepth {
+                    throw .malformedJSON(i, "nested deeper than \(NDJSONParser.maxDepth) levels")
+                }
+                i += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                i += 1
+                if depth == 0 { return }
+            case UInt8(ascii: "\""):
+                var buffer = takeScratch()
+                try readString(into: &buffer)
+                scratch = buffer
+            default:
+                i += 1
+            }
+        }
+        throw .malformedJSON(i, "unterminated object or array")
+    }
+}

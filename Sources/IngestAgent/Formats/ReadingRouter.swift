@@ -1,0 +1,64 @@
+import EdgeIngest
+
+/// Turns a parsed line into a ``Record`` of the right type: the reading's
+/// own `_type`, else the input's configured type.
+struct ReadingRouter {
+    let typesByName: [String: RecordType]
+    let defaultType: RecordType?
+    let inputName: String
+    private var hints: [String: Int] = [:]
+
+    init(types: [RecordType], defaultType: String?, inputName: String) {
+        typesByName = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
+        self.defaultType = defaultType.flatMap { name in types.first { $0.name == name } }
+        self.inputName = inputName
+    }
+
+    private static let typeKey = Array("_type".utf8)
+    private static let idKey = Array("_id".utf8)
+
+    func route(_ line: ParsedLine) throws(LineRejection) -> Record {
+        var type = defaultType
+        for field in line.fields where line.withKey(field, { $0.elementsEqual(ReadingRouter.typeKey) }) {
+            guard case .string(let name) = field.value else {
+                throw LineRejection(reason: "unknown_type", message: "field '_type' must be a string naming a declared record type")
+            }
+            guard let named = typesByName[name] else {
+                throw LineRejection(
+                    reason: "unknown_type",
+                    message: "record type \(quotedName(name)) is not declared (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
+                )
+            }
+            type = named
+        }
+        guard let type else {
+            throw LineRejection(
+                reason: "missing_type",
+                message: "the reading has no '_type' and input '\(inputName)' has no type configured"
+            )
+        }
+        do {
+            var builder = RecordBuilder(type: type)
+            var hint = 0
+            for field in line.fields {
+                if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
+                    try builder.set(field: index, field.value)
+                    hint = index + 1
+                } else if line.withKey(field, { $0.elementsEqual(ReadingRouter.idKey) }) {
+                    try builder.setID(field.value)
+                } else if !line.withKey(field, { $0.elementsEqual(ReadingRouter.typeKey) }) {
+                    throw RecordBuilder.unknownField(line.keyString(field), in: type)
+                }
+            }
+            return try builder.finish()
+        } catch let error as EdgeIngestError {
+            throw LineRejection(reason: error.validationFailure?.reason.description ?? error.code.description, message: error.message)
+        } catch {
+            throw LineRejection(reason: "invalid_record", message: "\(error)")
+        }
+    }
+
+    private func quotedName(_ name: String) -> String {
+        "'" + String(name.prefix(32)) + (name.count > 32 ? "…" : "") + "'"
+    }
+}

@@ -1,0 +1,89 @@
+import EdgeIngest
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads readings piped on standard input (`sensor.py | ingestd run`).
+///
+/// At end of input it commits what it read and finishes. On graceful
+/// shutdown (SIGTERM) it stops reading, commits what it read, and finishes.
+struct StdinInput: Service {
+    let settings: InputSettings
+    let types: [RecordType]
+    let queue: DurableQueue
+    let counters: InputCounters
+    let rejects: RejectsFile?
+    let commitMaxRecords: Int
+    let commitIntervalMilliseconds: Int
+    let logger: Logger
+    let fd: Int32 = 0
+
+    func run() async throws {
+        let stop = StopSignal()
+        let failure = FailureBox()
+        try await withGracefulShutdownHandler {
+            await BlockingThread.run { [self] in
+                do {
+                    try readLoop(stop: stop)
+                } catch {
+                    failure.set(error)
+                }
+            }
+        } onGracefulShutdown: {
+            stop.stop()
+        }
+        counters.update { $0.finished = true }
+        if let error = failure.error { throw error }
+    }
+
+    private func readLoop(stop: StopSignal) throws {
+        let committer = QueueCommitter(queue: queue, counters: counters)
+        var ingestor = LineIngestor(
+            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
+            commitMaxRecords: commitMaxRecords, commit: committer.commit
+        )
+        let interval = Double(commitIntervalMilliseconds) / 1000
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])
+        while true {
+            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, commitIntervalMilliseconds))) {
+            case .stopped:
+                try ingestor.flush()
+                logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])
+                return
+            case .timeout:
+                counters.heartbeat()
+                try ingestor.flushIfDue(intervalSeconds: interval)
+                continue
+            case .readable:
+                break
+            }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                try ingestor.flush()
+                throw AgentError("Reading stdin failed: \(String(cString: strerror(errno))).")
+            }
+            if n == 0 {
+                try ingestor.finish()
+                logger.info("End of stdin: everything read is committed", metadata: ["ingest.input": "\(settings.name)"])
+                return
+            }
+            try buffer.withUnsafeBytes { try ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            try ingestor.flushIfDue(intervalSeconds: interval)
+            counters.heartbeat()
+        }
+    }
+}
+
+/// Carries an error out of a thread.
+final class FailureBox: Sendable {
+    private let stored = Mutex<(any Error)?>(nil)
+    func set(_ error: any Error) { stored.withLock { $0 = error } }
+    var error: (any Error)? { stored.withLock { $0 } }
+}
+
+import Synchronization

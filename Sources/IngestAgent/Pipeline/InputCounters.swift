@@ -1,0 +1,58 @@
+import Synchronization
+
+/// Live counters of one input, shared between its reader thread and the
+/// status writer.
+public final class InputCounters: Sendable {
+    public struct Snapshot: Sendable, Codable, Hashable {
+        public var name: String
+        public var kind: String
+        public var linesRead: Int64 = 0
+        public var accepted: Int64 = 0
+        public var rejected: Int64 = 0
+        public var rejectedByReason: [String: Int64] = [:]
+        /// The committed position (a byte offset for files; lines for stdin).
+        public var position: String?
+        /// Milliseconds since the epoch of the last sign of life.
+        public var heartbeatAt: Int64 = 0
+        /// The input is waiting for queue space (backpressure), not wedged.
+        public var waitingForSpace = false
+        public var finished = false
+        /// Set while a device input cannot open its device.
+        public var disconnected = false
+    }
+
+    private let state: Mutex<Snapshot>
+
+    public init(name: String, kind: String) {
+        state = Mutex(Snapshot(name: name, kind: kind, heartbeatAt: wallClockMilliseconds()))
+    }
+
+    public var snapshot: Snapshot { state.withLock { $0 } }
+
+    func update(_ body: (inout Snapshot) -> Void) {
+        state.withLock { body(&$0) }
+    }
+
+    func heartbeat() {
+        let now = wallClockMilliseconds()
+        state.withLock { $0.heartbeatAt = now }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Milliseconds since the Unix epoch.
+func wallClockMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
+}
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,156 @@
+import EdgeIngest
+import Logging
+
+/// Everything between raw bytes and the queue for one input: framing,
+/// parsing (NDJSON or CSV), routing to a record type, validation, and
+/// group commit. Accepted records, the input's position and the rejection
+/// counters of the lines read so far are committed in one transaction.
+///
+/// Not thread-safe: one input's thread owns it.
+struct LineIngestor {
+    let settings: InputSettings
+    let counters: InputCounters
+    let logger: Logger
+    let rejects: RejectsFile?
+    let commitMaxRecords: Int
+    /// Commits a batch; supplied by the input (it decides how to block).
+    let commit: ([Record], [SourcePosition], [String: Int64]) throws -> Void
+
+    private var framer: LineFramer
+    private var ndjson = NDJSONParser()
+    private var csv: CSVParser
+    private var router: ReadingRouter
+    private var parsed = ParsedLine()
+    private var batch: [Record] = []
+    private var pendingRejections: [String: Int64] = [:]
+    private var pendingLines = 0
+    private var lastCommit = monotonicSeconds()
+    /// How positions are reported: a byte offset (files) or nothing (stdin).
+    var positionSource: String?
+
+    init(
+        settings: InputSettings, types: [RecordType], counters: InputCounters, logger: Logger, rejects: RejectsFile?,
+        commitMaxRecords: Int, startOffset: Int64 = 0,
+        commit: @escaping ([Record], [SourcePosition], [String: Int64]) throws -> Void
+    ) {
+        self.settings = settings
+        self.counters = counters
+        self.logger = logger
+        self.rejects = rejects
+        self.commitMaxRecords = commitMaxRecords
+        self.commit = commit
+        framer = LineFramer(delimiter: settings.delimiter, maxLineBytes: settings.maxLineBytes, startOffset: startOffset)
+        committedOffset = startOffset
+        csv = CSVParser()
+        router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
+        batch.reserveCapacity(commitMaxRecords)
+    }
+
+    /// Offset just after the last complete line handled.
+    private(set) var committedOffset: Int64 = 0
+
+    mutating func feed(_ chunk: UnsafeRawBufferPointer) throws {
+        // The framer is moved out while it calls back into `self`.
+        var framer = takeFramer()
+        defer { self.framer = framer }
+        try framer.feed(chunk) { event in try handle(event) }
+    }
+
+    /// End of input: the last line without a delimiter counts, then commit.
+    mutating func finish() throws {
+        var framer = takeFramer()
+        defer { self.framer = framer }
+        try framer.finish { event in try handle(event) }
+        try flush()
+    }
+
+    private mutating func takeFramer() -> LineFramer {
+        var taken = LineFramer(delimiter: settings.delimiter, maxLineBytes: 0)
+        swap(&taken, &framer)
+        return taken
+    }
+
+    /// Commits what is pending if the commit interval has passed.
+    mutating func flushIfDue(intervalSeconds: Double) throws {
+        if pendingLines > 0, monotonicSeconds() - lastCommit >= intervalSeconds { try flush() }
+    }
+
+    /// Commits pending records, rejection counts and the position.
+    mutating func flush() throws {
+        guard pendingLines > 0 else { return }
+        var positions: [SourcePosition] = []
+        if let source = positionSource {
+            positions.append(SourcePosition(source: source, position: String(committedOffset)))
+        }
+        var counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
+        counts["lines." + settings.name] = Int64(pendingLines)
+        try commit(batch, positions, counts)
+        let accepted = Int64(batch.count)
+        let rejections = pendingRejections
+        let position = positionSource.map { _ in String(committedOffset) }
+        counters.update { s in
+            s.accepted += accepted
+            for (reason, n) in rejections {
+                s.rejected += n
+                s.rejectedByReason[reason, default: 0] += n
+            }
+            if let position { s.position = position }
+            s.heartbeatAt = wallClockMilliseconds()
+        }
+        batch.removeAll(keepingCapacity: true)
+        pendingRejections.removeAll(keepingCapacity: true)
+        pendingLines = 0
+        lastCommit = monotonicSeconds()
+    }
+
+    private mutating func handle(_ event: LineFramer.Event) throws {
+        pendingLines += 1
+        counters.update { $0.linesRead += 1 }
+        switch event {
+        case .overlong(_, _, let end), .line(_, _, let end): committedOffset = end
+        }
+        switch event {
+        case .overlong(let number, let bytes, _):
+            reject(
+                LineRejection(reason: "line_too_long", message: "line is \(bytes) bytes, over the input's max_line_bytes of \(settings.maxLineBytes)"),
+                line: number, raw: nil, rawLength: bytes
+            )
+        case .line(let bytes, let number, _):
+            if bytes.isEmpty || (bytes.count == 1 && bytes[0] == 0x20) {
+                // Blank lines separate nothing and carry nothing: skipped, not rejected.
+                break
+            }
+            do throws(LineRejection) {
+                switch settings.format {
+                case .ndjson:
+                    try ndjson.parse(bytes, into: &parsed)
+                case .csv:
+                    if csv.header == nil {
+                        parsed.removeAll()
+                        try csv.readHeader(bytes)
+                        break
+                    }
+                    try csv.parse(bytes, into: &parsed)
+                }
+                if settings.format == .ndjson || !parsed.fields.isEmpty {
+                    batch.append(try router.route(parsed))
+                }
+            } catch {
+                reject(error, line: number, raw: bytes, rawLength: bytes.count)
+            }
+        }
+        if batch.count >= commitMaxRecords { try flush() }
+    }
+
+    private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {
+        pendingRejections[rejection.reason, default: 0] += 1
+        logger.warning(
+            "Rejected an input line",
+            metadata: [
+                "ingest.input": "\(settings.name)", "ingest.line": "\(line)", "ingest.reason": "\(rejection.reason)",
+                "ingest.detail": "\(rejection.message)",
+            ]
+        )
+        rejects?.append(input: settings.name, line: line, rejection: rejection, raw: raw, rawLength: rawLength)
+    }
+}

@@ -1,0 +1,112 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Appends every rejected line to a file (mode 0600) as one JSON object per
+/// line: when, which input, which line, why, and the line itself, so that
+/// nothing an input received vanishes. Over-long lines are recorded by
+/// length only (they were never held in memory).
+final class RejectsFile: Sendable {
+    private let fd: Mutex<Int32>
+    let path: String
+
+    init(path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw AgentError("Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions.")
+        }
+        self.fd = Mutex(fd)
+        self.path = path
+    }
+
+    deinit { fd.withLock { _ = close($0) } }
+
+    func append(input: String, line: Int, rejection: LineRejection, raw: UnsafeRawBufferPointer?, rawLength: Int) {
+        var out: [UInt8] = []
+        out.reserveCapacity((raw?.count ?? 0) + 200)
+        func key(_ k: String) { out.append(contentsOf: ",\"\(k)\":".utf8) }
+        out.append(contentsOf: "{\"at\":\"".utf8)
+        out.append(contentsOf: isoNow().utf8)
+        out.append(UInt8(ascii: "\""))
+        key("input")
+        JSONText.appendString(input, to: &out)
+        key("line")
+        out.append(contentsOf: String(line).utf8)
+        key("reason")
+        JSONText.appendString(rejection.reason, to: &out)
+        key("message")
+        JSONText.appendString(rejection.message, to: &out)
+        if let raw {
+            if let text = String(validating: raw, as: UTF8.self) {
+                key("raw")
+                JSONText.appendString(text, to: &out)
+            } else {
+                key("raw_hex")
+                out.append(UInt8(ascii: "\""))
+                let digits = Array("0123456789abcdef".utf8)
+                for b in raw {
+                    out.append(digits[Int(b >> 4)])
+                    out.append(digits[Int(b & 0xF)])
+                }
+                out.append(UInt8(ascii: "\""))
+            }
+        }
+        key("raw_bytes")
+        out.append(contentsOf: String(rawLength).utf8)
+        out.append(contentsOf: "}\n".utf8)
+        fd.withLock { fd in
+            out.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { return }
+                    offset += n
+                }
+            }
+        }
+    }
+}
+
+/// Minimal JSON string escaping for the agent's own files.
+enum JSONText {
+    static func appendString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, digits[Int(b >> 4)], digits[Int(b & 0xF)]])
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+func isoNow() -> String {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    var t = now.tv_sec
+    var parts = tm()
+    gmtime_r(&t, &parts)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    let ms = Int(now.tv_nsec / 1_000_000)
+    let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(msText)Z"
+}
+
+/// An error of the agent itself (not of the library), with a sentence that
+/// says what to do.
+public struct AgentError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,88 @@
+import EdgeIngest
+import FoundationEssentials
+
+/// What `ingestd status --json` prints: the agent's observable state (the
+/// seeds' AsyncOpen states) and every counter. Written by the running agent
+/// to `<state_directory>/status.json`.
+public struct AgentStatus: Codable, Sendable {
+    /// connecting, waiting_for_user, uploading, idle, backing_off, error, or
+    /// stopped (written at exit).
+    public var state: String
+    public var pid: Int32
+    public var updatedAt: String
+    public var queuedRecords: Int64
+    public var queuedBytes: Int64
+    public var oldestAgeSeconds: Double?
+    public var acceptedTotal: Int64
+    public var rejectedTotal: Int64
+    public var rejectedByReason: [String: Int64]
+    public var uploadedTotal: Int64
+    public var droppedTotal: Int64
+    public var droppedByReason: [String: Int64]
+    public var lastUpload: LastUpload?
+    public var inputs: [InputCounters.Snapshot]
+    public var problem: String?
+
+    public struct LastUpload: Codable, Sendable {
+        public var at: String
+        public var outcome: String
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case state, pid, inputs, problem
+        case updatedAt = "updated_at"
+        case queuedRecords = "queued_records"
+        case queuedBytes = "queued_bytes"
+        case oldestAgeSeconds = "oldest_age_seconds"
+        case acceptedTotal = "accepted_total"
+        case rejectedTotal = "rejected_total"
+        case rejectedByReason = "rejected_by_reason"
+        case uploadedTotal = "uploaded_total"
+        case droppedTotal = "dropped_total"
+        case droppedByReason = "dropped_by_reason"
+        case lastUpload = "last_upload"
+    }
+
+    /// Builds the status from the queue's persistent counters and the inputs' live ones.
+    public init(state: String, statistics: QueueStatistics, inputs: [InputCounters.Snapshot], pid: Int32, problem: String? = nil) {
+        self.state = state
+        self.pid = pid
+        updatedAt = isoNow()
+        queuedRecords = statistics.queuedRecords
+        queuedBytes = statistics.queuedBytes
+        oldestAgeSeconds = statistics.oldestEnqueuedAt.map { Double(wallClockMilliseconds() - $0) / 1000 }
+        acceptedTotal = statistics.appendedTotal
+        var rejected: [String: Int64] = [:]
+        for (name, value) in statistics.counters where name.hasPrefix("rejected.") {
+            rejected[String(name.dropFirst("rejected.".count))] = value
+        }
+        rejectedByReason = rejected
+        rejectedTotal = rejected.values.reduce(0, +)
+        uploadedTotal = statistics.acknowledgedTotal
+        droppedByReason = statistics.droppedByReason
+        droppedTotal = statistics.droppedTotal
+        lastUpload = nil
+        self.inputs = inputs
+        self.problem = problem
+    }
+
+    public func json(pretty: Bool = true) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys] : [.sortedKeys]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    public static func decode(_ text: String) throws -> AgentStatus {
+        try JSONDecoder().decode(AgentStatus.self, from: Data(text.utf8))
+    }
+
+    /// The one line systemd shows in `systemctl status`.
+    public var summary: String {
+        var parts = ["\(state)", "\(queuedRecords) queued"]
+        if let age = oldestAgeSeconds { parts.append("oldest \(Int(age))s") }
+        parts.append("\(acceptedTotal) accepted")
+        if rejectedTotal > 0 { parts.append("\(rejectedTotal) rejected") }
+        if droppedTotal > 0 { parts.append("\(droppedTotal) dropped") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,106 @@
+import EdgeIngest
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps the agent observable: rewrites the status file, keeps systemd's
+/// STATUS= line current, pings the watchdog while the pipeline is healthy,
+/// and logs a stats entry with every counter at `statsInterval`.
+///
+/// READY=1 is sent when this service starts, which the agent does after the
+/// queue is open and the inputs run; STOPPING=1 on graceful shutdown.
+struct StatusService: Service {
+    let queue: DurableQueue
+    let inputs: [InputCounters]
+    let statusPath: String
+    let notifier: SystemdNotifier
+    let statusIntervalMilliseconds: Int
+    let statsIntervalSeconds: Int
+    let logger: Logger
+
+    func run() async throws {
+        notifier.ready()
+        logger.info("ingestd is ready", metadata: ["ingest.queue": "\(queue.configuration.location)", "ingest.inputs": "\(inputs.count)"])
+        let period = min(statusIntervalMilliseconds, notifier.watchdogPingMilliseconds ?? .max)
+        var lastStats = monotonicSeconds()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let status = currentStatus(state: "idle")
+            writeStatus(status)
+            notifier.status(status.summary)
+            if let reason = unhealthyReason() {
+                logger.error("Pipeline is not making progress; withholding the watchdog ping", metadata: ["ingest.reason": "\(reason)"])
+            } else {
+                notifier.watchdog()
+            }
+            if statsIntervalSeconds > 0, monotonicSeconds() - lastStats >= Double(statsIntervalSeconds) {
+                logStats(status)
+                lastStats = monotonicSeconds()
+            }
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(period)) }
+            } catch {
+                break
+            }
+        }
+        notifier.stopping()
+    }
+
+    /// Writes the final status at exit (state "stopped").
+    func writeFinalStatus() {
+        let status = currentStatus(state: "stopped")
+        writeStatus(status)
+        logStats(status)
+    }
+
+    func currentStatus(state: String) -> AgentStatus {
+        do {
+            let statistics = try queue.statistics()
+            return AgentStatus(state: state, statistics: statistics, inputs: inputs.map(\.snapshot), pid: getpid(), problem: unhealthyReason())
+        } catch {
+            return AgentStatus(state: "error", statistics: .empty, inputs: inputs.map(\.snapshot), pid: getpid(), problem: "\(error)")
+        }
+    }
+
+    /// An input that has neither read, idled nor waited for queue space
+    /// within the watchdog interval is wedged.
+    func unhealthyReason() -> String? {
+        let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
+        let now = wallClockMilliseconds()
+        for input in inputs.map(\.snapshot) where !input.finished && !input.waitingForSpace {
+            if now - input.heartbeatAt > limitMs {
+                return "input '\(input.name)' has shown no progress for \((now - input.heartbeatAt) / 1000) s"
+            }
+        }
+        return nil
+    }
+
+    func writeStatus(_ status: AgentStatus) {
+        guard let text = try? status.json() else { return }
+        let temporary = statusPath + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        var bytes = Array((text + "\n").utf8)
+        _ = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        rename(temporary, statusPath)
+    }
+
+    func logStats(_ status: AgentStatus) {
+        var metadata: Logger.Metadata = [
+            "ingest.state": "\(status.state)",
+            "ingest.queued": "\(status.queuedRecords)",
+            "ingest.queued_bytes": "\(status.queuedBytes)",
+            "ingest.accepted": "\(status.acceptedTotal)",
+            "ingest.rejected": "\(status.rejectedTotal)",
+            "ingest.uploaded": "\(status.uploadedTotal)",
+            "ingest.dropped": "\(status.droppedTotal)",
+        ]
+        if let age = status.oldestAgeSeconds { metadata["ingest.oldest_age_seconds"] = "\(Int(age))" }
+        for (reason, n) in status.rejectedByReason { metadata["ingest.rejected." + reason] = "\(n)" }
+        for (reason, n) in status.droppedByReason { metadata["ingest.dropped." + reason] = "\(n)" }
+        logger.info("Stats", metadata: metadata)
+    }
+}

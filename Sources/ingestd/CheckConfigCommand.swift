@@ -1,0 +1,27 @@
+import ArgumentParser
+import IngestAgent
+
+struct CheckConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check a configuration file and report every problem with its line and key.",
+        discussion: "Exits 0 when the file is valid, 78 when it has problems (all listed on stderr)."
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() throws {
+        let environment = processEnvironment()
+        let path = options.resolvedPath(environment: environment)
+        do {
+            let configuration = try options.load(environment: environment)
+            print("\(path): OK")
+            print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
+            print("  inputs: " + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }.joined(separator: ", "))
+            print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.overflowPolicy), durability \(configuration.durability)")
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.configError
+        }
+    }
+}

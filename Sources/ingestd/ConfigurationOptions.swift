@@ -1,0 +1,43 @@
+import ArgumentParser
+import IngestAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options every subcommand that reads the configuration shares.
+struct ConfigurationOptions: ParsableArguments {
+    @Option(name: .customLong("config"), help: ArgumentHelp("The configuration file (TOML).", valueName: "file"))
+    var configPath: String?
+
+    @Option(help: ArgumentHelp("Overrides agent.state_directory: where the queue and status file live.", valueName: "dir"))
+    var stateDirectory: String?
+
+    /// The file used: --config, else $CONFIGURATION_DIRECTORY/ingestd.toml, else /etc/ingestd/ingestd.toml.
+    func resolvedPath(environment: [String: String]) -> String {
+        if let configPath { return configPath }
+        if let dir = environment["CONFIGURATION_DIRECTORY"], !dir.isEmpty {
+            return String(dir.split(separator: ":").first!) + "/ingestd.toml"
+        }
+        return "/etc/ingestd/ingestd.toml"
+    }
+
+    func load(environment: [String: String]) throws -> AgentConfiguration {
+        var configuration = try AgentConfiguration.load(path: resolvedPath(environment: environment), environment: environment)
+        if let stateDirectory { configuration.stateDirectory = stateDirectory }
+        return configuration
+    }
+}
+
+func processEnvironment() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+        let text = String(cString: entry)
+        if let eq = text.firstIndex(of: "=") {
+            result[String(text[..<eq])] = String(text[text.index(after: eq)...])
+        }
+        pointer += 1
+    }
+    return result
+}

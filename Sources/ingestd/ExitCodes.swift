@@ -1,0 +1,46 @@
+import ArgumentParser
+import EdgeIngest
+import IngestAgent
+
+/// Exit codes, after sysexits.h, so scripts and systemd can tell failures apart.
+enum ExitCodes {
+    static let unhealthy = ExitCode(1)
+    static let notRunning = ExitCode(3)
+    static let dataError = ExitCode(65)
+    static let ioError = ExitCode(74)
+    static let configError = ExitCode(78)
+
+    /// The exit code for an error that ends `run`.
+    static func forError(_ error: any Error) -> ExitCode {
+        switch error {
+        case is ConfigurationError: return configError
+        case let e as EdgeIngestError:
+            switch e.code {
+            case .queueCorrupt, .queueFormatTooNew: return dataError
+            case .invalidConfiguration, .invalidSchema: return configError
+            default: return ioError
+            }
+        default: return ioError
+        }
+    }
+}
+
+/// Prints to standard error.
+func printError(_ text: String) {
+    var stderr = StandardError()
+    print(text, to: &stderr)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var text = string
+        text.withUTF8 { _ = fwriteStderr($0) }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+func fwriteStderr(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+    write(2, bytes.baseAddress, bytes.count)
+}
+#endif

@@ -1,0 +1,92 @@
+import ArgumentParser
+import IngestAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the agent's state and counters; usable as a health check.",
+        discussion: """
+            Reads the status file the running agent rewrites every second \
+            (<state_directory>/status.json). Exit codes: 0 running and healthy; \
+            1 running but unhealthy (an input makes no progress, or the state is error); \
+            3 not running (the last status written is shown).
+            """
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Flag(help: "Print the status as JSON.")
+    var json = false
+
+    func run() throws {
+        let environment = processEnvironment()
+        let statusPath: String
+        if options.configPath == nil, let stateDirectory = options.stateDirectory {
+            statusPath = stateDirectory + "/status.json"
+        } else {
+            do {
+                statusPath = try options.load(environment: environment).statusPath
+            } catch {
+                printError("\(error)")
+                throw ExitCodes.configError
+            }
+        }
+        guard let text = try? String(contentsOfStatusFile: statusPath) else {
+            printError("No status at '\(statusPath)': ingestd has not run with this state directory.")
+            throw ExitCodes.notRunning
+        }
+        var status: AgentStatus
+        do {
+            status = try AgentStatus.decode(text)
+        } catch {
+            printError("The status file '\(statusPath)' is not readable: \(error).")
+            throw ExitCodes.notRunning
+        }
+        let running = status.state != "stopped" && kill(status.pid, 0) == 0
+        if !running && status.state != "stopped" { status.state = "stopped" }
+        if json {
+            print(try status.json())
+        } else {
+            printHuman(status, running: running)
+        }
+        if !running { throw ExitCodes.notRunning }
+        if status.state == "error" || status.problem != nil { throw ExitCodes.unhealthy }
+    }
+
+    private func printHuman(_ s: AgentStatus, running: Bool) {
+        print("ingestd: \(running ? "running (pid \(s.pid))" : "not running"), state \(s.state), as of \(s.updatedAt)")
+        if let problem = s.problem { print("  problem:  \(problem)") }
+        print("  queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeSeconds.map { ", oldest \(Int($0)) s" } ?? ""))
+        print("  accepted: \(s.acceptedTotal)")
+        print("  rejected: \(s.rejectedTotal)" + reasons(s.rejectedByReason))
+        print("  uploaded: \(s.uploadedTotal)")
+        print("  dropped:  \(s.droppedTotal)" + reasons(s.droppedByReason))
+        for input in s.inputs {
+            print("  input \(input.name): \(input.linesRead) lines, \(input.accepted) accepted, \(input.rejected) rejected" + (input.position.map { ", position \($0)" } ?? ""))
+        }
+    }
+
+    private func reasons(_ byReason: [String: Int64]) -> String {
+        byReason.isEmpty ? "" : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+    }
+}
+
+extension String {
+    init(contentsOfStatusFile path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ExitCodes.notRunning }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        self = String(decoding: bytes, as: UTF8.self)
+    }
+}

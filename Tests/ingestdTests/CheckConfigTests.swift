@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+@Suite struct CheckConfigTests {
+    @Test func theExampleConfigurationIsValid() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let result = try IngestdBinary.run(["check-config", "--config", root.appendingPathComponent("etc/ingestd.toml").path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("WeatherSensor(deviceId: string, temperatureInFahrenheit: double, barometricPressureInHg: double, windSpeedInMph: int)"))
+    }
+
+    @Test func everyProblemIsReportedWithItsLineAndKey() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("bad.toml")
+        try """
+            [queue]
+            overflow_policy = "drop"
+            max_bytes = "lots"
+
+            [types.WeatherSensor]
+            deviceId = "text"
+            windSpeedInMph = "int"
+
+            [[inputs]]
+            kind = "stdin"
+            type = "DoorSensor"
+            colour = "red"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try IngestdBinary.run(["check-config", "--config", path])
+        #expect(result.status == 78)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.first == "The configuration '\(path)' has 5 problems:")
+        #expect(lines.contains("  \(path):line 2: queue.overflow_policy: must be one of block, drop_newest, drop_oldest, got \"drop\""))
+        #expect(lines.contains("  \(path):line 3: queue.max_bytes: must be an integer, got a string"))
+        #expect(lines.contains("  \(path):line 6: types.WeatherSensor.deviceId: unknown field type \"text\": use string, int, double, bool, timestamp or objectId (add '?' for optional)"))
+        #expect(lines.contains("  \(path):line 11: inputs[0].type: names no declared type: declare [types.DoorSensor] or use one of WeatherSensor"))
+        #expect(lines.contains { $0.hasPrefix("  \(path):line 12: inputs[0].colour: unknown key: expected one of") })
+    }
+
+    @Test func aSyntaxErrorNamesItsLine() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("broken.toml")
+        try "[agent]\nlog_level = info\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try IngestdBinary.run(["check-config", "--config", path])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("line 2: 'info' is not a value: quote strings"))
+    }
+
+    @Test func aMissingFileSaysSo() throws {
+        let result = try IngestdBinary.run(["check-config", "--config", "/nonexistent/ingestd.toml"])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("'/nonexistent/ingestd.toml'"))
+        #expect(result.stderr.contains("cannot be read: No such file or directory"))
+    }
+}
