@@ -118,7 +118,7 @@ struct NDJSONParser {
                 guard let scalar = Unicode.Scalar(code) else { throw .malformedJSON(i, "invalid \\u escape") }
                 out.append(contentsOf: UTF8.encode(scalar)!)
             default:
-                throw .malformedJSON(i - 1, "invalid escape in a string")
+                throw .malformedJSON(i - 2, "invalid escape in a string")
             }
             runStart = i
         }
@@ -196,16 +196,21 @@ struct NDJSONParser {
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
         }
         let text = UnsafeRawBufferPointer(rebasing: p[start..<i])
-        if isInteger, text.count <= 19 {
+        if isInteger, text.count <= 20 {
+            // Accumulate negatively so Int64.min fits; overflow falls back to a double.
             var v: Int64 = 0
-            var k = 0
+            var overflow = false
             let negative = text[0] == UInt8(ascii: "-")
-            if negative { k = 1 }
-            while k < text.count {
-                v = v * 10 + Int64(text[k] - 0x30)
-                k += 1
+            for k in (negative ? 1 : 0)..<text.count where !overflow {
+                let (times10, o1) = v.multipliedReportingOverflow(by: 10)
+                let (next, o2) = times10.subtractingReportingOverflow(Int64(text[k] - 0x30))
+                overflow = o1 || o2
+                v = next
             }
-            return .int(negative ? -v : v)
+            if !overflow {
+                if negative { return .int(v) }
+                if v != .min { return .int(-v) }
+            }
         }
         // Longer integers and decimals: strtod on a NUL-terminated copy.
         if text.count > 400 { return .double(isInteger ? (text[0] == UInt8(ascii: "-") ? -.infinity : .infinity) : .nan) }

@@ -1,0 +1,80 @@
+import EdgeIngest
+@testable import IngestAgent
+import Testing
+
+@Suite struct NDJSONParserTests {
+    func parse(_ text: String) throws -> [(String, RawFieldValue)] {
+        var parser = NDJSONParser()
+        var line = ParsedLine()
+        let bytes = Array(text.utf8)
+        try bytes.withUnsafeBytes { raw in try parser.parse(raw, into: &line) }
+        return line.fields.map { (line.keyString($0), $0.value) }
+    }
+
+    @Test func flatObjectWithEveryValueKind() throws {
+        let fields = try parse(#" {"s":"a\"b\u00e9\ud83d\ude00","i":-42,"d":2.5e1,"t":true,"f":false,"n":null,"o":{"x":[1,{"y":"}"}]},"a":[1,2]} "#)
+        #expect(fields.map(\.0) == ["s", "i", "d", "t", "f", "n", "o", "a"])
+        #expect(fields[0].1 == .string("a\"bé😀"))
+        #expect(fields[1].1 == .int(-42))
+        #expect(fields[2].1 == .double(25))
+        #expect(fields[3].1 == .bool(true))
+        #expect(fields[5].1 == .null)
+        #expect(fields[6].1 == .unsupported("an object"))
+        #expect(fields[7].1 == .unsupported("an array"))
+    }
+
+    @Test func largeIntegersBecomeDoubles() throws {
+        #expect(try parse(#"{"n":123456789012345678901234}"#)[0].1 == .double(1.2345678901234568e23))
+        #expect(try parse(#"{"n":9223372036854775807}"#)[0].1 == .int(.max))
+        #expect(try parse(#"{"n":-9223372036854775808}"#)[0].1 == .int(.min))
+        // One past the edge must not trap: it becomes a double.
+        #expect(try parse(#"{"n":9223372036854775808}"#)[0].1 == .double(9.223372036854775808e18))
+        #expect(try parse(#"{"n":9999999999999999999}"#)[0].1 == .double(1e19))
+        #expect(try parse(#"{"n":-9223372036854775809}"#)[0].1 == .double(-9.223372036854775809e18))
+        #expect(try parse(#"{"n":922337203685477580}"#)[0].1 == .int(922_337_203_685_477_580))
+    }
+
+    @Test(arguments: [
+        (#"{"a":1"#, "malformed_json", "malformed JSON at byte 7: unexpected end of line: expected ',' or '}'"),
+        (#"{"a" 1}"#, "malformed_json", "malformed JSON at byte 6: expected ':' after a key"),
+        (#"{"a":01}"#, "malformed_json", "malformed JSON at byte 6: numbers cannot have leading zeros"),
+        (#"{"a":tru}"#, "malformed_json", "malformed JSON at byte 6: expected a value"),
+        (#"[1,2]"#, "malformed_json", "malformed JSON at byte 1: expected '{' to start a JSON object"),
+        (#"{"a":1} x"#, "malformed_json", "malformed JSON at byte 9: unexpected text after the JSON object"),
+        (#"{"a":"\x"}"#, "malformed_json", "malformed JSON at byte 7: invalid escape in a string"),
+        (#"{"a":"\ud800"}"#, "malformed_json", "malformed JSON at byte 13: unpaired surrogate in \\u escape"),
+        ("{\"a\":\"x\u{01}\"}", "malformed_json", "malformed JSON at byte 8: control character inside a string (escape it)"),
+        ("", "malformed_json", "empty line: expected a JSON object"),
+    ])
+    func malformedLinesSayWhereAndWhat(text: String, reason: String, message: String) {
+        #expect(throws: LineRejection(reason: reason, message: message)) { try parse(text) }
+    }
+
+    @Test func deepNestingIsRefusedNotRecursed() {
+        let deep = #"{"a":"# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "}"
+        #expect(throws: LineRejection(reason: "malformed_json", message: "malformed JSON at byte 70: nested deeper than 64 levels")) {
+            try parse(deep)
+        }
+    }
+
+    @Test func invalidUTF8IsRefusedWithItsOffset() {
+        var parser = NDJSONParser()
+        var line = ParsedLine()
+        let bytes: [UInt8] = [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D]
+        #expect(throws: LineRejection(reason: "invalid_utf8", message: "invalid UTF-8 at byte 7")) {
+            try bytes.withUnsafeBytes { raw in try parser.parse(raw, into: &line) }
+        }
+    }
+
+    @Test(arguments: [
+        [0xED, 0xA0, 0x80] as [UInt8],  // surrogate
+        [0xC0, 0x80],  // overlong NUL
+        [0xF4, 0x90, 0x80, 0x80],  // above U+10FFFF
+        [0xE2, 0x82],  // truncated
+    ])
+    func utf8CheckerRefusesWhatTheStandardLibraryRefuses(bytes: [UInt8]) {
+        let ours = bytes.withUnsafeBytes { firstInvalidUTF8($0) }
+        #expect(ours == 0)
+        #expect(String(validating: bytes, as: UTF8.self) == nil)
+    }
+}

@@ -1,0 +1,36 @@
+import EdgeIngest
+@testable import IngestAgent
+import Logging
+import Testing
+
+@Suite struct WatchdogHealthTests {
+    func service(_ counters: [InputCounters]) throws -> StatusService {
+        let type = try RecordType(name: "T", fields: [.init(name: "v", type: .int)])
+        let queue = try DurableQueue.open(QueueConfiguration(location: .inMemory(identifier: "watchdog-\(counters.count)-\(wallClockMilliseconds())"), objectTypes: [type]))
+        return StatusService(
+            queue: queue, inputs: counters, statusPath: "/dev/null", notifier: SystemdNotifier(),
+            statusIntervalMilliseconds: 1000, statsIntervalSeconds: 0, logger: Logger(label: "test")
+        )
+    }
+
+    @Test func aWedgedInputWithholdsTheWatchdog() throws {
+        let wedged = InputCounters(name: "serial:/dev/ttyUSB0", kind: "serial")
+        wedged.update { $0.heartbeatAt = wallClockMilliseconds() - 120_000 }
+        let reason = try service([InputCounters(name: "stdin", kind: "stdin"), wedged]).unhealthyReason()
+        #expect(reason == "input 'serial:/dev/ttyUSB0' has shown no progress for 120 s")
+    }
+
+    @Test func waitingForQueueSpaceOrFinishedIsHealthy() throws {
+        let waiting = InputCounters(name: "a", kind: "stdin")
+        waiting.update {
+            $0.heartbeatAt = 0
+            $0.waitingForSpace = true
+        }
+        let finished = InputCounters(name: "b", kind: "stdin")
+        finished.update {
+            $0.heartbeatAt = 0
+            $0.finished = true
+        }
+        #expect(try service([waiting, finished, InputCounters(name: "c", kind: "file")]).unhealthyReason() == nil)
+    }
+}

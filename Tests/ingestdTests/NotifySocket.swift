@@ -1,0 +1,80 @@
+import Foundation
+
+/// A real AF_UNIX datagram socket standing in for systemd's notify socket.
+final class NotifySocket {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = b }
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+
+    /// The next datagram, or nil after `timeout` seconds.
+    func receive(timeout: Double) -> String? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+    }
+
+    /// Collects messages until `done` returns true or `timeout` passes.
+    func collect(timeout: Double, until done: ([String]) -> Bool) -> [String] {
+        var messages: [String] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, !done(messages) {
+            if let m = receive(timeout: max(0.01, deadline.timeIntervalSinceNow)) { messages.append(m) }
+        }
+        return messages
+    }
+}
+
+/// ingestd running in the background with stdin held open.
+final class RunningAgent {
+    let process = Process()
+    let stdin = Pipe()
+    let stderrURL: URL
+
+    init(arguments: [String], environment: [String: String]) throws {
+        stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-stderr-\(UUID())")
+        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process.executableURL = IngestdBinary.url
+        process.arguments = arguments
+        process.environment = environment
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        try process.run()
+    }
+
+    func write(_ text: String) { stdin.fileHandleForWriting.write(Data(text.utf8)) }
+
+    func terminate() -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: stderrURL)
+    }
+}
