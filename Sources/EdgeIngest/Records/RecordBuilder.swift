@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Builds one ``Record`` field by field, for parsers that find fields by
 /// position or by raw bytes and should not allocate a `String` per key.
 ///
@@ -79,7 +85,7 @@ extension RecordType {
         var i = hint < count ? hint : 0
         for _ in 0..<count {
             if names[i].count == key.count,
-                names[i].withUnsafeBytes({ $0.elementsEqual(key) })
+                names[i].withUnsafeBytes({ memcmp($0.baseAddress!, key.baseAddress!, key.count) == 0 })
             {
                 return i
             }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import EdgeIngest
 
 /// Turns a parsed line into a ``Record`` of the right type: the reading's
@@ -17,9 +20,15 @@ struct ReadingRouter {
     private static let typeKey = Array("_type".utf8)
     private static let idKey = Array("_id".utf8)
 
+    private static func isKey(_ key: [UInt8], _ field: ParsedLine.Field, in line: ParsedLine) -> Bool {
+        field.keyCount == key.count && line.keys.withUnsafeBytes { keys in
+            key.withUnsafeBytes { memcmp(keys.baseAddress! + field.keyStart, $0.baseAddress!, key.count) == 0 }
+        }
+    }
+
     func route(_ line: ParsedLine) throws(LineRejection) -> Record {
         var type = defaultType
-        for field in line.fields where line.withKey(field, { $0.elementsEqual(ReadingRouter.typeKey) }) {
+        for field in line.fields where ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
             guard case .string(let name) = field.value else {
                 throw LineRejection(reason: "unknown_type", message: "field '_type' must be a string naming a declared record type")
             }
@@ -44,9 +53,9 @@ struct ReadingRouter {
                 if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
                     try builder.set(field: index, field.value)
                     hint = index + 1
-                } else if line.withKey(field, { $0.elementsEqual(ReadingRouter.idKey) }) {
+                } else if ReadingRouter.isKey(ReadingRouter.idKey, field, in: line) {
                     try builder.setID(field.value)
-                } else if !line.withKey(field, { $0.elementsEqual(ReadingRouter.typeKey) }) {
+                } else if !ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
                     throw RecordBuilder.unknownField(line.keyString(field), in: type)
                 }
             }

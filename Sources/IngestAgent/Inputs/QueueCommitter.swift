@@ -2,27 +2,48 @@ import Dispatch
 import EdgeIngest
 import Synchronization
 
-/// Lets an input's own thread commit a batch to the queue and wait for it,
-/// including while the queue applies backpressure (``OverflowPolicy/block``).
-struct QueueCommitter: Sendable {
+/// Lets an input's own thread commit batches to the queue while it goes on
+/// parsing the next one: at most one batch is in flight, batches commit in
+/// order, and a failure is thrown by the next call. Waiting for the
+/// previous batch is also how backpressure (``OverflowPolicy/block``)
+/// reaches the reading thread.
+final class QueueCommitter: Sendable {
     let queue: DurableQueue
     let counters: InputCounters
+    private let idle = DispatchSemaphore(value: 1)
+    private let failure = Mutex<(any Error)?>(nil)
 
-    func commit(_ records: [Record], _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
-        let outcome = Mutex<Result<Void, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+    init(queue: DurableQueue, counters: InputCounters) {
+        self.queue = queue
+        self.counters = counters
+    }
+
+    /// Starts committing a batch once the previous one is durable.
+    func submit(_ records: [Record], _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
+        try waitForInFlight()
         counters.update { $0.waitingForSpace = true }
-        Task {
+        Task { [self] in
             do {
                 try await queue.append(records, positions: positions, counters: appCounters)
-                outcome.withLock { $0 = .success(()) }
             } catch {
-                outcome.withLock { $0 = .failure(error) }
+                failure.withLock { $0 = error }
             }
-            done.signal()
+            counters.update { $0.waitingForSpace = false }
+            idle.signal()
         }
-        done.wait()
-        counters.update { $0.waitingForSpace = false }
-        try outcome.withLock { $0! }.get()
+    }
+
+    /// Returns once every submitted batch is durable; throws if one failed.
+    func drain() throws {
+        try waitForInFlight()
+        idle.signal()
+    }
+
+    private func waitForInFlight() throws {
+        idle.wait()
+        if let error = failure.withLock({ $0 }) {
+            idle.signal()
+            throw error
+        }
     }
 }

@@ -43,7 +43,7 @@ struct StdinInput: Service {
         let committer = QueueCommitter(queue: queue, counters: counters)
         var ingestor = LineIngestor(
             settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
-            commitMaxRecords: commitMaxRecords, commit: committer.commit
+            commitMaxRecords: commitMaxRecords, committer: committer
         )
         let interval = Double(commitIntervalMilliseconds) / 1000
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -51,7 +51,7 @@ struct StdinInput: Service {
         while true {
             switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, commitIntervalMilliseconds))) {
             case .stopped:
-                try ingestor.flush()
+                try ingestor.flushAndWait()
                 logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])
                 return
             case .timeout:
@@ -64,7 +64,7 @@ struct StdinInput: Service {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                try ingestor.flush()
+                try ingestor.flushAndWait()
                 throw AgentError("Reading stdin failed: \(String(cString: strerror(errno))).")
             }
             if n == 0 {

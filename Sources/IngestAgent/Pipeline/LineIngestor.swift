@@ -13,8 +13,8 @@ struct LineIngestor {
     let logger: Logger
     let rejects: RejectsFile?
     let commitMaxRecords: Int
-    /// Commits a batch; supplied by the input (it decides how to block).
-    let commit: ([Record], [SourcePosition], [String: Int64]) throws -> Void
+    /// Commits batches in order; see ``QueueCommitter``.
+    let committer: QueueCommitter
 
     private var framer: LineFramer
     private var ndjson = NDJSONParser()
@@ -30,15 +30,14 @@ struct LineIngestor {
 
     init(
         settings: InputSettings, types: [RecordType], counters: InputCounters, logger: Logger, rejects: RejectsFile?,
-        commitMaxRecords: Int, startOffset: Int64 = 0,
-        commit: @escaping ([Record], [SourcePosition], [String: Int64]) throws -> Void
+        commitMaxRecords: Int, startOffset: Int64 = 0, committer: QueueCommitter
     ) {
         self.settings = settings
         self.counters = counters
         self.logger = logger
         self.rejects = rejects
         self.commitMaxRecords = commitMaxRecords
-        self.commit = commit
+        self.committer = committer
         framer = LineFramer(delimiter: settings.delimiter, maxLineBytes: settings.maxLineBytes, startOffset: startOffset)
         committedOffset = startOffset
         csv = CSVParser()
@@ -56,12 +55,19 @@ struct LineIngestor {
         try framer.feed(chunk) { event in try handle(event) }
     }
 
-    /// End of input: the last line without a delimiter counts, then commit.
+    /// End of input: the last line without a delimiter counts, then
+    /// everything is committed before this returns.
     mutating func finish() throws {
         var framer = takeFramer()
         defer { self.framer = framer }
         try framer.finish { event in try handle(event) }
+        try flushAndWait()
+    }
+
+    /// Submits what is pending and waits until everything submitted is durable.
+    mutating func flushAndWait() throws {
         try flush()
+        try committer.drain()
     }
 
     private mutating func takeFramer() -> LineFramer {
@@ -75,7 +81,8 @@ struct LineIngestor {
         if pendingLines > 0, monotonicSeconds() - lastCommit >= intervalSeconds { try flush() }
     }
 
-    /// Commits pending records, rejection counts and the position.
+    /// Submits pending records, rejection counts and the position for
+    /// commit (in order, in the background; see ``flushAndWait()``).
     mutating func flush() throws {
         guard pendingLines > 0 else { return }
         var positions: [SourcePosition] = []
@@ -84,7 +91,7 @@ struct LineIngestor {
         }
         var counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         counts["lines." + settings.name] = Int64(pendingLines)
-        try commit(batch, positions, counts)
+        try committer.submit(batch, positions, counts)
         let accepted = Int64(batch.count)
         let rejections = pendingRejections
         let position = positionSource.map { _ in String(committedOffset) }
