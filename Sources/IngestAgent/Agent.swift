@@ -26,6 +26,7 @@ public struct Agent: Sendable {
         let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
         defer { queue.close() }
         let rejects = try configuration.rejectsFile.map { try RejectsFile(path: $0) }
+        let firstStart = try queue.statistics().appendedTotal == 0 && queue.positions().isEmpty
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var counters: [InputCounters] = []
         let onlyFinite = configuration.inputs.allSatisfy { $0.kind == .stdin }
@@ -40,8 +41,15 @@ public struct Agent: Sendable {
                     rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
                     commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
                 )
-            case .file, .serial:
-                throw AgentError("Input '\(settings.name)': \(settings.kind.rawValue) inputs are not available in this build yet; use stdin.")
+            case .file:
+                service = FileInput(
+                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
+                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
+                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
+                    firstStart: firstStart
+                )
+            case .serial:
+                throw AgentError("Input '\(settings.name)': serial inputs are not available in this build yet.")
             }
             services.append(
                 .init(

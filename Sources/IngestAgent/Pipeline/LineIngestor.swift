@@ -27,6 +27,17 @@ struct LineIngestor {
     private var lastCommit = monotonicSeconds()
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
+    /// Turns the committed offset into the stored position text.
+    var positionEncoder: (Int64) -> String = { String($0) }
+    /// Where the next read starts (past any partial line held by the framer).
+    var readOffset: Int64 = 0
+
+    /// Forgets buffered bytes and restarts at `offset` (a truncated file).
+    mutating func reset(offset: Int64) {
+        framer.reset(offset: offset)
+        committedOffset = offset
+        readOffset = offset
+    }
 
     init(
         settings: InputSettings, types: [RecordType], counters: InputCounters, logger: Logger, rejects: RejectsFile?,
@@ -40,6 +51,7 @@ struct LineIngestor {
         self.committer = committer
         framer = LineFramer(delimiter: settings.delimiter, maxLineBytes: settings.maxLineBytes, startOffset: startOffset)
         committedOffset = startOffset
+        readOffset = startOffset
         csv = CSVParser()
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
         batch.reserveCapacity(commitMaxRecords)
@@ -87,7 +99,7 @@ struct LineIngestor {
         guard pendingLines > 0 else { return }
         var positions: [SourcePosition] = []
         if let source = positionSource {
-            positions.append(SourcePosition(source: source, position: String(committedOffset)))
+            positions.append(SourcePosition(source: source, position: positionEncoder(committedOffset)))
         }
         var counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         counts["lines." + settings.name] = Int64(pendingLines)
