@@ -49,7 +49,11 @@ public struct Agent: Sendable {
                     firstStart: firstStart
                 )
             case .serial:
-                throw AgentError("Input '\(settings.name)': serial inputs are not available in this build yet.")
+                service = SerialInput(
+                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
+                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
+                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
+                )
             }
             services.append(
                 .init(
