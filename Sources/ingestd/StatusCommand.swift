@@ -66,7 +66,10 @@ struct StatusCommand: ParsableCommand {
         print("  uploaded: \(s.uploadedTotal)")
         print("  dropped:  \(s.droppedTotal)" + reasons(s.droppedByReason))
         for input in s.inputs {
-            print("  input \(input.name): \(input.linesRead) lines, \(input.accepted) accepted, \(input.rejected) rejected" + (input.position.map { ", position \($0)" } ?? ""))
+            print("  input \(input.name): \(input.linesRead) lines, \(input.accepted) accepted, \(input.rejected) rejected" + (input.position.map { ", position \($0)" } ?? "") + (input.disconnected ? ", device disconnected" : ""))
+            for (path, offset) in (input.files ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("    \(path): offset \(offset)")
+            }
         }
     }
 

@@ -53,3 +53,30 @@ import Testing
         #expect(result.stderr.contains("cannot be read: No such file or directory"))
     }
 }
+
+@Suite struct EveryInputKindConfigTests {
+    @Test func theCommentedExamplesInTheExampleConfigAreValidWhenUncommented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let example = try String(contentsOf: root.appendingPathComponent("etc/ingestd.toml"), encoding: .utf8)
+        // Uncomment the example [[inputs]] blocks (lines "# key = value" after "# [[inputs]]").
+        var out: [String] = []
+        var inBlock = false
+        for line in example.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "# [[inputs]]" {
+                inBlock = true
+                out.append("[[inputs]]")
+            } else if inBlock, line.hasPrefix("# ") {
+                out.append(String(line.dropFirst(2)))
+            } else {
+                inBlock = false
+                out.append(String(line))
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let path = dir.file("all.toml")
+        try out.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try IngestdBinary.run(["check-config", "--config", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("inputs: stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor)"))
+    }
+}

@@ -59,6 +59,19 @@ import Testing
         try Self.append(100..<150, to: a)
         #expect(try Self.waitForAccepted(fixture, 150) == 150)
 
+        // `ingestd status` while the agent runs: healthy (exit 0), with the file's offset.
+        let running = try fixture.run(["status", "--json"])
+        #expect(running.status == 0, "\(running.stderr)")
+        let live = try JSONSerialization.jsonObject(with: Data(running.stdout.utf8)) as! [String: Any]
+        #expect(live["state"] as? String == "idle")
+        let input = try #require((live["inputs"] as? [[String: Any]])?.first)
+        let fileSize = try FileManager.default.attributesOfItem(atPath: a)[.size] as! Int
+        #expect((input["files"] as? [String: Int])?[a] == fileSize)
+        let human = try fixture.run(["status"])
+        #expect(human.status == 0)
+        #expect(human.stdout.contains("ingestd: running (pid \(agent.process.processIdentifier)), state idle"))
+        #expect(human.stdout.contains("\(a): offset \(fileSize)"))
+
         // Rotation by rename + create: the old file is read to its end.
         try Self.append(150..<160, to: a)
         try FileManager.default.moveItem(atPath: a, toPath: inputs.file("a.ndjson.1"))

@@ -153,6 +153,7 @@ struct FileInput: Service {
             commitMaxRecords: commitMaxRecords, startOffset: start, committer: committer
         )
         ingestor.positionSource = identity.source
+        ingestor.positionLabel = path
         ingestor.positionEncoder = { offset in FilePosition(offset: offset, fingerprint: fingerprint, path: path).encoded }
         logger.info("Following a file", metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(path)", "ingest.offset": "\(start)"])
         return Followed(identity: identity, path: path, fd: fd, ingestor: ingestor, fingerprint: fingerprint)

@@ -10,8 +10,10 @@ public final class InputCounters: Sendable {
         public var accepted: Int64 = 0
         public var rejected: Int64 = 0
         public var rejectedByReason: [String: Int64] = [:]
-        /// The committed position (a byte offset for files; lines for stdin).
+        /// The committed position, for inputs with one stream.
         public var position: String?
+        /// File inputs: each followed file's committed byte offset, by path.
+        public var files: [String: Int64]?
         /// Milliseconds since the epoch of the last sign of life.
         public var heartbeatAt: Int64 = 0
         /// The input is waiting for queue space (backpressure), not wedged.

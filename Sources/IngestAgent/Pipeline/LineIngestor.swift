@@ -27,6 +27,8 @@ struct LineIngestor {
     private var lastCommit = monotonicSeconds()
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
+    /// The path shown in status for this stream's offset (file inputs).
+    var positionLabel: String?
     /// Turns the committed offset into the stored position text.
     var positionEncoder: (Int64) -> String = { String($0) }
     /// Where the next read starts (past any partial line held by the framer).
@@ -107,13 +109,20 @@ struct LineIngestor {
         let accepted = Int64(batch.count)
         let rejections = pendingRejections
         let position = positionSource.map { _ in String(committedOffset) }
+        let label = positionLabel
+        let offset = committedOffset
         counters.update { s in
             s.accepted += accepted
             for (reason, n) in rejections {
                 s.rejected += n
                 s.rejectedByReason[reason, default: 0] += n
             }
-            if let position { s.position = position }
+            if let label {
+                s.files = s.files ?? [:]
+                s.files![label] = offset
+            } else if let position {
+                s.position = position
+            }
             s.heartbeatAt = wallClockMilliseconds()
         }
         batch.removeAll(keepingCapacity: true)
