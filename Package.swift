@@ -64,17 +64,19 @@ let package = Package(
             dependencies: ["EdgeIngest"],
             path: "bench/queue-bench"
         ),
+        // Helpers shared by the test targets (temporary directories).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "EdgeIngestTests",
-            dependencies: ["EdgeIngest", "queue-crash-probe"]
+            dependencies: ["EdgeIngest", "TestSupport", "queue-crash-probe"]
         ),
         .testTarget(
             name: "IngestAgentTests",
-            dependencies: ["IngestAgent"]
+            dependencies: ["IngestAgent", "TestSupport"]
         ),
         .testTarget(
             name: "ingestdTests",
-            dependencies: ["ingestd", "EdgeIngest"]
+            dependencies: ["ingestd", "EdgeIngest", "TestSupport"]
         ),
     ]
 )

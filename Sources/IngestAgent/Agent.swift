@@ -33,27 +33,16 @@ public struct Agent: Sendable {
         for settings in configuration.inputs {
             let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)
             counters.append(inputCounters)
+            let context = InputContext(
+                settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
+                rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
+                commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
+            )
             let service: any Service
             switch settings.kind {
-            case .stdin:
-                service = StdinInput(
-                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
-                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
-                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
-                )
-            case .file:
-                service = FileInput(
-                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
-                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
-                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
-                    firstStart: firstStart
-                )
-            case .serial:
-                service = SerialInput(
-                    settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
-                    rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
-                    commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
-                )
+            case .stdin: service = StdinInput(context: context)
+            case .file: service = FileInput(context: context, firstStart: firstStart)
+            case .serial: service = SerialInput(context: context)
             }
             services.append(
                 .init(

@@ -1,3 +1,4 @@
+import TestSupport
 import EdgeIngest
 import Foundation
 import Testing

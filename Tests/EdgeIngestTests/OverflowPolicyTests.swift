@@ -1,3 +1,4 @@
+import TestSupport
 @testable import EdgeIngest
 import Testing
 

@@ -1,8 +1,9 @@
 /// The small, allocation-light JSON writer that encodes records for the
 /// queue and the wire. It writes only what records contain: strings,
 /// integers, finite doubles, booleans.
-enum JSONWriter {
-    static func appendString(_ string: String, to out: inout [UInt8]) {
+package enum JSONWriter {
+    /// Appends `string` as a JSON string literal (quoted, escaped).
+    package static func appendString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { bytes in

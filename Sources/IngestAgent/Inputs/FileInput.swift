@@ -15,32 +15,15 @@ import Glibc
 /// none read twice. A file renamed away keeps being read to its end while
 /// it is still open or still matched by a glob.
 struct FileInput: Service {
-    let settings: InputSettings
-    let types: [RecordType]
-    let queue: DurableQueue
-    let counters: InputCounters
-    let rejects: RejectsFile?
-    let commitMaxRecords: Int
-    let commitIntervalMilliseconds: Int
-    let logger: Logger
+    let context: InputContext
+    private var settings: InputSettings { context.settings }
+    private var counters: InputCounters { context.counters }
+    private var logger: Logger { context.logger }
     /// True on the agent's first start with this queue (no positions yet).
     let firstStart: Bool
 
     func run() async throws {
-        let stop = StopSignal()
-        let failure = FailureBox()
-        try await withGracefulShutdownHandler {
-            await BlockingThread.run { [self] in
-                do {
-                    try followLoop(stop: stop)
-                } catch {
-                    failure.set(error)
-                }
-            }
-        } onGracefulShutdown: {
-            stop.stop()
-        }
-        if let error = failure.error { throw error }
+        try await context.runOnThread { [self] stop in try followLoop(stop: stop) }
     }
 
     /// One open, followed file.
@@ -65,15 +48,15 @@ struct FileInput: Service {
     }
 
     private func followLoop(stop: StopSignal) throws {
-        let committer = QueueCommitter(queue: queue, counters: counters)
+        let committer = QueueCommitter(queue: context.queue, counters: counters)
         var committed: [String: FilePosition] = [:]
-        for (source, text) in try queue.positions() where source.hasPrefix("file:") {
+        for (source, text) in try context.queue.positions() where source.hasPrefix("file:") {
             if let position = FilePosition(encoded: text) { committed[source] = position }
         }
         var followed: [FileIdentity: Followed] = [:]
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var firstScan = true
-        let interval = Double(commitIntervalMilliseconds) / 1000
+        let interval = context.commitIntervalSeconds
         logger.info("Following files", metadata: ["ingest.input": "\(settings.name)", "ingest.paths": "\(settings.paths.joined(separator: ","))"])
         while true {
             // 1. Which files do the patterns name now?
@@ -148,10 +131,7 @@ struct FileInput: Service {
         } else if firstScan && firstStart && settings.startAtEnd {
             start = size
         }
-        var ingestor = LineIngestor(
-            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
-            commitMaxRecords: commitMaxRecords, startOffset: start, committer: committer
-        )
+        var ingestor = context.makeIngestor(committer: committer, startOffset: start)
         ingestor.positionSource = identity.source
         ingestor.positionLabel = path
         ingestor.positionEncoder = { offset in FilePosition(offset: offset, fingerprint: fingerprint, path: path).encoded }

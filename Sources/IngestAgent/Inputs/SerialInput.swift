@@ -11,14 +11,10 @@ import Glibc
 /// is committed and the device is reopened with backoff — logged once per
 /// outage, not per retry.
 struct SerialInput: Service {
-    let settings: InputSettings
-    let types: [RecordType]
-    let queue: DurableQueue
-    let counters: InputCounters
-    let rejects: RejectsFile?
-    let commitMaxRecords: Int
-    let commitIntervalMilliseconds: Int
-    let logger: Logger
+    let context: InputContext
+    private var settings: InputSettings { context.settings }
+    private var counters: InputCounters { context.counters }
+    private var logger: Logger { context.logger }
 
     /// Reconnection delays: 100 ms doubling up to 5 s.
     static func backoffMilliseconds(attempt: Int) -> Int {
@@ -26,25 +22,12 @@ struct SerialInput: Service {
     }
 
     func run() async throws {
-        let stop = StopSignal()
-        let failure = FailureBox()
-        try await withGracefulShutdownHandler {
-            await BlockingThread.run { [self] in
-                do {
-                    try connectionLoop(stop: stop)
-                } catch {
-                    failure.set(error)
-                }
-            }
-        } onGracefulShutdown: {
-            stop.stop()
-        }
-        if let error = failure.error { throw error }
+        try await context.runOnThread { [self] stop in try connectionLoop(stop: stop) }
     }
 
     private func connectionLoop(stop: StopSignal) throws {
         let device = settings.device ?? ""
-        let committer = QueueCommitter(queue: queue, counters: counters)
+        let committer = QueueCommitter(queue: context.queue, counters: counters)
         var attempt = 0
         var outageLogged = false
         var connectedOnce = false
@@ -90,15 +73,12 @@ struct SerialInput: Service {
 
     /// Reads until the device goes away (false) or the agent stops (true).
     private func readUntilGone(fd: Int32, stop: StopSignal, committer: QueueCommitter) throws -> Bool {
-        var ingestor = LineIngestor(
-            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
-            commitMaxRecords: commitMaxRecords, committer: committer
-        )
-        let interval = Double(commitIntervalMilliseconds) / 1000
+        var ingestor = context.makeIngestor(committer: committer)
+        let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, Int32(max(10, commitIntervalMilliseconds)))
+            let ready = poll(&fds, 2, Int32(max(10, context.commitIntervalMilliseconds)))
             counters.heartbeat()
             if ready > 0, fds[1].revents != 0 {
                 try ingestor.flushAndWait()

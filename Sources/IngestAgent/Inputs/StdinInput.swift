@@ -11,45 +11,24 @@ import Glibc
 /// At end of input it commits what it read and finishes. On graceful
 /// shutdown (SIGTERM) it stops reading, commits what it read, and finishes.
 struct StdinInput: Service {
-    let settings: InputSettings
-    let types: [RecordType]
-    let queue: DurableQueue
-    let counters: InputCounters
-    let rejects: RejectsFile?
-    let commitMaxRecords: Int
-    let commitIntervalMilliseconds: Int
-    let logger: Logger
+    let context: InputContext
     let fd: Int32 = 0
+    private var settings: InputSettings { context.settings }
+    private var counters: InputCounters { context.counters }
+    private var logger: Logger { context.logger }
 
     func run() async throws {
-        let stop = StopSignal()
-        let failure = FailureBox()
-        try await withGracefulShutdownHandler {
-            await BlockingThread.run { [self] in
-                do {
-                    try readLoop(stop: stop)
-                } catch {
-                    failure.set(error)
-                }
-            }
-        } onGracefulShutdown: {
-            stop.stop()
-        }
-        counters.update { $0.finished = true }
-        if let error = failure.error { throw error }
+        defer { counters.update { $0.finished = true } }
+        try await context.runOnThread { [self] stop in try readLoop(stop: stop) }
     }
 
     private func readLoop(stop: StopSignal) throws {
-        let committer = QueueCommitter(queue: queue, counters: counters)
-        var ingestor = LineIngestor(
-            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
-            commitMaxRecords: commitMaxRecords, committer: committer
-        )
-        let interval = Double(commitIntervalMilliseconds) / 1000
+        var ingestor = context.makeIngestor(committer: QueueCommitter(queue: context.queue, counters: counters))
+        let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])
         while true {
-            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, commitIntervalMilliseconds))) {
+            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, context.commitIntervalMilliseconds))) {
             case .stopped:
                 try ingestor.flushAndWait()
                 logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])

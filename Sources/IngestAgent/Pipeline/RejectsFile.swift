@@ -1,3 +1,4 @@
+import EdgeIngest
 import Synchronization
 
 #if canImport(Glibc)
@@ -70,26 +71,8 @@ final class RejectsFile: Sendable {
     }
 }
 
-/// Minimal JSON string escaping for the agent's own files.
-enum JSONText {
-    static func appendString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let digits = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, digits[Int(b >> 4)], digits[Int(b & 0xF)]])
-            default: out.append(b)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-}
+/// The agent's own JSON files use the library's string escaping.
+typealias JSONText = JSONWriter
 
 func isoNow() -> String {
     var now = timespec()

@@ -2,10 +2,10 @@ import Foundation
 
 /// A fresh directory per test, removed when the test ends (GRDB's
 /// GRDBTestCase does the same): real files, never shared between tests.
-final class TemporaryDirectory {
-    let path: String
+public final class TemporaryDirectory {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         var template = Array((NSTemporaryDirectory() + "edgeingest-test-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
@@ -13,7 +13,7 @@ final class TemporaryDirectory {
         path = String(cString: made)
     }
 
-    func file(_ name: String) -> String { path + "/" + name }
+    public func file(_ name: String) -> String { path + "/" + name }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }

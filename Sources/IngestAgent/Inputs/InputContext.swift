@@ -1,0 +1,45 @@
+import EdgeIngest
+import Logging
+import ServiceLifecycle
+
+/// What every input needs: its settings, the record types, the queue, its
+/// counters, the rejects file, and how to batch commits.
+struct InputContext: Sendable {
+    let settings: InputSettings
+    let types: [RecordType]
+    let queue: DurableQueue
+    let counters: InputCounters
+    let rejects: RejectsFile?
+    let commitMaxRecords: Int
+    let commitIntervalMilliseconds: Int
+    let logger: Logger
+
+    var commitIntervalSeconds: Double { Double(commitIntervalMilliseconds) / 1000 }
+
+    /// A line ingestor for one stream of this input.
+    func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {
+        LineIngestor(
+            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
+            commitMaxRecords: commitMaxRecords, startOffset: startOffset, committer: committer
+        )
+    }
+
+    /// Runs an input's blocking loop on its own thread; graceful shutdown
+    /// fires the loop's stop signal, and the loop's error is rethrown here.
+    func runOnThread(_ loop: @escaping @Sendable (StopSignal) throws -> Void) async throws {
+        let stop = StopSignal()
+        let failure = FailureBox()
+        try await withGracefulShutdownHandler {
+            await BlockingThread.run {
+                do {
+                    try loop(stop)
+                } catch {
+                    failure.set(error)
+                }
+            }
+        } onGracefulShutdown: {
+            stop.stop()
+        }
+        if let error = failure.error { throw error }
+    }
+}
