@@ -105,3 +105,20 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite")) == garbage)
     }
 }
+
+@Suite struct StdinDevNullTests {
+    @Test func stdinFromDevNullExplainsWhyTheAgentStops() throws {
+        let fixture = try AgentFixture()
+        let process = Process()
+        process.executableURL = IngestdBinary.url
+        process.arguments = ["run", "--config", fixture.configPath]
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(text.contains("stdin is /dev/null (as under systemd), so this input ends at once"))
+    }
+}

@@ -27,6 +27,12 @@ struct StdinInput: Service {
         let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])
+        if StdinInput.isDevNull(fd) {
+            logger.warning(
+                "stdin is /dev/null (as under systemd), so this input ends at once: configure a file or serial input for a service",
+                metadata: ["ingest.input": "\(settings.name)"]
+            )
+        }
         while true {
             switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, context.commitIntervalMilliseconds))) {
             case .stopped:
@@ -55,6 +61,16 @@ struct StdinInput: Service {
             try ingestor.flushIfDue(intervalSeconds: interval)
             counters.heartbeat()
         }
+    }
+}
+
+extension StdinInput {
+    /// Whether `fd` is the same character device as /dev/null.
+    static func isDevNull(_ fd: Int32) -> Bool {
+        var info = stat()
+        var null = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, stat("/dev/null", &null) == 0 else { return false }
+        return info.st_rdev == null.st_rdev
     }
 }
 
