@@ -25,6 +25,10 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
+            name: "CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .systemLibrary(
             name: "CSystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
@@ -32,6 +36,8 @@ let package = Package(
             name: "EdgeIngest",
             dependencies: [
                 "CSQLite",
+                "CCurl",
+                "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -30,13 +30,23 @@ public struct Agent: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var counters: [InputCounters] = []
         let onlyFinite = configuration.inputs.allSatisfy { $0.kind == .stdin }
+        let uploadState = UploadState()
+        let committed = StopSignal()
+        // Order matters: on shutdown the group stops services in reverse, so
+        // the status service stops first (STOPPING=1), then the inputs commit
+        // what they read, and the uploader, stopped last, drains the queue
+        // for a bounded time.
+        if let upload = configuration.upload {
+            services.append(.init(service: UploadService(queue: queue, settings: upload, state: uploadState, wake: committed, logger: logger)))
+        }
         for settings in configuration.inputs {
             let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)
             counters.append(inputCounters)
             let context = InputContext(
                 settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
                 rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
-                commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger
+                commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
+                committed: configuration.upload == nil ? nil : committed
             )
             let service: any Service
             switch settings.kind {
@@ -53,7 +63,8 @@ public struct Agent: Sendable {
             )
         }
         let status = StatusService(
-            queue: queue, inputs: counters, statusPath: configuration.statusPath, notifier: SystemdNotifier(),
+            queue: queue, inputs: counters, upload: configuration.upload == nil ? nil : uploadState,
+            statusPath: configuration.statusPath, notifier: SystemdNotifier(),
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
             statsIntervalSeconds: configuration.statsIntervalSeconds, logger: logger
         )

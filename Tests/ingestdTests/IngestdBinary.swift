@@ -33,11 +33,12 @@ enum IngestdBinary {
         }
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
-        let input = Pipe()
-        process.standardInput = input
+        // stdin from a file: a test never blocks writing to an agent that exited early.
+        let inURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-in-\(UUID())")
+        FileManager.default.createFile(atPath: inURL.path, contents: stdin ?? Data())
+        defer { try? FileManager.default.removeItem(at: inURL) }
+        process.standardInput = try FileHandle(forReadingFrom: inURL)
         try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus,

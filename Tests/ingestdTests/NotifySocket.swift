@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 
 /// A real AF_UNIX datagram socket standing in for systemd's notify socket.
@@ -63,7 +64,16 @@ final class RunningAgent {
         try process.run()
     }
 
-    func write(_ text: String) { stdin.fileHandleForWriting.write(Data(text.utf8)) }
+    /// Writes to the agent's stdin. An agent that died makes this fail the
+    /// test (EPIPE), not kill the test process (SIGPIPE is ignored here).
+    func write(_ text: String) {
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            try stdin.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+        } catch {
+            Issue.record("the agent is not reading its stdin (it exited?): \(error)\n\(stderr.suffix(2000))")
+        }
+    }
 
     func terminate() -> Int32 {
         kill(process.processIdentifier, SIGTERM)

@@ -10,7 +10,9 @@ extension DurableQueue {
     /// - Throws: ``EdgeIngestError/Code/leaseMisuse`` if a lease is
     ///   outstanding; ``EdgeIngestError/Code/queueCorrupt`` if a stored
     ///   segment breaks the format's invariants.
-    public func take(maxRecords: Int, maxBytes: Int = .max) throws -> QueueLease? {
+    ///   - singleType: take only records of the first record's type and
+    ///     schema version (the uploader sends one type per request).
+    public func take(maxRecords: Int, maxBytes: Int = .max, singleType: Bool = false) throws -> QueueLease? {
         precondition(maxRecords > 0, "maxRecords must be positive")
         return try state.withLock { state -> QueueLease? in
             let store = try state.openStore(configuration.location.description)
@@ -29,6 +31,9 @@ extension DurableQueue {
             ends.reserveCapacity(min(maxRecords, 4096))
             try store.scanSegments { row in
                 try DurableQueue.checkInvariants(row, name: configuration.location.description)
+                if singleType, let first = segments.first, first.type != row.type || first.schemaVersion != row.schemaVersion {
+                    return false
+                }
                 let available = Int(row.recordCount - row.consumed)
                 let room = maxRecords - ids.count
                 var take = 0
@@ -79,7 +84,12 @@ extension DurableQueue {
     /// Deletes the lease's first `count` records (all by default) in one
     /// transaction, because the backend confirmed them. The rest, if any,
     /// stay at the head of the queue. Ends the lease.
-    public func acknowledge(_ lease: QueueLease, count: Int? = nil) throws {
+    ///
+    /// - Parameter deadLetters: records of the acknowledged part that the
+    ///   backend refused one by one (lease index → reason). They are moved
+    ///   to the dead-letter table in the same transaction instead of being
+    ///   lost, and counted in ``QueueStatistics/deadLetterRecords``.
+    public func acknowledge(_ lease: QueueLease, count: Int? = nil, deadLetters: [Int: String] = [:]) throws {
         let count = count ?? lease.recordCount
         precondition(count >= 0 && count <= lease.recordCount, "count must be within the lease")
         let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -104,8 +114,21 @@ extension DurableQueue {
                     remaining -= inPart
                     recordOffset += Int(part.toRecord - part.fromRecord)
                 }
-                try store.add(counter: "acknowledged_total", Int64(count))
+                let now = wallClockMilliseconds()
+                for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) where index < count {
+                    let segment = lease.segment(containing: index)
+                    try store.insertDeadLetter(
+                        id: lease.recordIDs[index], type: segment.type, schemaVersion: segment.schemaVersion,
+                        enqueuedAt: segment.enqueuedAt, failedAt: now, reason: reason, payload: lease.recordJSON(at: index)
+                    )
+                }
+                let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
+                try store.add(counter: "dead_lettered_total", dead)
+                try store.add(counter: "acknowledged_total", Int64(count) - dead)
             }
+            let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
+            state.counters["dead_lettered_total", default: 0] += dead
+            state.counters["acknowledged_total", default: 0] -= dead
             state.lease = nil
             state.queuedRecords -= Int64(count)
             state.queuedBytes -= bytes

@@ -223,7 +223,8 @@ public final class DurableQueue: Sendable {
         return QueueStatistics(
             queuedRecords: snapshot.0, queuedBytes: snapshot.1, oldestEnqueuedAt: snapshot.2,
             appendedTotal: snapshot.3["appended_total"] ?? 0, acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
-            droppedByReason: dropped, fileBytes: fileBytes, counters: application
+            deadLetterRecords: snapshot.3["dead_lettered_total"] ?? 0, droppedByReason: dropped, fileBytes: fileBytes,
+            counters: application
         )
     }
 

@@ -20,6 +20,9 @@
 // counters — name → value: appended_total, acknowledged_total, dropped.<reason>
 // positions — source → position: input offsets, committed with their records
 // meta — key → value: max_schema_version
+// dead_letters (format 2) — records the backend refused one by one (poison
+//   records isolated by bisection): kept with the reason, never retried
+//   automatically, exported or replayed by the operator.
 //
 // ## Invariants
 //
@@ -59,6 +62,19 @@ enum QueueFormat {
         CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE positions(source TEXT PRIMARY KEY, position TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+        """,
+        // 1 → 2
         """
+        CREATE TABLE dead_letters(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            record_id BLOB NOT NULL,
+            type TEXT NOT NULL,
+            schema_version INTEGER NOT NULL,
+            enqueued_at INTEGER NOT NULL,
+            failed_at INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            payload BLOB NOT NULL
+        );
+        """,
     ]
 }

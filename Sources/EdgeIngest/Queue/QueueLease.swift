@@ -46,6 +46,22 @@ public struct QueueLease: Sendable {
     /// Number of records.
     public var recordCount: Int { recordIDs.count }
 
+    /// The segment (type, schema version, append time) of record `index`.
+    public func segment(containing index: Int) -> Segment {
+        var base = 0
+        for segment in segments {
+            if index < base + segment.recordCount { return segment }
+            base += segment.recordCount
+        }
+        return segments[segments.count - 1]
+    }
+
+    /// The NDJSON lines of records `range`, with their newlines.
+    public func payload(records range: Range<Int>) -> ArraySlice<UInt8> {
+        let start = range.lowerBound == 0 ? 0 : recordEnds[range.lowerBound - 1]
+        return payload[start..<recordEnds[range.upperBound - 1]]
+    }
+
     /// The JSON of record `index`, without its newline.
     public func recordJSON(at index: Int) -> ArraySlice<UInt8> {
         let start = index == 0 ? 0 : recordEnds[index - 1]

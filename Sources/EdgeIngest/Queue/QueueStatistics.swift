@@ -10,6 +10,8 @@ public struct QueueStatistics: Sendable, Hashable {
     public var appendedTotal: Int64
     /// Records ever acknowledged by the backend and deleted.
     public var acknowledgedTotal: Int64
+    /// Records refused by the backend one by one, kept in the dead-letter table.
+    public var deadLetterRecords: Int64 = 0
     /// Records that left the queue without acknowledgement, by reason name.
     public var droppedByReason: [String: Int64]
     /// Bytes the queue file and its WAL take on disk (0 in memory).

@@ -10,6 +10,7 @@ final class QueueStore {
     private let upsertPosition: SQLiteStatement
     private let selectFrom: SQLiteStatement
     private let selectHeads: SQLiteStatement
+    private let insertDeadLetter: SQLiteStatement
 
     /// Brings the database to the current format and prepares statements.
     init(db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
@@ -29,6 +30,9 @@ final class QueueStore {
         )
         selectFrom = try db.prepare(
             "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload FROM segments WHERE id >= ?1 ORDER BY id"
+        )
+        insertDeadLetter = try db.prepare(
+            "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         )
         selectHeads = try db.prepare(
             "SELECT id, record_count - consumed, payload_bytes - consumed_bytes FROM segments WHERE id > ?1 ORDER BY id"
@@ -196,6 +200,28 @@ final class QueueStore {
         consumeSegment.bind(2, records)
         consumeSegment.bind(3, bytes)
         try consumeSegment.run()
+    }
+
+    func insertDeadLetter(id: ObjectId, type: String, schemaVersion: Int64, enqueuedAt: Int64, failedAt: Int64, reason: String, payload: ArraySlice<UInt8>) throws {
+        defer { insertDeadLetter.reset() }
+        var raw: [UInt8] = []
+        id.appendBytes(to: &raw)
+        try raw.withUnsafeBytes { idBytes in
+            try payload.withUnsafeBytes { payloadBytes in
+                insertDeadLetter.bind(1, blob: idBytes)
+                insertDeadLetter.bind(2, type)
+                insertDeadLetter.bind(3, schemaVersion)
+                insertDeadLetter.bind(4, enqueuedAt)
+                insertDeadLetter.bind(5, failedAt)
+                insertDeadLetter.bind(6, reason)
+                insertDeadLetter.bind(7, blob: payloadBytes)
+                try insertDeadLetter.step()
+            }
+        }
+    }
+
+    func deadLetterCount() throws -> Int64 {
+        try db.integer("SELECT count(*) FROM dead_letters")
     }
 
     func add(counter name: String, _ delta: Int64) throws {

@@ -36,6 +36,13 @@ extension AgentConfiguration {
     }
 }
 
+/// This machine's host name, the default client id.
+func hostName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count) == 0 else { return "ingestd" }
+    return String(cString: buffer)
+}
+
 /// Reads a whole file as UTF-8 text, or nil (errno says why).
 func readTextFile(_ path: String) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -64,7 +71,7 @@ struct ConfigurationDecoder {
     }
 
     mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
-        rejectUnknown(root, known: ["agent", "queue", "types", "inputs"], prefix: "")
+        rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload"], prefix: "")
         let agent = table(root["agent"], "agent")
         let queue = table(root["queue"], "queue")
         rejectUnknown(agent, known: ["state_directory", "rejects_file", "log_target", "log_level", "stats_interval_seconds", "status_interval_ms"], prefix: "agent.")
@@ -105,6 +112,7 @@ struct ConfigurationDecoder {
         }
         if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) { c.statsIntervalSeconds = Int(n) }
         if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) { c.statusIntervalMilliseconds = Int(n) }
+        c.upload = decodeUpload(table(root["upload"], "upload"), environment: environment)
         if types.isEmpty && problems.isEmpty {
             problem(root["types"], "types", "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field")
         }
@@ -197,6 +205,68 @@ struct ConfigurationDecoder {
         } catch {
             return nil
         }
+    }
+
+    // MARK: Upload
+
+    mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> UploadSettings? {
+        guard let t else { return nil }
+        rejectUnknown(t, known: [
+            "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
+            "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
+            "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id",
+        ], prefix: "upload.")
+        guard let url = string(t["url"], "upload.url") else {
+            problem(nil, "upload.url", "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\"")
+            return nil
+        }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+            problem(t["url"], "upload.url", "must start with http:// or https://, got \"\(url.prefix(40))\"")
+            return nil
+        }
+        var http = HTTPSettings(url: url)
+        if let v = t["gzip"], let b = bool(v, "upload.gzip") { http.gzip = b }
+        if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) { http.connectTimeoutMilliseconds = Int(n) }
+        if let v = t["timeout_ms"], let n = integer(v, "upload.timeout_ms", min: 1) { http.timeoutMilliseconds = Int(n) }
+        http.caFile = string(t["ca_file"], "upload.ca_file")
+        http.caPath = string(t["ca_path"], "upload.ca_path")
+        http.clientCertificate = string(t["client_certificate"], "upload.client_certificate")
+        http.clientKey = string(t["client_key"], "upload.client_key")
+        http.proxy = string(t["proxy"], "upload.proxy")
+        if let v = t["headers"] {
+            if case .table(let headers) = v.kind {
+                for entry in headers.entries {
+                    if let value = string(entry.value, "upload.headers.\(entry.key)") { http.headers[entry.key] = value }
+                }
+            } else {
+                problem(v, "upload.headers", "must be a table of header names to values, e.g. { \"X-Site\" = \"north\" }")
+            }
+        }
+        // The token: a file (mode 0600 or a systemd credential), never the config itself.
+        var tokenPath = string(t["token_file"], "upload.token_file")
+        if tokenPath == nil, let credentials = environment["CREDENTIALS_DIRECTORY"] {
+            let candidate = credentials + "/upload-token"
+            if access(candidate, R_OK) == 0 { tokenPath = candidate }
+        }
+        if let tokenPath {
+            if let text = readTextFile(tokenPath) {
+                let token = text.filter { !$0.isNewline && $0 != " " }
+                if token.isEmpty { problem(t["token_file"], "upload.token_file", "'\(tokenPath)' is empty") } else { http.bearerToken = token }
+            } else {
+                problem(t["token_file"], "upload.token_file", "'\(tokenPath)' cannot be read: \(String(cString: strerror(errno)))")
+            }
+        }
+        var u = UploadSettings(http: http, clientID: hostName())
+        if let v = t["max_records"], let n = integer(v, "upload.max_records", min: 1) { u.maxRecords = Int(n) }
+        if let v = t["max_bytes"], let n = integer(v, "upload.max_bytes", min: 1024) { u.maxBytes = Int(n) }
+        if let v = t["linger_ms"], let n = integer(v, "upload.linger_ms", min: 0) { u.lingerMilliseconds = Int(n) }
+        if let v = t["retry_base_ms"], let n = integer(v, "upload.retry_base_ms", min: 1) { u.backoff.baseSeconds = Double(n) / 1000 }
+        if let v = t["retry_cap_ms"], let n = integer(v, "upload.retry_cap_ms", min: 1) { u.backoff.capSeconds = Double(n) / 1000 }
+        if let v = t["max_retries"], let n = integer(v, "upload.max_retries", min: 0) { u.maxRetries = Int(n) }
+        if let v = t["shutdown_timeout_ms"], let n = integer(v, "upload.shutdown_timeout_ms", min: 0) { u.shutdownTimeoutMilliseconds = Int(n) }
+        if let v = t["hold_ms"], let n = integer(v, "upload.hold_ms", min: 10) { u.holdMilliseconds = Int(n) }
+        if let v = t["client_id"], let id = string(v, "upload.client_id") { u.clientID = id }
+        return u
     }
 
     // MARK: Inputs

@@ -33,6 +33,8 @@ public struct AgentConfiguration: Sendable {
     public var statsIntervalSeconds = 60
     /// How often the status file is rewritten. The default is 1 s.
     public var statusIntervalMilliseconds = 1000
+    /// Where readings stream to; nil keeps them queued (no `[upload]` section).
+    public var upload: UploadSettings?
 
     public enum LogTarget: String, Sendable { case auto, journal, stderr }
 

@@ -60,6 +60,12 @@ final class StopSignal: Sendable {
         _ = write(writeFD, &byte, 1)
     }
 
+    /// Empties the pipe (when used as a wake-up signal rather than a stop).
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
     var isStopped: Bool {
         var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
         return poll(&pfd, 1, 0) > 0

@@ -48,7 +48,7 @@ struct FileInput: Service {
     }
 
     private func followLoop(stop: StopSignal) throws {
-        let committer = QueueCommitter(queue: context.queue, counters: counters)
+        let committer = context.makeCommitter()
         var committed: [String: FilePosition] = [:]
         for (source, text) in try context.queue.positions() where source.hasPrefix("file:") {
             if let position = FilePosition(encoded: text) { committed[source] = position }

@@ -13,10 +13,16 @@ struct InputContext: Sendable {
     let commitMaxRecords: Int
     let commitIntervalMilliseconds: Int
     let logger: Logger
+    /// Poked after each commit, so the uploader sends new readings at once.
+    var committed: StopSignal? = nil
 
     var commitIntervalSeconds: Double { Double(commitIntervalMilliseconds) / 1000 }
 
     /// A line ingestor for one stream of this input.
+    func makeCommitter() -> QueueCommitter {
+        QueueCommitter(queue: queue, counters: counters, committed: committed)
+    }
+
     func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {
         LineIngestor(
             settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
@@ -24,22 +30,27 @@ struct InputContext: Sendable {
         )
     }
 
-    /// Runs an input's blocking loop on its own thread; graceful shutdown
-    /// fires the loop's stop signal, and the loop's error is rethrown here.
+    /// Runs an input's blocking loop on its own thread (see ``runBlockingLoop(_:)``).
     func runOnThread(_ loop: @escaping @Sendable (StopSignal) throws -> Void) async throws {
-        let stop = StopSignal()
-        let failure = FailureBox()
-        try await withGracefulShutdownHandler {
-            await BlockingThread.run {
-                do {
-                    try loop(stop)
-                } catch {
-                    failure.set(error)
-                }
-            }
-        } onGracefulShutdown: {
-            stop.stop()
-        }
-        if let error = failure.error { throw error }
+        try await runBlockingLoop(loop)
     }
+}
+
+/// Runs a blocking loop on its own thread; graceful shutdown fires the
+/// loop's stop signal, and the loop's error is rethrown here.
+func runBlockingLoop(_ loop: @escaping @Sendable (StopSignal) throws -> Void) async throws {
+    let stop = StopSignal()
+    let failure = FailureBox()
+    try await withGracefulShutdownHandler {
+        await BlockingThread.run {
+            do {
+                try loop(stop)
+            } catch {
+                failure.set(error)
+            }
+        }
+    } onGracefulShutdown: {
+        stop.stop()
+    }
+    if let error = failure.error { throw error }
 }

@@ -10,12 +10,14 @@ import Synchronization
 final class QueueCommitter: Sendable {
     let queue: DurableQueue
     let counters: InputCounters
+    let committed: StopSignal?
     private let idle = DispatchSemaphore(value: 1)
     private let failure = Mutex<(any Error)?>(nil)
 
-    init(queue: DurableQueue, counters: InputCounters) {
+    init(queue: DurableQueue, counters: InputCounters, committed: StopSignal? = nil) {
         self.queue = queue
         self.counters = counters
+        self.committed = committed
     }
 
     /// Starts committing a batch once the previous one is durable.
@@ -25,6 +27,7 @@ final class QueueCommitter: Sendable {
         Task { [self] in
             do {
                 try await queue.append(records, positions: positions, counters: appCounters)
+                if !records.isEmpty { committed?.stop() }
             } catch {
                 failure.withLock { $0 = error }
             }

@@ -27,7 +27,7 @@ struct SerialInput: Service {
 
     private func connectionLoop(stop: StopSignal) throws {
         let device = settings.device ?? ""
-        let committer = QueueCommitter(queue: context.queue, counters: counters)
+        let committer = context.makeCommitter()
         var attempt = 0
         var outageLogged = false
         var connectedOnce = false

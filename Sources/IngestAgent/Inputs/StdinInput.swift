@@ -23,7 +23,7 @@ struct StdinInput: Service {
     }
 
     private func readLoop(stop: StopSignal) throws {
-        var ingestor = context.makeIngestor(committer: QueueCommitter(queue: context.queue, counters: counters))
+        var ingestor = context.makeIngestor(committer: context.makeCommitter())
         let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])

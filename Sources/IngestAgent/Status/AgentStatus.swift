@@ -22,6 +22,13 @@ public struct AgentStatus: Codable, Sendable {
     public var lastUpload: LastUpload?
     public var inputs: [InputCounters.Snapshot]
     public var problem: String?
+    /// Records the backend refused one by one, kept in the dead-letter table.
+    public var deadLetterRecords: Int64
+    /// Why the uploader is backing off or held.
+    public var uploadReason: String?
+    public var uploadRequests: Int64?
+    /// Batches sent again after a failure.
+    public var uploadResends: Int64?
 
     public struct LastUpload: Codable, Sendable {
         public var at: String
@@ -41,6 +48,10 @@ public struct AgentStatus: Codable, Sendable {
         case droppedTotal = "dropped_total"
         case droppedByReason = "dropped_by_reason"
         case lastUpload = "last_upload"
+        case deadLetterRecords = "dead_letter_records"
+        case uploadReason = "upload_reason"
+        case uploadRequests = "upload_requests"
+        case uploadResends = "upload_resends"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
@@ -62,6 +73,7 @@ public struct AgentStatus: Codable, Sendable {
         droppedByReason = statistics.droppedByReason
         droppedTotal = statistics.droppedTotal
         lastUpload = nil
+        deadLetterRecords = statistics.deadLetterRecords
         self.inputs = inputs
         self.problem = problem
     }
@@ -82,7 +94,9 @@ public struct AgentStatus: Codable, Sendable {
         if let age = oldestAgeSeconds { parts.append("oldest \(Int(age))s") }
         parts.append("\(acceptedTotal) accepted")
         if rejectedTotal > 0 { parts.append("\(rejectedTotal) rejected") }
+        if uploadedTotal > 0 { parts.append("\(uploadedTotal) uploaded") }
         if droppedTotal > 0 { parts.append("\(droppedTotal) dropped") }
+        if let reason = uploadReason { parts.append(reason) }
         return parts.joined(separator: ", ")
     }
 }

@@ -15,6 +15,7 @@ import Glibc
 struct StatusService: Service {
     let queue: DurableQueue
     let inputs: [InputCounters]
+    var upload: UploadState? = nil
     let statusPath: String
     let notifier: SystemdNotifier
     let statusIntervalMilliseconds: Int
@@ -27,7 +28,7 @@ struct StatusService: Service {
         let period = min(statusIntervalMilliseconds, notifier.watchdogPingMilliseconds ?? .max)
         var lastStats = monotonicSeconds()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let status = currentStatus(state: "idle")
+            let status = currentStatus(state: upload?.snapshot.state ?? "idle")
             writeStatus(status)
             notifier.status(status.summary)
             if let reason = unhealthyReason() {
@@ -58,7 +59,15 @@ struct StatusService: Service {
     func currentStatus(state: String) -> AgentStatus {
         do {
             let statistics = try queue.statistics()
-            return AgentStatus(state: state, statistics: statistics, inputs: inputs.map(\.snapshot), pid: getpid(), problem: unhealthyReason())
+            var status = AgentStatus(state: state, statistics: statistics, inputs: inputs.map(\.snapshot), pid: getpid(), problem: unhealthyReason())
+            if let upload = upload?.snapshot {
+                if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
+                status.uploadReason = upload.reason
+                status.uploadRequests = upload.requests
+                status.uploadResends = upload.resends
+                if status.problem == nil, upload.state == "error" { status.problem = upload.reason }
+            }
+            return status
         } catch {
             return AgentStatus(state: "error", statistics: .empty, inputs: inputs.map(\.snapshot), pid: getpid(), problem: "\(error)")
         }

@@ -1,0 +1,175 @@
+import CCurl
+import Synchronization
+
+/// One HTTP response, as the uploader needs it.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Header names lowercased; the last value wins.
+    public var headers: [String: String]
+    public var body: [UInt8]
+}
+
+/// POSTs batches with one reused libcurl easy handle: keep-alive, HTTP/2
+/// where the server offers it over TLS, timeouts, TLS verification on
+/// (with an optional CA file or directory), client certificates, a proxy.
+/// Not thread-safe: one uploader thread owns it.
+public final class CurlTransport {
+    private let handle: UnsafeMutableRawPointer
+    public let settings: HTTPSettings
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var sink = ResponseSink()
+
+    private static let globalInit: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
+
+    public init(settings: HTTPSettings, userAgent: String) throws {
+        _ = CurlTransport.globalInit
+        guard let handle = curl_easy_init() else {
+            throw EdgeIngestError(.invalidConfiguration, "libcurl could not create a handle.")
+        }
+        self.handle = handle
+        self.settings = settings
+        try configure(userAgent: userAgent)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        if let headerList { curl_slist_free_all(headerList) }
+    }
+
+    private func set(_ option: CURLoption, _ value: Int) throws {
+        try check(edgeingest_curl_setopt_long(handle, option, value), option)
+    }
+
+    private func set(_ option: CURLoption, _ value: String) throws {
+        try check(edgeingest_curl_setopt_string(handle, option, value), option)
+    }
+
+    private func check(_ code: CURLcode, _ option: CURLoption) throws {
+        guard code == CURLE_OK else {
+            throw EdgeIngestError(.invalidConfiguration, "libcurl refused an HTTP setting (option \(option.rawValue)): \(String(cString: curl_easy_strerror(code))).")
+        }
+    }
+
+    private func configure(userAgent: String) throws {
+        try set(CURLOPT_URL, settings.url)
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_POST, 1)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, settings.timeoutMilliseconds)
+        try set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        try set(CURLOPT_SSL_VERIFYPEER, 1)
+        try set(CURLOPT_SSL_VERIFYHOST, 2)
+        try set(CURLOPT_TCP_KEEPALIVE, 1)
+        try set(CURLOPT_USERAGENT, userAgent)
+        if let caFile = settings.caFile { try set(CURLOPT_CAINFO, caFile) }
+        if let caPath = settings.caPath { try set(CURLOPT_CAPATH, caPath) }
+        if let certificate = settings.clientCertificate { try set(CURLOPT_SSLCERT, certificate) }
+        if let key = settings.clientKey { try set(CURLOPT_SSLKEY, key) }
+        if let proxy = settings.proxy { try set(CURLOPT_PROXY, proxy) }
+        let write: edgeingest_curl_write_callback = { data, size, count, context in
+            let sink = Unmanaged<ResponseSinkBox>.fromOpaque(context!).takeUnretainedValue()
+            let n = size * count
+            if let data { sink.sink.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }
+            return n
+        }
+        let header: edgeingest_curl_write_callback = { data, size, count, context in
+            let sink = Unmanaged<ResponseSinkBox>.fromOpaque(context!).takeUnretainedValue()
+            let n = size * count
+            if let data {
+                let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+                if line.hasPrefix("HTTP/") { sink.sink.headers = [:] }  // a new response (after 100, or a redirect)
+                if let colon = line.firstIndex(of: ":") {
+                    let name = line[..<colon].lowercased()
+                    // "\r\n" is one Character in Swift: filter by isNewline, not by "\r" and "\n".
+                    let value = line[line.index(after: colon)...].filter { !$0.isNewline }
+                    sink.sink.headers[name] = String(value.drop { $0 == " " })
+                }
+            }
+            return n
+        }
+        try check(edgeingest_curl_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, write), CURLOPT_WRITEFUNCTION)
+        try check(edgeingest_curl_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, header), CURLOPT_HEADERFUNCTION)
+    }
+
+    /// POSTs `body` with `headers` (plus the configured ones) and returns
+    /// the response, or throws ``TransportError`` for network failures.
+    public func post(_ body: ArraySlice<UInt8>, headers: [(String, String)]) throws -> HTTPResponse {
+        var list: UnsafeMutablePointer<curl_slist>?
+        var all = headers
+        all.append(("Expect", ""))  // no 100-continue round trip before each batch
+        for (name, value) in settings.headers { all.append((name, value)) }
+        if let token = settings.bearerToken { all.append(("Authorization", "Bearer " + token)) }
+        var payload = body
+        if settings.gzip {
+            payload = try Gzip.compress(body)[...]
+            all.append(("Content-Encoding", "gzip"))
+        }
+        for (name, value) in all {
+            list = curl_slist_append(list, value.isEmpty ? "\(name):" : "\(name): \(value)")
+        }
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = list
+        try check(edgeingest_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
+        let box = ResponseSinkBox()
+        let context = Unmanaged.passUnretained(box).toOpaque()
+        try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context), CURLOPT_WRITEDATA)
+        try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context), CURLOPT_HEADERDATA)
+        let code: CURLcode = payload.withUnsafeBytes { bytes in
+            _ = edgeingest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            _ = edgeingest_curl_setopt_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            return curl_easy_perform(handle)
+        }
+        withExtendedLifetime(box) {}
+        guard code == CURLE_OK else { throw TransportError(code: code, url: settings.url, timeoutMilliseconds: settings.timeoutMilliseconds) }
+        var status = 0
+        _ = edgeingest_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return HTTPResponse(status: status, headers: box.sink.headers, body: box.sink.body)
+    }
+}
+
+struct ResponseSink {
+    var headers: [String: String] = [:]
+    var body: [UInt8] = []
+}
+
+final class ResponseSinkBox {
+    var sink = ResponseSink()
+}
+
+/// A request that did not get an HTTP answer: the network, DNS, TLS or a
+/// timeout. Always worth retrying; the message says what failed.
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    /// A short stable name for counters: `connection_refused`, `timeout`, …
+    public let kind: String
+
+    init(code: CURLcode, url: String, timeoutMilliseconds: Int) {
+        let host = url.split(separator: "/").dropFirst().first.map(String.init) ?? url
+        switch code {
+        case CURLE_COULDNT_CONNECT:
+            (kind, message) = ("connection_refused", "Could not connect to \(host): connection refused or unreachable.")
+        case CURLE_COULDNT_RESOLVE_HOST:
+            (kind, message) = ("dns", "Could not resolve the host in \(url): DNS lookup failed.")
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            (kind, message) = ("dns", "Could not resolve the proxy: DNS lookup failed.")
+        case CURLE_OPERATION_TIMEDOUT:
+            (kind, message) = ("timeout", "The request to \(host) timed out after \(timeoutMilliseconds) ms.")
+        case CURLE_SSL_CONNECT_ERROR:
+            (kind, message) = ("tls_handshake", "The TLS handshake with \(host) failed (a client certificate refused, or no common protocol).")
+        case CURLE_PEER_FAILED_VERIFICATION:
+            (kind, message) = ("tls_untrusted", "The certificate of \(host) is not trusted: set ca_file to the CA that signed it.")
+        case CURLE_SSL_CACERT_BADFILE:
+            (kind, message) = ("tls_ca_file", "The CA file could not be read: check ca_file.")
+        case CURLE_SSL_CERTPROBLEM:
+            (kind, message) = ("tls_client_certificate", "The client certificate could not be used: check client_certificate and client_key.")
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE:
+            (kind, message) = ("connection_reset", "The connection to \(host) was reset before the backend answered.")
+        default:
+            (kind, message) = ("network", "The request to \(host) failed: \(String(cString: curl_easy_strerror(code))).")
+        }
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,31 @@
+/// What a backend's answer to one batch means for the uploader. Decided by
+/// ``ResponseClassifier``, a pure function with table tests.
+public enum UploadOutcome: Equatable, Sendable {
+    /// Stored. `rejected` lists records the backend refused one by one
+    /// (index in the batch, reason): they go to the dead-letter table.
+    case stored(rejected: [RecordRejection])
+    /// A passing failure: retry the same batch after a backoff (at least
+    /// `retryAfterSeconds` when the server said so).
+    case retry(reason: String, retryAfterSeconds: Double?)
+    /// The batch holds bad data: split it to find the poison record(s).
+    case badBatch(reason: String)
+    /// The body is too large for the server: split it and lower the size.
+    case tooLarge
+    /// The credentials were refused: refresh them once, then hold.
+    case unauthorized
+    /// The backend requires a client reset (issue 5 acts on it): hold.
+    case clientReset(reason: String)
+    /// A configuration problem (403, 404, …): keep everything, stop sending,
+    /// report the reason.
+    case hold(reason: String)
+}
+
+/// One record the backend refused inside an otherwise stored batch.
+public struct RecordRejection: Equatable, Sendable {
+    public var index: Int
+    public var reason: String
+    public init(index: Int, reason: String) {
+        self.index = index
+        self.reason = reason
+    }
+}

@@ -1,0 +1,28 @@
+import EdgeIngest
+
+/// The `[upload]` section: where and how readings stream to the backend.
+public struct UploadSettings: Sendable {
+    public var http: HTTPSettings
+    /// Records per request. The default is 1000.
+    public var maxRecords = 1000
+    /// Uncompressed bytes per request (about). The default is 1 MiB.
+    public var maxBytes = 1 << 20
+    /// How long a partial batch may wait for more readings. The default is 200 ms.
+    public var lingerMilliseconds = 200
+    public var backoff = Backoff()
+    /// Transient failures of one batch before its records are moved to the
+    /// dead-letter table; 0 retries forever (the default).
+    public var maxRetries = 0
+    /// How long a shutdown keeps uploading what is queued. The default is 5 s.
+    public var shutdownTimeoutMilliseconds = 5_000
+    /// How long to wait before trying again after a configuration error
+    /// (403, 404, …). The default is 5 minutes.
+    public var holdMilliseconds = 300_000
+    /// Sent as `EdgeIngest-Client`. The default is the host name.
+    public var clientID: String
+
+    public init(http: HTTPSettings, clientID: String) {
+        self.http = http
+        self.clientID = clientID
+    }
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A scriptable ingest backend for the tests (docs/PROTOCOL.md, server side).
+
+Records every _id it stores and counts duplicates, so a test can prove
+"every reading delivered, none lost". Prints "PORT <n>" once listening on
+127.0.0.1 (port 0 = chosen by the kernel). GET /stats returns the counts.
+
+Faults, each for the first N POSTs (or all with --always):
+  --fail N --fail-status S --retry-after SECONDS   answer S (e.g. 503, 429)
+  --reset N                                        close the connection, no answer
+  --slow N --slow-ms MS                            store, then answer after MS
+  --poison DEVICE                                  400 for any batch with that deviceId (nothing stored)
+  --max-body BYTES                                 413 for larger bodies (nothing stored)
+  --always-status S                                answer S to everything (nothing stored)
+  --reject-device DEVICE                           store the batch but reject that record in the 200 body
+"""
+import argparse, gzip, json, socket, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+p = argparse.ArgumentParser()
+p.add_argument("--port", type=int, default=0)
+p.add_argument("--port-file", default=None)
+p.add_argument("--fail", type=int, default=0)
+p.add_argument("--fail-status", type=int, default=503)
+p.add_argument("--retry-after", default=None)
+p.add_argument("--reset", type=int, default=0)
+p.add_argument("--slow", type=int, default=0)
+p.add_argument("--slow-ms", type=int, default=0)
+p.add_argument("--poison", default=None)
+p.add_argument("--reject-device", default=None)
+p.add_argument("--max-body", type=int, default=0)
+p.add_argument("--always-status", type=int, default=0)
+args = p.parse_args()
+
+lock = threading.Lock()
+state = {"requests": 0, "unique": 0, "duplicates": 0, "ids": set(), "keys": set(), "key_repeats": 0,
+         "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set()}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def answer(self, status, body=b"", headers=()):
+        with lock:
+            state["statuses"][str(status)] = state["statuses"].get(str(status), 0) + 1
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        with lock:
+            s = {k: (sorted(v) if isinstance(v, set) and k != "ids" else v) for k, v in state.items() if k != "ids"}
+            s["keys"] = len(state["keys"])
+        self.answer(200, json.dumps(s).encode(), [("Content-Type", "application/json")])
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        with lock:
+            state["requests"] += 1
+            n = state["requests"]
+        if args.reset and n <= args.reset:
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if args.always_status:
+            return self.answer(args.always_status, b'{"error":"refused"}')
+        if args.fail and n <= args.fail:
+            headers = [("Retry-After", args.retry_after)] if args.retry_after is not None else []
+            return self.answer(args.fail_status, b"try later", headers)
+        if args.max_body and len(raw) > args.max_body:
+            return self.answer(413, b"too large")
+        body = gzip.decompress(raw) if self.headers.get("Content-Encoding") == "gzip" else raw
+        lines = [l for l in body.split(b"\n") if l]
+        records = [json.loads(l) for l in lines]
+        if args.poison and any(r.get("deviceId") == args.poison for r in records):
+            return self.answer(400, b"bad record")
+        rejected = [{"index": i, "reason": "device is blocked"} for i, r in enumerate(records)
+                    if args.reject_device and r.get("deviceId") == args.reject_device]
+        with lock:
+            if self.headers.get("Content-Encoding") == "gzip":
+                state["bodies_gzip"] += 1
+            state["types"].add(self.headers.get("EdgeIngest-Record-Type", ""))
+            if self.headers.get("Authorization"):
+                state["auth"].add(self.headers.get("Authorization"))
+            key = self.headers.get("Idempotency-Key")
+            if key in state["keys"]:
+                state["key_repeats"] += 1
+            state["keys"].add(key)
+            for i, r in enumerate(records):
+                if any(x["index"] == i for x in rejected):
+                    continue
+                if r["_id"] in state["ids"]:
+                    state["duplicates"] += 1
+                else:
+                    state["ids"].add(r["_id"])
+                    state["unique"] += 1
+        if args.slow and n <= args.slow:
+            time.sleep(args.slow_ms / 1000)
+        reply = json.dumps({"accepted": len(records) - len(rejected), "rejected": rejected}).encode()
+        try:
+            self.answer(200, reply, [("Content-Type", "application/json")])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+server.daemon_threads = True
+print(f"PORT {server.server_address[1]}", flush=True)
+if args.port_file:
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    import os
+    os.rename(args.port_file + ".tmp", args.port_file)
+server.serve_forever()

@@ -1,0 +1,64 @@
+import Foundation
+
+/// The scriptable Python ingest backend (Tests/Support/ingest-test-server.py),
+/// on a loopback port chosen by the kernel. Stopped when released.
+final class TestBackend {
+    let process = Process()
+    let port: Int
+    var url: String { "http://127.0.0.1:\(port)/ingest/v1/batches" }
+
+    init(_ arguments: [String] = []) throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Support/ingest-test-server.py")
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-backend-\(UUID()).port").path
+        defer { unlink(portFile) }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [script.path, "--port-file", portFile] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var port: Int?
+        for _ in 0..<200 where port == nil {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+            if port == nil { usleep(25_000) }
+        }
+        guard let port else {
+            process.terminate()
+            throw POSIXError(.ETIMEDOUT)
+        }
+        self.port = port
+    }
+
+    deinit {
+        // SIGKILL: the server keeps no state, and a SIGTERM can arrive
+        // ignored (dispositions set to SIG_IGN are inherited across exec).
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The server's counters (fetched with the curl command: Foundation's
+    /// URL loading needs FoundationNetworking on Linux, which we do not link).
+    func stats() throws -> [String: Any] {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sS", "--max-time", "5", "http://127.0.0.1:\(port)/stats"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        curl.waitUntilExit()
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+    }
+
+    /// Waits until the server holds `count` unique records.
+    func waitForUnique(_ count: Int, timeout: Double = 30) throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        var unique = -1
+        while Date() < deadline {
+            unique = try stats()["unique"] as? Int ?? -1
+            if unique >= count { return unique }
+            usleep(50_000)
+        }
+        return unique
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+
+/// Real libcurl against a real loopback backend, through the built binary.
+@Suite(.serialized) struct UploadTests {
+    static func fixture(_ backend: TestBackend, _ upload: String = "", linger: Int = 20) throws -> AgentFixture {
+        try AgentFixture(
+            """
+
+            [upload]
+            url = "\(backend.url)"
+            linger_ms = \(linger)
+            retry_base_ms = 20
+            retry_cap_ms = 200
+            \(upload)
+            """
+        )
+    }
+
+    static func readings(_ range: Range<Int>, poison: Int? = nil, device: String = "P") -> String {
+        range.map { reading($0 % 40, device: $0 == poison ? device : "U\($0)") + "\n" }.joined()
+    }
+
+    /// Runs the agent with stdin open, feeds `text`, waits for `expected`
+    /// unique records at the backend and an empty queue, then stops it.
+    static func stream(_ fixture: AgentFixture, _ backend: TestBackend, _ text: String, expected: Int) throws -> (agent: RunningAgent, status: [String: Any]) {
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(text)
+        #expect(try backend.waitForUnique(expected) == expected, "\(agent.stderr.suffix(2000))")
+        var status: [String: Any] = [:]
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            status = (try? fixture.status()) ?? [:]
+            if status["queued_records"] as? Int == 0, status["accepted_total"] as? Int ?? 0 > 0 { break }
+            usleep(50_000)
+        }
+        return (agent, status)
+    }
+
+    @Test func everyReadingIsDeliveredOnceAndDeletedThenTheAgentExits() throws {
+        let backend = try TestBackend()
+        let fixture = try Self.fixture(backend, "gzip = true\nmax_records = 500")
+        let result = try fixture.run(["run"], stdin: Data(Self.readings(0..<2500).utf8))
+        #expect(result.status == 0, "\(result.stderr)")
+        let stats = try backend.stats()
+        #expect(stats["unique"] as? Int == 2500)
+        #expect(stats["duplicates"] as? Int == 0)
+        #expect((stats["bodies_gzip"] as? Int ?? 0) >= 5)
+        #expect(stats["types"] as? [String] == ["WeatherSensor"])
+        let status = try fixture.status()
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(status["uploaded_total"] as? Int == 2500)
+        #expect(try fixture.queuedLines().isEmpty)
+    }
+
+    @Test func unavailableBackendIsRetriedUntilEverythingArrives() throws {
+        let backend = try TestBackend(["--fail", "4", "--fail-status", "503"])
+        let fixture = try Self.fixture(backend)
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<1500), expected: 1500)
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["duplicates"] as? Int == 0)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect((status["upload_resends"] as? Int ?? 0) >= 4)
+        #expect(agent.stderr.contains("Upload failed; retrying with backoff"))
+    }
+
+    @Test func retryAfterIsHonoured() throws {
+        let backend = try TestBackend(["--fail", "1", "--fail-status", "429", "--retry-after", "1"])
+        let fixture = try Self.fixture(backend)
+        let start = Date()
+        let (agent, _) = try Self.stream(fixture, backend, Self.readings(0..<10), expected: 10)
+        #expect(Date().timeIntervalSince(start) >= 1.0, "the retry came before the server's Retry-After")
+        #expect(agent.terminate() == 0)
+    }
+
+    @Test func connectionResetsLoseNothing() throws {
+        let backend = try TestBackend(["--reset", "3"])
+        let fixture = try Self.fixture(backend)
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<800), expected: 800)
+        #expect(agent.terminate() == 0)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(agent.stderr.contains("was reset before the backend answered"))
+    }
+
+    @Test func aSlowAcknowledgementIsResentWithTheSameIdsAndKey() throws {
+        let backend = try TestBackend(["--slow", "1", "--slow-ms", "1500"])
+        let fixture = try Self.fixture(backend, "timeout_ms = 400")
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<300), expected: 300)
+        #expect(agent.terminate() == 0)
+        let stats = try backend.stats()
+        // The backend stored the first send; the client timed out and sent
+        // the same records again: duplicates at the backend, none lost.
+        #expect((stats["duplicates"] as? Int ?? 0) > 0)
+        #expect((stats["key_repeats"] as? Int ?? 0) >= 1, "the re-send must carry the same Idempotency-Key")
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(agent.stderr.contains("timed out after 400 ms"))
+    }
+
+    @Test func aPoisonRecordIsIsolatedAndDeadLetteredWhileTheRestGoesThrough() throws {
+        let backend = try TestBackend(["--poison", "POISON"])
+        let fixture = try Self.fixture(backend, "max_records = 1000", linger: 500)
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<1000, poison: 637, device: "POISON"), expected: 999)
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["unique"] as? Int == 999)
+        #expect(status["dead_letter_records"] as? Int == 1)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(status["uploaded_total"] as? Int == 999)
+        #expect(agent.stderr.contains("A record was refused by the backend; moved to the dead-letter table"))
+    }
+
+    @Test func perRecordRejectionsInA200BodyAreDeadLettered() throws {
+        let backend = try TestBackend(["--reject-device", "U5"])
+        let fixture = try Self.fixture(backend)
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<20), expected: 19)
+        #expect(agent.terminate() == 0)
+        #expect(status["dead_letter_records"] as? Int == 1)
+        #expect(status["queued_records"] as? Int == 0)
+    }
+
+    @Test func tooLargeBatchesAreSplit() throws {
+        let backend = try TestBackend(["--max-body", "30000"])
+        let fixture = try Self.fixture(backend, "max_records = 1000", linger: 300)
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<1000), expected: 1000)
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["duplicates"] as? Int == 0)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(status["dead_letter_records"] as? Int == 0)
+    }
+
+    @Test func forbiddenHoldsEverythingQueuedAndSaysWhy() throws {
+        let backend = try TestBackend(["--always-status", "403"])
+        let fixture = try Self.fixture(backend)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(Self.readings(0..<50))
+        var status: [String: Any] = [:]
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            status = (try? fixture.status()) ?? [:]
+            if status["state"] as? String == "error" { break }
+            usleep(50_000)
+        }
+        #expect(status["state"] as? String == "error")
+        #expect((status["problem"] as? String)?.contains("HTTP 403") == true)
+        #expect(status["queued_records"] as? Int == 50)
+        let requests = try backend.stats()["requests"] as? Int ?? 0
+        usleep(500_000)
+        #expect(try backend.stats()["requests"] as? Int == requests, "a held uploader must stop hammering")
+        let health = try fixture.run(["status"])
+        #expect(health.status == 1)
+        #expect(agent.terminate() == 0)
+        #expect(try fixture.queuedLines().count == 50)
+        #expect(agent.stderr.components(separatedBy: "Uploading is held").count - 1 == 1)
+    }
+
+    @Test func theTokenIsSentButNeverLogged() throws {
+        let backend = try TestBackend(["--fail", "1"])
+        let dir = try TemporaryDirectory()
+        let tokenFile = dir.file("token")
+        try "s3cr3t-token-value\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let fixture = try Self.fixture(backend, "token_file = \"\(tokenFile)\"")
+        let (agent, _) = try Self.stream(fixture, backend, Self.readings(0..<5), expected: 5)
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["auth"] as? [String] == ["Bearer s3cr3t-token-value"])
+        #expect(!agent.stderr.contains("s3cr3t"))
+        #expect(!(try String(contentsOfFile: fixture.stateDirectory + "/status.json", encoding: .utf8)).contains("s3cr3t"))
+    }
+}
+
+import TestSupport
