@@ -13,6 +13,7 @@ Faults, each for the first N POSTs (or all with --always):
   --max-body BYTES                                 413 for larger bodies (nothing stored)
   --always-status S                                answer S to everything (nothing stored)
   --reject-device DEVICE                           store the batch but reject that record in the 200 body
+  --tls-cert PEM --tls-key PEM [--client-ca PEM]   serve HTTPS (and require client certificates)
 """
 import argparse, gzip, json, socket, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,9 @@ p.add_argument("--poison", default=None)
 p.add_argument("--reject-device", default=None)
 p.add_argument("--max-body", type=int, default=0)
 p.add_argument("--always-status", type=int, default=0)
+p.add_argument("--tls-cert", default=None)
+p.add_argument("--tls-key", default=None)
+p.add_argument("--client-ca", default=None)
 args = p.parse_args()
 
 lock = threading.Lock()
@@ -112,10 +116,25 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
 server.daemon_threads = True
+if args.tls_cert:
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.tls_cert, args.tls_key)
+    if args.client_ca:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(args.client_ca)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    # /stats stays reachable without TLS on a control port.
+    control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    control.daemon_threads = True
+    threading.Thread(target=control.serve_forever, daemon=True).start()
+    control_port = control.server_address[1]
+else:
+    control_port = None
 print(f"PORT {server.server_address[1]}", flush=True)
 if args.port_file:
     with open(args.port_file + ".tmp", "w") as f:
-        f.write(str(server.server_address[1]))
+        f.write(f"{server.server_address[1]} {control_port or server.server_address[1]}")
     import os
     os.rename(args.port_file + ".tmp", args.port_file)
 server.serve_forever()

@@ -5,6 +5,8 @@ import Foundation
 final class TestBackend {
     let process = Process()
     let port: Int
+    /// Plain HTTP port for /stats (the same as `port` unless serving TLS).
+    let controlPort: Int
     var url: String { "http://127.0.0.1:\(port)/ingest/v1/batches" }
 
     init(_ arguments: [String] = []) throws {
@@ -17,16 +19,17 @@ final class TestBackend {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var port: Int?
-        for _ in 0..<200 where port == nil {
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
-            if port == nil { usleep(25_000) }
+        var ports: [Int] = []
+        for _ in 0..<200 where ports.count != 2 {
+            ports = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
+            if ports.count != 2 { usleep(25_000) }
         }
-        guard let port else {
-            process.terminate()
+        guard ports.count == 2 else {
+            kill(process.processIdentifier, SIGKILL)
             throw POSIXError(.ETIMEDOUT)
         }
-        self.port = port
+        port = ports[0]
+        controlPort = ports[1]
     }
 
     deinit {
@@ -41,7 +44,7 @@ final class TestBackend {
     func stats() throws -> [String: Any] {
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sS", "--max-time", "5", "http://127.0.0.1:\(port)/stats"]
+        curl.arguments = ["-sS", "--max-time", "5", "http://127.0.0.1:\(controlPort)/stats"]
         let out = Pipe()
         curl.standardOutput = out
         try curl.run()

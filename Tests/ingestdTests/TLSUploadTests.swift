@@ -1,0 +1,90 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate,
+/// made by the test with the openssl command.
+struct TestPKI {
+    let dir: TemporaryDirectory
+    var ca: String { dir.file("ca.pem") }
+    var serverCert: String { dir.file("server.pem") }
+    var serverKey: String { dir.file("server.key") }
+    var clientCert: String { dir.file("client.pem") }
+    var clientKey: String { dir.file("client.key") }
+
+    init() throws {
+        dir = try TemporaryDirectory()
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Self.openssl(["req", "-x509"] + ec + ["-keyout", dir.file("ca.key"), "-out", dir.file("ca.pem"), "-days", "2", "-subj", "/CN=EdgeIngest Test CA"])
+        for (name, ext) in [("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"), ("client", "extendedKeyUsage=clientAuth\n")] {
+            try ext.write(toFile: dir.file("\(name).ext"), atomically: true, encoding: .utf8)
+            try Self.openssl(["req"] + ec + ["-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)"])
+            try Self.openssl([
+                "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
+                "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", dir.file("\(name).ext"),
+            ])
+        }
+    }
+
+    static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw POSIXError(.EIO) }
+    }
+}
+
+@Suite(.serialized) struct TLSUploadTests {
+    static var opensslAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
+
+    func https(_ backend: TestBackend) -> String { backend.url.replacingOccurrences(of: "http://", with: "https://") }
+
+    @Test(.enabled(if: opensslAvailable)) func trustedCADelivers() throws {
+        let pki = try TestPKI()
+        let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
+        let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\n")
+        let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<200), expected: 200)
+        #expect(agent.terminate() == 0)
+        #expect(status["queued_records"] as? Int == 0)
+    }
+
+    @Test(.enabled(if: opensslAvailable)) func anUntrustedServerIsRefusedWithAClearErrorAndNothingIsLost() throws {
+        let pki = try TestPKI()
+        let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
+        let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(UploadTests.readings(0..<30))
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !agent.stderr.contains("is not trusted") { usleep(50_000) }
+        #expect(agent.stderr.contains("The certificate of 127.0.0.1:\(backend.port) is not trusted: set ca_file to the CA that signed it."))
+        #expect(try backend.stats()["unique"] as? Int == 0)
+        #expect(agent.terminate() == 0)
+        #expect(try fixture.queuedLines().count == 30)
+    }
+
+    @Test(.enabled(if: opensslAvailable)) func mutualTLSNeedsTheClientCertificate() throws {
+        let pki = try TestPKI()
+        let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--client-ca", pki.ca])
+        // Without a client certificate: refused, kept, retried.
+        let without = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
+        let refused = try RunningAgent(arguments: ["run", "--config", without.configPath], environment: ProcessInfo.processInfo.environment)
+        refused.write(UploadTests.readings(0..<10))
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !refused.stderr.contains("Upload failed") { usleep(50_000) }
+        #expect(refused.stderr.contains("Upload failed; retrying with backoff"))
+        #expect(refused.terminate() == 0)
+        #expect(try without.queuedLines().count == 10)
+        #expect(try backend.stats()["unique"] as? Int == 0)
+        // With it: delivered.
+        let with = try AgentFixture(
+            "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nclient_certificate = \"\(pki.clientCert)\"\nclient_key = \"\(pki.clientKey)\"\nlinger_ms = 20\n"
+        )
+        let (agent, status) = try UploadTests.stream(with, backend, UploadTests.readings(100..<150), expected: 50)
+        #expect(agent.terminate() == 0)
+        #expect(status["queued_records"] as? Int == 0)
+    }
+}
