@@ -19,6 +19,6 @@ struct Ingestd: AsyncParsableCommand {
             74 I/O error (queue unavailable, disk full); 78 configuration error.
             """,
         version: EdgeIngestVersion.current,
-        subcommands: [RunCommand.self, CheckConfigCommand.self, StatusCommand.self]
+        subcommands: [RunCommand.self, CheckConfigCommand.self, StatusCommand.self, DeadLetterCommand.self]
     )
 }

@@ -1,0 +1,84 @@
+/// A record the backend refused one by one, kept with the reason.
+public struct DeadLetter: Sendable, Hashable {
+    /// The row's number in the dead-letter table.
+    public var number: Int64
+    public var recordID: ObjectId
+    public var type: String
+    public var schemaVersion: Int64
+    /// When the record was appended (ms since the epoch).
+    public var enqueuedAt: Int64
+    /// When it was refused (ms since the epoch).
+    public var failedAt: Int64
+    public var reason: String
+    /// The record as it was sent (one JSON object).
+    public var payload: [UInt8]
+}
+
+extension DurableQueue {
+    /// The dead letters, oldest first (at most `limit`).
+    public func deadLetters(limit: Int = .max) throws -> [DeadLetter] {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            let stmt = try store.db.prepare(
+                "SELECT id, record_id, type, schema_version, enqueued_at, failed_at, reason, payload FROM dead_letters ORDER BY id LIMIT ?1"
+            )
+            stmt.bind(1, Int64(min(limit, Int(Int64.max))))
+            var out: [DeadLetter] = []
+            while try stmt.step() {
+                out.append(
+                    DeadLetter(
+                        number: stmt.int64(0), recordID: ObjectId(unsafeBytes: stmt.blob(1)), type: stmt.string(2),
+                        schemaVersion: stmt.int64(3), enqueuedAt: stmt.int64(4), failedAt: stmt.int64(5),
+                        reason: stmt.string(6), payload: Array(stmt.blob(7))
+                    )
+                )
+            }
+            return out
+        }
+    }
+
+    /// Moves dead letters back into the queue (with their own `_id`s, so a
+    /// deduplicating backend still stores each once), in one transaction.
+    ///
+    /// - Parameter numbers: the dead letters to replay; nil replays all.
+    /// - Returns: how many were replayed.
+    @discardableResult
+    public func replayDeadLetters(_ numbers: Set<Int64>? = nil) throws -> Int {
+        let letters = try deadLetters().filter { numbers?.contains($0.number) ?? true }
+        guard !letters.isEmpty else { return 0 }
+        for letter in letters where typesByName[letter.type] == nil {
+            throw EdgeIngestError(
+                .unknownObjectType,
+                "Dead letter \(letter.number) is of type '\(letter.type)', which this queue no longer accepts: declare the type again to replay it."
+            )
+        }
+        let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let store = try state.openStore(configuration.location.description)
+            let now = wallClockMilliseconds()
+            var bytes: Int64 = 0
+            try store.db.transaction {
+                let delete = try store.db.prepare("DELETE FROM dead_letters WHERE id = ?1")
+                for letter in letters {
+                    var run = EncodedBatch.Run(typeName: letter.type, ids: [], payload: letter.payload, ends: [])
+                    run.payload.append(UInt8(ascii: "\n"))
+                    run.ends = [run.payload.count]
+                    letter.recordID.appendBytes(to: &run.ids)
+                    try store.insert(run, schemaVersion: letter.schemaVersion, enqueuedAt: now)
+                    bytes += Int64(run.payload.count)
+                    delete.bind(1, letter.number)
+                    try delete.run()
+                }
+                try store.add(counter: "dead_lettered_total", -Int64(letters.count))
+                try store.add(counter: "dead_letter_replayed_total", Int64(letters.count))
+            }
+            state.queuedRecords += Int64(letters.count)
+            state.queuedBytes += bytes
+            state.counters["dead_lettered_total", default: 0] -= Int64(letters.count)
+            state.counters["dead_letter_replayed_total", default: 0] += Int64(letters.count)
+            if state.oldestEnqueuedAt == nil { state.oldestEnqueuedAt = now }
+            return []
+        }
+        waiters.forEach { $0.resume() }
+        return letters.count
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite(.serialized) struct DeadLetterTests {
+    @Test func poisonRecordsCanBeListedExportedAndReplayed() throws {
+        let backend = try TestBackend(["--poison", "POISON"])
+        let fixture = try UploadTests.fixture(backend, "max_records = 100", linger: 300)
+        let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<100, poison: 42, device: "POISON"), expected: 99)
+        #expect(agent.terminate() == 0)
+        #expect(status["dead_letter_records"] as? Int == 1)
+
+        let list = try fixture.run(["dead-letter", "list"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.hasPrefix("1 dead letter\n"))
+        #expect(list.stdout.contains("WeatherSensor  refused by the backend: HTTP 400"))
+        #expect(!list.stdout.contains("POISON"), "list shows no record data")
+
+        let out = fixture.dir.file("dead.ndjson")
+        let export = try fixture.run(["dead-letter", "export", "--out", out])
+        #expect(export.status == 0)
+        let exported = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n")
+        #expect(exported.count == 1)
+        let line = try JSONSerialization.jsonObject(with: Data(exported[0].utf8)) as! [String: Any]
+        #expect((line["record"] as? [String: Any])?["deviceId"] as? String == "POISON")
+        #expect(line["reason"] as? String == "refused by the backend: HTTP 400")
+        let mode = (try FileManager.default.attributesOfItem(atPath: out)[.posixPermissions] as! NSNumber).intValue
+        #expect(mode == 0o600)
+
+        #expect(try fixture.run(["dead-letter", "replay"]).status == 64, "replay needs --all or --number")
+        let replay = try fixture.run(["dead-letter", "replay", "--all"])
+        #expect(replay.stdout == "Replayed 1 dead letter into the queue.\n")
+
+        // A fixed backend receives the replayed record, with its original _id.
+        let healthy = try TestBackend()
+        let fixed = try String(contentsOfFile: fixture.configPath, encoding: .utf8).replacingOccurrences(of: backend.url, with: healthy.url)
+        try fixed.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+        let drained = try fixture.run(["run"], stdin: Data())
+        #expect(drained.status == 0, "\(drained.stderr)")
+        #expect(try healthy.stats()["unique"] as? Int == 1)
+        let after = try fixture.status()
+        #expect(after["dead_letter_records"] as? Int == 0)
+        #expect(after["queued_records"] as? Int == 0)
+        #expect(after["uploaded_total"] as? Int == 100)
+    }
+}
