@@ -3,15 +3,15 @@ import Testing
 
 /// Real libcurl against a real loopback backend, through the built binary.
 @Suite(.serialized) struct UploadTests {
-    static func fixture(_ backend: TestBackend, _ upload: String = "", linger: Int = 20) throws -> AgentFixture {
+    static func fixture(_ backend: TestBackend, _ upload: String = "", linger: Int = 20, retryBase: Int = 20, retryCap: Int = 200) throws -> AgentFixture {
         try AgentFixture(
             """
 
             [upload]
             url = "\(backend.url)"
             linger_ms = \(linger)
-            retry_base_ms = 20
-            retry_cap_ms = 200
+            retry_base_ms = \(retryBase)
+            retry_cap_ms = \(retryCap)
             \(upload)
             """
         )
@@ -62,6 +62,25 @@ import Testing
         #expect(status["queued_records"] as? Int == 0)
         #expect((status["upload_resends"] as? Int ?? 0) >= 4)
         #expect(agent.stderr.contains("Upload failed; retrying with backoff"))
+    }
+
+    @Test func statusShowsBackingOffUntilWithTheReason() throws {
+        let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
+        let fixture = try Self.fixture(backend, retryBase: 2000, retryCap: 4000)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(Self.readings(0..<5))
+        var status: [String: Any] = [:]
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, status["state"] as? String != "backing_off" {
+            status = (try? fixture.status()) ?? [:]
+            usleep(50_000)
+        }
+        #expect(status["state"] as? String == "backing_off")
+        #expect(status["upload_reason"] as? String == "HTTP 503")
+        #expect((status["backing_off_until"] as? String)?.hasSuffix("Z") == true)
+        #expect(status["queued_records"] as? Int == 5)
+        #expect((status["last_upload"] as? [String: Any])?["outcome"] as? String == "failed: HTTP 503")
+        #expect(agent.terminate() == 0)
     }
 
     @Test func retryAfterIsHonoured() throws {

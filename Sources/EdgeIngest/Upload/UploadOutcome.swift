@@ -20,6 +20,14 @@ public enum UploadOutcome: Equatable, Sendable {
     case hold(reason: String)
 }
 
+extension UploadOutcome {
+    /// Whether the batch was stored (possibly with per-record rejections).
+    public var isStored: Bool {
+        if case .stored = self { return true }
+        return false
+    }
+}
+
 /// One record the backend refused inside an otherwise stored batch.
 public struct RecordRejection: Equatable, Sendable {
     public var index: Int

@@ -74,9 +74,11 @@ final class RejectsFile: Sendable {
 /// The agent's own JSON files use the library's string escaping.
 typealias JSONText = JSONWriter
 
-func isoNow() -> String {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
+func isoNow() -> String { isoTime(milliseconds: wallClockMilliseconds()) }
+
+/// `2026-11-21T11:41:55.120Z` for milliseconds since the epoch.
+func isoTime(milliseconds: Int64) -> String {
+    var now = timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
     var t = now.tv_sec
     var parts = tm()
     gmtime_r(&t, &parts)

@@ -26,6 +26,8 @@ public struct AgentStatus: Codable, Sendable {
     public var deadLetterRecords: Int64
     /// Why the uploader is backing off or held.
     public var uploadReason: String?
+    /// While backing off: when the next attempt is due (ISO 8601).
+    public var backingOffUntil: String?
     public var uploadRequests: Int64?
     /// Batches sent again after a failure.
     public var uploadResends: Int64?
@@ -50,6 +52,7 @@ public struct AgentStatus: Codable, Sendable {
         case lastUpload = "last_upload"
         case deadLetterRecords = "dead_letter_records"
         case uploadReason = "upload_reason"
+        case backingOffUntil = "backing_off_until"
         case uploadRequests = "upload_requests"
         case uploadResends = "upload_resends"
     }

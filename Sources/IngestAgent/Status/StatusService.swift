@@ -63,6 +63,7 @@ struct StatusService: Service {
             if let upload = upload?.snapshot {
                 if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
                 status.uploadReason = upload.reason
+                if upload.state == "backing_off", let until = upload.until { status.backingOffUntil = isoTime(milliseconds: until) }
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
                 if status.problem == nil, upload.state == "error" { status.problem = upload.reason }

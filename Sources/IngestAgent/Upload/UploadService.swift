@@ -109,7 +109,8 @@ struct UploadService: Service {
             } catch let error as TransportError {
                 outcome = .retry(reason: error.message, retryAfterSeconds: nil)
             }
-            if deadline != nil, case .stored = outcome {} else if deadline != nil {
+            // The final drain at shutdown takes only clean successes: no retries, no bisection.
+            if deadline != nil, !outcome.isStored {
                 try queue.release(lease)
                 return .stopped
             }
