@@ -9,25 +9,12 @@ cd "$(dirname "$0")/.."
 lines=${1:-1000000}
 dir=${2:-/tmp/edgeingest-bench-stdin}
 mkdir -p "$dir"
+. bench/lib.sh
 swift build -c release --product ingestd >/dev/null
 input="$dir/readings.ndjson"
-if [ ! -s "$input" ] || [ "$(wc -l < "$input")" != "$lines" ]; then
-    awk -v n="$lines" 'BEGIN { for (i = 0; i < n; i++) printf "{\"deviceId\":\"WX%d\",\"temperatureInFahrenheit\":%d.%d,\"barometricPressureInHg\":29.65,\"windSpeedInMph\":%d}\n", i % 100, 60 + i % 30, i % 10, i % 40 }' > "$input"
-fi
-cat > "$dir/bench.toml" <<TOML
-[agent]
-log_target = "stderr"
-log_level = "warning"
-stats_interval_seconds = 0
-[queue]
-max_bytes = 1073741824
-[types.WeatherSensor]
-deviceId = "string"
-temperatureInFahrenheit = "double"
-barometricPressureInHg = "double"
-windSpeedInMph = "int"
-TOML
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ)"
+make_input "$input" "$lines"
+base_config > "$dir/bench.toml"
+machine_line
 for run in 1 2 3; do
     rm -rf "$dir/state"
     start=$(date +%s.%N)

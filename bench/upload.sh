@@ -11,11 +11,10 @@ cd "$(dirname "$0")/.."
 lines=${1:-1000000}
 dir=${2:-/tmp/edgeingest-bench-upload}
 mkdir -p "$dir"
+. bench/lib.sh
 swift build -c release --product ingestd >/dev/null
 input="$dir/readings.ndjson"
-if [ ! -s "$input" ] || [ "$(wc -l < "$input")" != "$lines" ]; then
-    awk -v n="$lines" 'BEGIN { for (i = 0; i < n; i++) printf "{\"deviceId\":\"WX%d\",\"temperatureInFahrenheit\":%d.%d,\"barometricPressureInHg\":29.65,\"windSpeedInMph\":%d}\n", i % 100, 60 + i % 30, i % 10, i % 40 }' > "$input"
-fi
+make_input "$input" "$lines"
 rm -f "$dir/port"
 python3 Tests/Support/ingest-test-server.py --fast --port-file "$dir/port" >/dev/null 2>&1 &
 server=$!
@@ -25,7 +24,7 @@ port=$(cut -d' ' -f1 "$dir/port")
 url="http://127.0.0.1:$port/ingest/v1/batches"
 count() { curl -s "http://127.0.0.1:$port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'; }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ)"
+machine_line
 
 # 1. The receiver alone: 1000-record bodies posted back to back by curl.
 head -n 1000 "$input" > "$dir/batch.ndjson"
@@ -35,19 +34,7 @@ end=$(date +%s.%N)
 awk -v s="$start" -v e="$end" 'BEGIN { printf "receiver alone: %d requests/s of 1000 readings = %d readings/s (curl, one connection)\n", 300 / (e - s), 300000 / (e - s) }'
 
 config() {  # $1 = gzip, $2 = with upload (yes/no)
-    cat <<TOML
-[agent]
-log_target = "stderr"
-log_level = "warning"
-stats_interval_seconds = 0
-[queue]
-max_bytes = 1073741824
-[types.WeatherSensor]
-deviceId = "string"
-temperatureInFahrenheit = "double"
-barometricPressureInHg = "double"
-windSpeedInMph = "int"
-TOML
+    base_config
     if [ "$2" = yes ]; then printf '[upload]\nurl = "%s"\ngzip = %s\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$url" "$1"; fi
 }
 
