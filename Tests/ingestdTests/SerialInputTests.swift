@@ -38,12 +38,7 @@ final class PseudoTerminal {
 
 @Suite(.serialized) struct SerialInputTests {
     static func waitFor(_ text: String, count: Int = 1, in agent: RunningAgent, timeout: Double = 15) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if agent.stderr.components(separatedBy: text).count - 1 >= count { return true }
-            usleep(20_000)
-        }
-        return false
+        eventually(timeout: timeout) { agent.stderr.components(separatedBy: text).count - 1 >= count }
     }
 
     @Test func readingsArriveAcrossAnUnplugAndReplug() throws {

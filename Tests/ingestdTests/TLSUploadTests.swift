@@ -58,8 +58,7 @@ struct TestPKI {
         let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
         agent.write(UploadTests.readings(0..<30))
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !agent.stderr.contains("is not trusted") { usleep(50_000) }
+        _ = eventually { agent.stderr.contains("is not trusted") }
         #expect(agent.stderr.contains("The certificate of 127.0.0.1:\(backend.port) is not trusted: set ca_file to the CA that signed it."))
         #expect(try backend.stats()["unique"] as? Int == 0)
         #expect(agent.terminate() == 0)
@@ -73,8 +72,7 @@ struct TestPKI {
         let without = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
         let refused = try RunningAgent(arguments: ["run", "--config", without.configPath], environment: ProcessInfo.processInfo.environment)
         refused.write(UploadTests.readings(0..<10))
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !refused.stderr.contains("Upload failed") { usleep(50_000) }
+        _ = eventually { refused.stderr.contains("Upload failed") }
         #expect(refused.stderr.contains("Upload failed; retrying with backoff"))
         #expect(refused.terminate() == 0)
         #expect(try without.queuedLines().count == 10)

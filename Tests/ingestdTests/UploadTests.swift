@@ -28,11 +28,9 @@ import Testing
         agent.write(text)
         #expect(try backend.waitForUnique(expected) == expected, "\(agent.stderr.suffix(2000))")
         var status: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        _ = eventually {
             status = (try? fixture.status()) ?? [:]
-            if status["queued_records"] as? Int == 0, status["accepted_total"] as? Int ?? 0 > 0 { break }
-            usleep(50_000)
+            return status["queued_records"] as? Int == 0 && status["accepted_total"] as? Int ?? 0 > 0
         }
         return (agent, status)
     }
@@ -70,10 +68,9 @@ import Testing
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
         agent.write(Self.readings(0..<5))
         var status: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, status["state"] as? String != "backing_off" {
+        _ = eventually {
             status = (try? fixture.status()) ?? [:]
-            usleep(50_000)
+            return status["state"] as? String == "backing_off"
         }
         #expect(status["state"] as? String == "backing_off")
         #expect(status["upload_reason"] as? String == "HTTP 503")
@@ -152,11 +149,9 @@ import Testing
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
         agent.write(Self.readings(0..<50))
         var status: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        _ = eventually {
             status = (try? fixture.status()) ?? [:]
-            if status["state"] as? String == "error" { break }
-            usleep(50_000)
+            return status["state"] as? String == "error"
         }
         #expect(status["state"] as? String == "error")
         #expect((status["problem"] as? String)?.contains("HTTP 403") == true)
