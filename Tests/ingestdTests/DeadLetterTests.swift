@@ -9,6 +9,9 @@ import Testing
         let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<100, poison: 42, device: "POISON"), expected: 99)
         #expect(agent.terminate() == 0)
         #expect(status["dead_letter_records"] as? Int == 1)
+        // Every accepted reading is uploaded, dead-lettered, dropped or still queued.
+        let accounted = ["uploaded_total", "dead_letter_records", "dropped_total", "queued_records"].map { status[$0] as? Int ?? -1 }
+        #expect(accounted.reduce(0, +) == status["accepted_total"] as? Int, "\(accounted)")
 
         let list = try fixture.run(["dead-letter", "list"])
         #expect(list.status == 0, "\(list.stderr)")
