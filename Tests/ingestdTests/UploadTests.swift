@@ -80,6 +80,36 @@ import Testing
         #expect(agent.terminate() == 0)
     }
 
+    @Test func aBackendThatIsDownIsRetriedWithoutAHotLoopAndEverythingArrivesWhenItIsBack() throws {
+        // Find a free port, then leave nothing listening on it: connection refused.
+        var port = 0
+        do {
+            let probe = try TestBackend()
+            port = probe.port
+        }
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"http://127.0.0.1:\(port)/ingest/v1/batches\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 1000\n"
+        )
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(Self.readings(0..<500))
+        usleep(4_000_000)
+        let status = try fixture.status()
+        let attempts = status["upload_requests"] as? Int ?? 0
+        // Backoff doubles from 0.1 s to a 1 s cap with full jitter: about a
+        // dozen attempts in 4 s. A hot loop would make thousands.
+        #expect(attempts >= 3 && attempts <= 40, "\(attempts) attempts in 4 s")
+        #expect(status["state"] as? String == "backing_off")
+        #expect((status["upload_reason"] as? String)?.contains("connection refused") == true)
+        #expect(status["queued_records"] as? Int == 500)
+
+        // The backend comes back on the same port: everything arrives, once.
+        let backend = try TestBackend(["--port", "\(port)"])
+        #expect(try backend.waitForUnique(500) == 500)
+        #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 0 })
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["duplicates"] as? Int == 0)
+    }
+
     @Test func retryAfterIsHonoured() throws {
         let backend = try TestBackend(["--fail", "1", "--fail-status", "429", "--retry-after", "1"])
         let fixture = try Self.fixture(backend)
