@@ -39,7 +39,7 @@ args = p.parse_args()
 
 lock = threading.Lock()
 state = {"requests": 0, "unique": 0, "duplicates": 0, "ids": set(), "keys": set(), "key_repeats": 0,
-         "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set()}
+         "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set(), "via": set()}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -96,6 +96,8 @@ class Handler(BaseHTTPRequestHandler):
             if self.headers.get("Content-Encoding") == "gzip":
                 state["bodies_gzip"] += 1
             state["types"].add(self.headers.get("EdgeIngest-Record-Type", ""))
+            if self.headers.get("Via"):
+                state["via"].add(self.headers.get("Via"))
             if self.headers.get("Authorization"):
                 state["auth"].add(self.headers.get("Authorization"))
             key = self.headers.get("Idempotency-Key")

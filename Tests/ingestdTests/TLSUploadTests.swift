@@ -86,3 +86,52 @@ struct TestPKI {
         #expect(status["queued_records"] as? Int == 0)
     }
 }
+
+/// HTTP/2: libcurl negotiates h2 over TLS when the server offers it. nghttpx
+/// (an HTTP/2 proxy from Debian) terminates TLS and h2 in front of the test
+/// backend and says in its `Via` header which version the client spoke.
+@Suite(.serialized) struct HTTP2UploadTests {
+    static var available: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpx") && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+    }
+
+    @Test(.enabled(if: available, "needs nghttpx (nghttp2-proxy) and openssl")) func uploadsSpeakHTTP2WhenOffered() throws {
+        let pki = try TestPKI()
+        let backend = try TestBackend()
+        var frontPort = 0
+        do { frontPort = try TestBackend().port }  // a free port
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: "/usr/sbin/nghttpx")
+        proxy.arguments = [
+            "--frontend=127.0.0.1,\(frontPort)", "--backend=127.0.0.1,\(backend.port)", "--workers=1", "--no-ocsp",
+            "--errorlog-file=/dev/null", "--accesslog-file=/dev/null", pki.serverKey, pki.serverCert,
+        ]
+        proxy.standardOutput = FileHandle.nullDevice
+        proxy.standardError = FileHandle.nullDevice
+        try proxy.run()
+        defer {
+            kill(proxy.processIdentifier, SIGKILL)
+            proxy.waitUntilExit()
+        }
+        #expect(eventually { Self.listening(frontPort) })
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"https://127.0.0.1:\(frontPort)/ingest/v1/batches\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\n"
+        )
+        let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<100), expected: 100)
+        #expect(agent.terminate() == 0)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(try backend.stats()["via"] as? [String] == ["2 nghttpx"])
+    }
+
+    static func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
