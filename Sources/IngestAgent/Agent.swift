@@ -23,6 +23,8 @@ public struct Agent: Sendable {
     /// termination signal arrives. Everything read is committed before it
     /// returns.
     public func run() async throws {
+        // The status file lives here even when the queue is elsewhere.
+        try makeDirectories(configuration.stateDirectory)
         let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
         defer { queue.close() }
         let rejects = try configuration.rejectsFile.map { try RejectsFile(path: $0) }
@@ -74,5 +76,21 @@ public struct Agent: Sendable {
         let group = ServiceGroup(configuration: groupConfiguration)
         defer { status.writeFinalStatus() }
         try await group.run()
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Creates `path` and missing parents with mode 0700.
+func makeDirectories(_ path: String) throws {
+    var info = stat()
+    if stat(path, &info) == 0 { return }
+    if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+        try makeDirectories(String(path[..<slash]))
+    }
+    if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        throw AgentError("Cannot create the state directory '\(path)': \(String(cString: strerror(errno))). Set agent.state_directory to a writable place.")
     }
 }

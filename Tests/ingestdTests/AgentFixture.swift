@@ -44,6 +44,11 @@ struct AgentFixture {
 
     /// The JSON lines in the queue, in order (the agent must have exited).
     func queuedLines() throws -> [String] {
+        try queuedLinesAt(stateDirectory + "/queue.sqlite")
+    }
+
+    /// The JSON lines in the queue file at `path`.
+    func queuedLinesAt(_ path: String) throws -> [String] {
         let type = try RecordType(
             name: "WeatherSensor",
             fields: [
@@ -52,7 +57,7 @@ struct AgentFixture {
             ]
         )
         let queue = try DurableQueue.open(
-            QueueConfiguration(location: .file(path: stateDirectory + "/queue.sqlite"), objectTypes: [type])
+            QueueConfiguration(location: .file(path: path), objectTypes: [type])
         )
         defer { queue.close() }
         guard let lease = try queue.take(maxRecords: .max) else { return [] }

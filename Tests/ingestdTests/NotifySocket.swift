@@ -52,13 +52,19 @@ final class RunningAgent {
     let stdin = Pipe()
     let stderrURL: URL
 
-    init(arguments: [String], environment: [String: String]) throws {
+    /// - Parameter stdinFile: read stdin from this file instead of a pipe the
+    ///   test writes to (a paused agent must not block the test).
+    init(arguments: [String], environment: [String: String], stdinFile: String? = nil) throws {
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-stderr-\(UUID())")
         FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         process.executableURL = IngestdBinary.url
         process.arguments = arguments
         process.environment = environment
-        process.standardInput = stdin
+        if let stdinFile {
+            process.standardInput = FileHandle(forReadingAtPath: stdinFile)
+        } else {
+            process.standardInput = stdin
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         try process.run()

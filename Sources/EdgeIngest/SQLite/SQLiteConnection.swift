@@ -80,7 +80,7 @@ final class SQLiteConnection {
         switch primary {
         case SQLITE_FULL:
             return EdgeIngestError(
-                .storage,
+                .diskFull,
                 "The disk holding the queue '\(displayName)' is full (\(detail)). Free space, or lower the queue's max_bytes so the overflow policy applies first."
             )
         case SQLITE_NOTADB, SQLITE_CORRUPT:

@@ -30,6 +30,7 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
             case queueFull = "queue_full"
             case queueFormatTooNew = "queue_format_too_new"
             case storage = "storage"
+            case diskFull = "disk_full"
             case leaseMisuse = "lease_misuse"
         }
         fileprivate let kind: Kind
@@ -52,8 +53,11 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         public static let queueFull = Code(kind: .queueFull)
         /// The queue file was written by a newer EdgeIngest with a format this one cannot read.
         public static let queueFormatTooNew = Code(kind: .queueFormatTooNew)
-        /// SQLite reported an error while reading or writing the queue (disk full, I/O error, …).
+        /// SQLite reported an error while reading or writing the queue (an I/O error, …).
         public static let storage = Code(kind: .storage)
+        /// The file system holding the queue is full; nothing of the failed
+        /// write was stored, and the same write can be tried again later.
+        public static let diskFull = Code(kind: .diskFull)
         /// A lease was acknowledged twice, out of order, or by another queue.
         public static let leaseMisuse = Code(kind: .leaseMisuse)
 

@@ -96,6 +96,7 @@ struct FileInput: Service {
             counters.heartbeat()
             switch Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(settings.pollIntervalMilliseconds)) {
             case .stopped:
+                committer.stop()
                 for file in followed.values { try file.ingestor.flush() }
                 try committer.drain()
                 logger.info("Stopped following files", metadata: ["ingest.input": "\(settings.name)"])

@@ -20,7 +20,7 @@ struct InputContext: Sendable {
 
     /// A line ingestor for one stream of this input.
     func makeCommitter() -> QueueCommitter {
-        QueueCommitter(queue: queue, counters: counters, committed: committed)
+        QueueCommitter(queue: queue, counters: counters, committed: committed, logger: logger)
     }
 
     func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {

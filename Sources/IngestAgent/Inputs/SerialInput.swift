@@ -81,6 +81,7 @@ struct SerialInput: Service {
             let ready = poll(&fds, 2, Int32(max(10, context.commitIntervalMilliseconds)))
             counters.heartbeat()
             if ready > 0, fds[1].revents != 0 {
+                ingestor.committer.stop()
                 try ingestor.flushAndWait()
                 return true
             }

@@ -36,6 +36,7 @@ struct StdinInput: Service {
         while true {
             switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, context.commitIntervalMilliseconds))) {
             case .stopped:
+                ingestor.committer.stop()
                 try ingestor.flushAndWait()
                 logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])
                 return

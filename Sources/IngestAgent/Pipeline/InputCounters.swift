@@ -21,6 +21,8 @@ public final class InputCounters: Sendable {
         public var finished = false
         /// Set while a device input cannot open its device.
         public var disconnected = false
+        /// Why the input cannot make progress right now (e.g. the disk is full).
+        public var problem: String?
     }
 
     private let state: Mutex<Snapshot>

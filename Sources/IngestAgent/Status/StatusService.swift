@@ -31,7 +31,7 @@ struct StatusService: Service {
             let status = currentStatus(state: upload?.snapshot.state ?? "idle")
             writeStatus(status)
             notifier.status(status.summary)
-            if let reason = unhealthyReason() {
+            if let reason = wedgedReason() {
                 logger.error("Pipeline is not making progress; withholding the watchdog ping", metadata: ["ingest.reason": "\(reason)"])
             } else {
                 notifier.watchdog()
@@ -74,9 +74,21 @@ struct StatusService: Service {
         }
     }
 
-    /// An input that has neither read, idled nor waited for queue space
-    /// within the watchdog interval is wedged.
+    /// What `status` reports as the problem: a wedged input, or one that
+    /// cannot make progress for a known reason (a full disk). Only the first
+    /// withholds the watchdog ping: waiting for disk space is not a hang,
+    /// and a restart would not fix it.
     func unhealthyReason() -> String? {
+        if let wedged = wedgedReason() { return wedged }
+        for input in inputs.map(\.snapshot) {
+            if let problem = input.problem { return "input '\(input.name)': \(problem)" }
+        }
+        return nil
+    }
+
+    /// An input that has neither read, idled nor waited for the queue
+    /// within the watchdog interval is wedged.
+    func wedgedReason() -> String? {
         let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
         let now = wallClockMilliseconds()
         for input in inputs.map(\.snapshot) where !input.finished && !input.waitingForSpace {
