@@ -18,10 +18,15 @@ enum IngestdBinary {
 
     /// Runs ingestd with `arguments`, feeding `stdin`, and waits for it.
     /// Output goes to temporary files, so neither pipe can fill and stall.
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> Result {
+    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, wrapper: [String] = []) throws -> Result {
         let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+        if let tool = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = Array(wrapper.dropFirst()) + [url.path] + arguments
+        } else {
+            process.executableURL = url
+            process.arguments = arguments
+        }
         if let environment { process.environment = environment }
         let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-out-\(UUID())")
         let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-err-\(UUID())")
