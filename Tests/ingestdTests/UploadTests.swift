@@ -110,6 +110,25 @@ import Testing
         #expect(try backend.stats()["duplicates"] as? Int == 0)
     }
 
+    @Test func aBatchOutOfRetriesBecomesDeadLettersNotLoss() throws {
+        let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
+        let fixture = try Self.fixture(backend, "max_retries = 2")
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        agent.write(Self.readings(0..<7))
+        var status: [String: Any] = [:]
+        #expect(eventually {
+            status = (try? fixture.status()) ?? [:]
+            return status["dead_letter_records"] as? Int == 7
+        }, "\(status)")
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(agent.terminate() == 0)
+        #expect(try backend.stats()["requests"] as? Int == 3, "one try and two retries")
+        let list = try fixture.run(["dead-letter", "list"])
+        #expect(list.stdout.hasPrefix("7 dead letters\n"))
+        #expect(list.stdout.contains("retries exhausted: HTTP 503"))
+        #expect(agent.stderr.contains("Giving up on a batch after the configured retries"))
+    }
+
     @Test func retryAfterIsHonoured() throws {
         let backend = try TestBackend(["--fail", "1", "--fail-status", "429", "--retry-after", "1"])
         let fixture = try Self.fixture(backend)
