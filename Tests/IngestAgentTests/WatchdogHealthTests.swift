@@ -4,11 +4,11 @@ import Logging
 import Testing
 
 @Suite struct WatchdogHealthTests {
-    func service(_ counters: [InputCounters]) throws -> StatusService {
+    func service(_ counters: [InputCounters], upload: UploadState? = nil) throws -> StatusService {
         let type = try RecordType(name: "T", fields: [.init(name: "v", type: .int)])
         let queue = try DurableQueue.open(QueueConfiguration(location: .inMemory(identifier: "watchdog-\(counters.count)-\(wallClockMilliseconds())"), objectTypes: [type]))
         return StatusService(
-            queue: queue, inputs: counters, statusPath: "/dev/null", notifier: SystemdNotifier(),
+            queue: queue, inputs: counters, upload: upload, statusPath: "/dev/null", notifier: SystemdNotifier(),
             statusIntervalMilliseconds: 1000, statsIntervalSeconds: 0, logger: Logger(label: "test")
         )
     }
@@ -32,5 +32,22 @@ import Testing
             $0.finished = true
         }
         #expect(try service([waiting, finished, InputCounters(name: "c", kind: "file")]).unhealthyReason() == nil)
+    }
+
+    @Test func anUploaderPastItsPromisedDeadlineIsWedged() throws {
+        let upload = UploadState()
+        upload.expectProgress(within: 60_000)  // e.g. a request with a 60 s timeout
+        #expect(try service([], upload: upload).wedgedReason() == nil)
+        upload.update { $0.aliveUntil = wallClockMilliseconds() - 5_000 }
+        let reason = try #require(try service([], upload: upload).wedgedReason())
+        #expect(reason.hasPrefix("the uploader has shown no progress"))
+        // A full disk is reported, but is no reason for a restart.
+        let paused = InputCounters(name: "stdin", kind: "stdin")
+        paused.update { $0.problem = "the queue's disk is full" }
+        let healthy = UploadState()
+        healthy.expectProgress(within: 1_000)
+        let status = try service([paused], upload: healthy)
+        #expect(status.wedgedReason() == nil)
+        #expect(status.unhealthyReason() == "input 'stdin': the queue's disk is full")
     }
 }

@@ -87,10 +87,14 @@ struct StatusService: Service {
     }
 
     /// An input that has neither read, idled nor waited for the queue
-    /// within the watchdog interval is wedged.
+    /// within the watchdog interval is wedged; so is an uploader past the
+    /// deadline it promised for its current step.
     func wedgedReason() -> String? {
         let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
         let now = wallClockMilliseconds()
+        if let upload = upload?.snapshot, now > upload.aliveUntil {
+            return "the uploader has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"
+        }
         for input in inputs.map(\.snapshot) where !input.finished && !input.waitingForSpace {
             if now - input.heartbeatAt > limitMs {
                 return "input '\(input.name)' has shown no progress for \((now - input.heartbeatAt) / 1000) s"

@@ -34,6 +34,7 @@ struct UploadService: Service {
         var maxBytes = settings.maxBytes
         logger.info("Uploading to the backend", metadata: ["ingest.url": "\(settings.http.url)", "ingest.gzip": "\(settings.http.gzip)"])
         while !stop.isStopped {
+            state.expectProgress(within: 0)
             guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true) else {
                 state.update {
                     $0.state = "idle"
@@ -100,6 +101,7 @@ struct UploadService: Service {
                 $0.requests += 1
                 if attempt > 0 { $0.resends += 1 }
             }
+            state.expectProgress(within: settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
             let outcome: UploadOutcome
             do {
                 let response = try transport.post(lease.payload(records: range), headers: headers)
@@ -195,6 +197,7 @@ struct UploadService: Service {
                 return .held
             }
         }
+        state.expectProgress(within: 0)
         try queue.acknowledge(lease, deadLetters: deadLetters)
         state.update {
             $0.reason = nil
@@ -214,6 +217,7 @@ struct UploadService: Service {
     /// Waits for new readings (a wake-up from a committer), the stop
     /// signal, or `milliseconds`.
     private func waitForWork(stop: StopSignal, milliseconds: Int) -> Readiness {
+        state.expectProgress(within: milliseconds)
         let result = Readiness.wait(fd: wake.readFD, stop: stop, timeoutMs: Int32(max(1, milliseconds)))
         if case .readable = result { wake.drain() }
         return result
@@ -221,6 +225,7 @@ struct UploadService: Service {
 
     /// Sleeps for a backoff, waking early only to stop.
     private func sleep(stop: StopSignal, milliseconds: Int) -> Readiness {
-        Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(max(1, milliseconds)))
+        state.expectProgress(within: milliseconds)
+        return Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(max(1, milliseconds)))
     }
 }

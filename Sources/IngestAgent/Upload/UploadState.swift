@@ -14,6 +14,11 @@ public final class UploadState: Sendable {
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0
+        /// When the uploader promised its next sign of life (ms since the
+        /// epoch): before each wait, request or queue call it sets this to
+        /// the longest that step may take. Past it, the uploader is wedged
+        /// and the watchdog ping is withheld.
+        public var aliveUntil: Int64 = .max
     }
 
     private let state = Mutex(Snapshot())
@@ -23,4 +28,13 @@ public final class UploadState: Sendable {
     public var snapshot: Snapshot { state.withLock { $0 } }
 
     func update(_ body: (inout Snapshot) -> Void) { state.withLock { body(&$0) } }
+
+    /// Grace added to every promise: scheduling, a slow fsync, a GC-free but busy machine.
+    static let graceMilliseconds: Int64 = 10_000
+
+    /// Promises the next sign of life within `milliseconds` (plus grace).
+    func expectProgress(within milliseconds: Int) {
+        let until = wallClockMilliseconds() + Int64(milliseconds) + UploadState.graceMilliseconds
+        state.withLock { $0.aliveUntil = until }
+    }
 }
