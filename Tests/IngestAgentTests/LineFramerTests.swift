@@ -43,7 +43,7 @@ import Testing
         var framer = LineFramer(delimiter: 0x0A, maxLineBytes: 16)
         Array(huge.utf8).withUnsafeBytes { framer.feed($0) { _ in } }
         #expect(framer.pendingBytes == 10_000)  // counted…
-        #expect(MemoryLayout<LineFramer>.size < 100)  // …not stored (no buffer grows: see pending.removeAll)
+        #expect(framer.bufferedBytes == 0)  // …but not held
     }
 
     @Test func overlongLineInOneChunk() {

@@ -52,7 +52,7 @@ extension DurableQueue {
                 "Dead letter \(letter.number) is of type '\(letter.type)', which this queue no longer accepts: declare the type again to replay it."
             )
         }
-        let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
             let now = wallClockMilliseconds()
             var bytes: Int64 = 0
@@ -76,9 +76,7 @@ extension DurableQueue {
             state.counters["dead_lettered_total", default: 0] -= Int64(letters.count)
             state.counters["dead_letter_replayed_total", default: 0] += Int64(letters.count)
             if state.oldestEnqueuedAt == nil { state.oldestEnqueuedAt = now }
-            return []
         }
-        waiters.forEach { $0.resume() }
         return letters.count
     }
 }

@@ -95,6 +95,7 @@ extension DurableQueue {
         let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let store = try state.openStore(configuration.location.description)
             try checkOutstanding(lease, state)
+            let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
             var remaining = Int64(count)
             var bytes: Int64 = 0
             var recordOffset = 0
@@ -122,11 +123,9 @@ extension DurableQueue {
                         enqueuedAt: segment.enqueuedAt, failedAt: now, reason: reason, payload: lease.recordJSON(at: index)
                     )
                 }
-                let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
                 try store.add(counter: "dead_lettered_total", dead)
                 try store.add(counter: "acknowledged_total", Int64(count) - dead)
             }
-            let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
             state.counters["dead_lettered_total", default: 0] += dead
             state.counters["acknowledged_total", default: 0] -= dead
             state.lease = nil

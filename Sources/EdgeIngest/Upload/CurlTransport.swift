@@ -17,7 +17,6 @@ public final class CurlTransport {
     private let handle: UnsafeMutableRawPointer
     public let settings: HTTPSettings
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var sink = ResponseSink()
 
     private static let globalInit: Void = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))

@@ -3,10 +3,9 @@
 /// 500 and a body starting `Code: N`; some servers answer 204 even when
 /// they dropped data (we can only trust what they say).
 public enum ResponseClassifier {
-    /// ClickHouse error codes that mean the data itself is bad.
+    /// ClickHouse error codes that mean the data itself is bad; every other
+    /// code (252 too many parts, 159 timeout, 241 memory, …) is retried.
     static let clickHouseBadData: Set<Int> = [26, 27, 117, 6, 38, 41, 53, 62, 69, 70, 72, 73, 131]
-    /// ClickHouse codes that pass: too many parts, timeouts, memory, network.
-    static let clickHouseRetryable: Set<Int> = [252, 159, 209, 210, 241, 242, 3, 202, 203, 425]
 
     /// - Parameters:
     ///   - status: the HTTP status code.

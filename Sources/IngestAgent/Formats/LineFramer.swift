@@ -29,8 +29,10 @@ struct LineFramer {
         self.nextLineNumber = firstLineNumber
     }
 
-    /// Bytes buffered for an incomplete line.
+    /// Bytes of the incomplete line seen so far (counted, not necessarily held).
     var pendingBytes: Int { discarding ? discardedBytes : pending.count }
+    /// Bytes actually held in memory for the incomplete line.
+    var bufferedBytes: Int { pending.count }
 
     mutating func feed(_ chunk: UnsafeRawBufferPointer, _ handle: (Event) throws -> Void) rethrows {
         var start = 0

@@ -23,7 +23,7 @@ struct FileInput: Service {
     let firstStart: Bool
 
     func run() async throws {
-        try await context.runOnThread { [self] stop in try followLoop(stop: stop) }
+        try await runBlockingLoop { [self] stop in try followLoop(stop: stop) }
     }
 
     /// One open, followed file.

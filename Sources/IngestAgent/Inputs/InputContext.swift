@@ -30,10 +30,6 @@ struct InputContext: Sendable {
         )
     }
 
-    /// Runs an input's blocking loop on its own thread (see ``runBlockingLoop(_:)``).
-    func runOnThread(_ loop: @escaping @Sendable (StopSignal) throws -> Void) async throws {
-        try await runBlockingLoop(loop)
-    }
 }
 
 /// Runs a blocking loop on its own thread; graceful shutdown fires the

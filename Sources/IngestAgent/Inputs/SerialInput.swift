@@ -22,7 +22,7 @@ struct SerialInput: Service {
     }
 
     func run() async throws {
-        try await context.runOnThread { [self] stop in try connectionLoop(stop: stop) }
+        try await runBlockingLoop { [self] stop in try connectionLoop(stop: stop) }
     }
 
     private func connectionLoop(stop: StopSignal) throws {

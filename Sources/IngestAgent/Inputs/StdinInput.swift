@@ -1,6 +1,7 @@
 import EdgeIngest
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +20,7 @@ struct StdinInput: Service {
 
     func run() async throws {
         defer { counters.update { $0.finished = true } }
-        try await context.runOnThread { [self] stop in try readLoop(stop: stop) }
+        try await runBlockingLoop { [self] stop in try readLoop(stop: stop) }
     }
 
     private func readLoop(stop: StopSignal) throws {
@@ -81,5 +82,3 @@ final class FailureBox: Sendable {
     func set(_ error: any Error) { stored.withLock { $0 = error } }
     var error: (any Error)? { stored.withLock { $0 } }
 }
-
-import Synchronization

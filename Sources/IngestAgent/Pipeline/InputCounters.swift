@@ -16,7 +16,9 @@ public final class InputCounters: Sendable {
         public var files: [String: Int64]?
         /// Milliseconds since the epoch of the last sign of life.
         public var heartbeatAt: Int64 = 0
-        /// The input is waiting for queue space (backpressure), not wedged.
+        /// A commit of this input is in flight: the input waits for the
+        /// queue (for space under backpressure, for disk space, or for the
+        /// write itself), which the watchdog does not count as wedged.
         public var waitingForSpace = false
         public var finished = false
         /// Set while a device input cannot open its device.

@@ -111,7 +111,9 @@ struct LineIngestor {
         let position = positionSource.map { _ in String(committedOffset) }
         let label = positionLabel
         let offset = committedOffset
+        let lines = Int64(pendingLines)
         counters.update { s in
+            s.linesRead += lines
             s.accepted += accepted
             for (reason, n) in rejections {
                 s.rejected += n
@@ -133,7 +135,6 @@ struct LineIngestor {
 
     private mutating func handle(_ event: LineFramer.Event) throws {
         pendingLines += 1
-        counters.update { $0.linesRead += 1 }
         switch event {
         case .overlong(_, _, let end), .line(_, _, let end): committedOffset = end
         }
