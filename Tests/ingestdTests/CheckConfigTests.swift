@@ -85,3 +85,44 @@ import Testing
         #expect(out.contains("headers = { \"X-Site\" = \"north\" }"), "the last example key was uncommented too")
     }
 }
+
+@Suite struct UploadTokenCredentialTests {
+    func check(credential: String?, tokenFile: String? = nil) throws -> IngestdBinary.Result {
+        let dir = try TemporaryDirectory()
+        let credentials = dir.file("credentials")
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        if let credential { try credential.write(toFile: credentials + "/upload-token", atomically: true, encoding: .utf8) }
+        let config = dir.file("c.toml")
+        try """
+            [upload]
+            url = "https://backend.example/ingest"
+            \(tokenFile.map { "token_file = \"\($0)\"" } ?? "")
+            [types.T]
+            v = "int"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["CREDENTIALS_DIRECTORY"] = credentials
+        return try IngestdBinary.run(["check-config", "--config", config], environment: environment)
+    }
+
+    @Test func theSystemdCredentialIsTheToken() throws {
+        let result = try check(credential: "s3cr3t\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("token set"))
+        #expect(!result.stdout.contains("s3cr3t"))
+    }
+
+    @Test func theUnitsDefaultCredentialMeansNoToken() throws {
+        let result = try check(credential: "\n")  // SetCredential=upload-token:\n
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("token none"))
+    }
+
+    @Test func anEmptyExplicitTokenFileIsStillAnError() throws {
+        let dir = try TemporaryDirectory()
+        try "".write(toFile: dir.file("token"), atomically: true, encoding: .utf8)
+        let result = try check(credential: nil, tokenFile: dir.file("token"))
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("upload.token_file: '\(dir.file("token"))' is empty"))
+    }
+}

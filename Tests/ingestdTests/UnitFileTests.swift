@@ -63,7 +63,11 @@ import Testing
 
     @Test func unitIsANotifyServiceWithWatchdogAndState() throws {
         let unit = try unitText()
-        for line in ["Type=notify", "WatchdogSec=30s", "Restart=on-failure", "DynamicUser=yes", "StateDirectory=ingestd", "ConfigurationDirectory=ingestd"] {
+        for line in [
+            "Type=notify", "WatchdogSec=30s", "Restart=on-failure", "DynamicUser=yes", "StateDirectory=ingestd",
+            "ConfigurationDirectory=ingestd", "LoadCredential=upload-token:/etc/ingestd/credentials/upload-token",
+            #"SetCredential=upload-token:\n"#,
+        ] {
             #expect(unit.contains("\n" + line + "\n"), "missing \(line)")
         }
     }

@@ -245,8 +245,9 @@ struct ConfigurationDecoder {
         // The token: a file (mode 0600 or a systemd credential), never the config itself.
         var tokenPath = string(t["token_file"], "upload.token_file")
         if tokenPath == nil, let credentials = environment["CREDENTIALS_DIRECTORY"] {
+            // The unit's empty SetCredential= default means "no token": not an error.
             let candidate = credentials + "/upload-token"
-            if access(candidate, R_OK) == 0 { tokenPath = candidate }
+            if let text = readTextFile(candidate), !text.allSatisfy({ $0.isWhitespace }) { tokenPath = candidate }
         }
         if let tokenPath {
             if let text = readTextFile(tokenPath) {
