@@ -66,6 +66,17 @@ func readTextFile(_ path: String) -> String? {
 struct ConfigurationDecoder {
     var problems: [ConfigurationProblem] = []
 
+    /// Every key each section accepts: the single list that decoding checks
+    /// against and that a test holds etc/ingestd.toml to.
+    static let agentKeys: Set<String> = ["state_directory", "rejects_file", "log_target", "log_level", "stats_interval_seconds", "status_interval_ms"]
+    static let queueKeys: Set<String> = ["path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms"]
+    static let inputKeys: Set<String> = ["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"]
+    static let uploadKeys: Set<String> = [
+        "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
+        "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
+        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id",
+    ]
+
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
         problems.append(ConfigurationProblem(line: value?.line, key: key, message: message))
     }
@@ -74,8 +85,8 @@ struct ConfigurationDecoder {
         rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload"], prefix: "")
         let agent = table(root["agent"], "agent")
         let queue = table(root["queue"], "queue")
-        rejectUnknown(agent, known: ["state_directory", "rejects_file", "log_target", "log_level", "stats_interval_seconds", "status_interval_ms"], prefix: "agent.")
-        rejectUnknown(queue, known: ["path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms"], prefix: "queue.")
+        rejectUnknown(agent, known: Self.agentKeys, prefix: "agent.")
+        rejectUnknown(queue, known: Self.queueKeys, prefix: "queue.")
 
         let types = decodeTypes(root["types"])
         let stateDirectory = string(agent?["state_directory"], "agent.state_directory")
@@ -211,11 +222,7 @@ struct ConfigurationDecoder {
 
     mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> UploadSettings? {
         guard let t else { return nil }
-        rejectUnknown(t, known: [
-            "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
-            "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-            "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id",
-        ], prefix: "upload.")
+        rejectUnknown(t, known: Self.uploadKeys, prefix: "upload.")
         guard let url = string(t["url"], "upload.url") else {
             problem(nil, "upload.url", "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\"")
             return nil
@@ -286,7 +293,7 @@ struct ConfigurationDecoder {
                 problem(item, key, "must be a table")
                 continue
             }
-            rejectUnknown(t, known: ["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"], prefix: key + ".", line: item.line)
+            rejectUnknown(t, known: Self.inputKeys, prefix: key + ".", line: item.line)
             guard let kindName = string(t["kind"], key + ".kind") else {
                 problem(item, key + ".kind", "is required: stdin, file or serial")
                 continue
