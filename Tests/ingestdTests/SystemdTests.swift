@@ -72,6 +72,44 @@ import Testing
     }
 }
 
+extension SystemdTests {
+    /// Runs the agent with stderr going to a file and JOURNAL_STREAM naming
+    /// `streamOf`'s device:inode (what systemd sets when stderr is the journal).
+    static func runWithJournalStream(_ fixture: AgentFixture, streamOf: (String) -> String) throws -> String {
+        let errPath = fixture.dir.file("stderr.log")
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        var info = stat()
+        stat(streamOf(errPath), &info)
+        var environment = ProcessInfo.processInfo.environment
+        environment["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)"
+        let process = Process()
+        process.executableURL = IngestdBinary.url
+        process.arguments = ["run", "--config", fixture.configPath, "--log-target", "auto"]
+        process.environment = environment
+        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        process.waitUntilExit()
+        return try String(contentsOfFile: errPath, encoding: .utf8)
+    }
+
+    @Test(.enabled(if: canRunJournald, "needs root and /lib/systemd/systemd-journald"))
+    func whenStderrIsTheJournalLogsGoToTheJournalByThemselves() throws {
+        let journald = try Journald.startIfNeeded()
+        defer { journald?.stop() }
+        let name = "stream-test-\(UUID().uuidString.prefix(8))"
+        let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)\"\n")
+        let stderr = try Self.runWithJournalStream(fixture) { $0 }
+        #expect(!stderr.contains("Reading stdin"), "with stderr being the journal, entries go through sd_journal_sendv")
+        #expect(try Journald.entries(matching: "INGEST_INPUT=\(name)", expecting: 1).contains { $0["MESSAGE"] as? String == "Reading stdin" })
+
+        // JOURNAL_STREAM naming another file: stderr is not the journal.
+        let other = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)-plain\"\n")
+        let plain = try Self.runWithJournalStream(other) { _ in "/dev/null" }
+        #expect(plain.contains("Reading stdin"))
+    }
+}
+
 /// A real systemd-journald, started standalone when none is running.
 final class Journald {
     let process: Process
