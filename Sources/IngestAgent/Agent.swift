@@ -39,7 +39,11 @@ public struct Agent: Sendable {
         // what they read, and the uploader, stopped last, drains the queue
         // for a bounded time.
         if let upload = configuration.upload {
-            services.append(.init(service: UploadService(queue: queue, settings: upload, state: uploadState, wake: committed, logger: logger)))
+            let uploader = Uploader(
+                queue: queue, settings: upload, state: uploadState, hooks: UploadHooks(),
+                userAgent: "ingestd/\(EdgeIngestVersion.current)", logger: logger
+            )
+            services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
         }
         for settings in configuration.inputs {
             let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)

@@ -63,11 +63,12 @@ enum QueueFile {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    private static func makeDirectories(_ directory: String) throws {
+    /// Creates `directory` and missing parents with mode 0700.
+    static func makeDirectories(_ directory: String) throws {
         var info = stat()
         if stat(directory, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFDIR else {
-                throw EdgeIngestError(.queueUnavailable, "'\(directory)' exists but is not a directory, so the queue cannot be created in it.")
+                throw EdgeIngestError(.queueUnavailable, "'\(directory)' exists but is not a directory, so nothing can be created in it.")
             }
             return
         }
@@ -76,7 +77,7 @@ enum QueueFile {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw EdgeIngestError(
                 .queueUnavailable,
-                "Cannot create the queue directory '\(directory)': \(errnoText()). Create it, or point the queue elsewhere."
+                "Cannot create the directory '\(directory)': \(errnoText()). Create it, or point the configuration elsewhere."
             )
         }
     }
@@ -86,9 +87,3 @@ func errnoText(_ code: Int32 = errno) -> String {
     String(cString: strerror(code))
 }
 
-/// Milliseconds since the Unix epoch, from the wall clock.
-func wallClockMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
-}

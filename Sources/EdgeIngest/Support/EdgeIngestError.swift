@@ -32,6 +32,13 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
             case storage = "storage"
             case diskFull = "disk_full"
             case leaseMisuse = "lease_misuse"
+            case authenticationFailed = "authentication_failed"
+            case offline = "offline"
+            case uploadFailed = "upload_failed"
+            case uploadHeld = "upload_held"
+            case clientResetRequired = "client_reset_required"
+            case encryption = "encryption"
+            case migrationFailed = "migration_failed"
         }
         fileprivate let kind: Kind
 
@@ -60,6 +67,22 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         public static let diskFull = Code(kind: .diskFull)
         /// A lease was acknowledged twice, out of order, or by another queue.
         public static let leaseMisuse = Code(kind: .leaseMisuse)
+        /// The backend refused a login or a token refresh, or no user is logged in.
+        public static let authenticationFailed = Code(kind: .authenticationFailed)
+        /// The backend could not be reached (in time) when it had to be:
+        /// a first login, or opening with ``OpenBehavior/always``.
+        public static let offline = Code(kind: .offline)
+        /// A batch failed in passing and is being retried (network, 5xx, 429).
+        public static let uploadFailed = Code(kind: .uploadFailed)
+        /// Uploading stopped until a configuration problem is fixed (403, 404, …).
+        public static let uploadHeld = Code(kind: .uploadHeld)
+        /// The backend demanded a client reset and the mode left it to the
+        /// application (``ClientResetMode/manual(errorHandler:)``).
+        public static let clientResetRequired = Code(kind: .clientResetRequired)
+        /// The encryption key is missing, wrong, or not 64 bytes.
+        public static let encryption = Code(kind: .encryption)
+        /// A schema migration failed; the queue was left as it was.
+        public static let migrationFailed = Code(kind: .migrationFailed)
 
         /// A short, stable, payload-free name, safe as a metric label: `queue_full`.
         public var description: String { kind.rawValue }

@@ -24,7 +24,7 @@ public enum ResponseClassifier {
         case 408, 425, 429:
             return .retry(reason: "HTTP \(status)", retryAfterSeconds: retrySeconds)
         case 409, 410:
-            return .clientReset(reason: "HTTP \(status)")
+            return clientResetDemand(status: status, body: body)
         case 413:
             return .tooLarge
         case 500:
@@ -44,6 +44,22 @@ public enum ResponseClassifier {
         default:
             return .hold(reason: "HTTP \(status): not a status this protocol defines")
         }
+    }
+
+    /// `{"error":"client_reset_required","reason":"session_lost","recoverable":false}`:
+    /// the reason (letters, digits and `_` only, at most 64) and whether
+    /// re-sending can succeed (the default is true).
+    static func clientResetDemand(status: Int, body: [UInt8]) -> UploadOutcome {
+        let text = String(decoding: body.prefix(4096), as: UTF8.self)
+        var reason = "HTTP \(status)"
+        if let range = text.firstRange(of: "\"reason\"") {
+            let rest = text[range.upperBound...].drop { $0 == " " || $0 == ":" || $0 == "\"" }
+            let word = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }.prefix(64)
+            if !word.isEmpty { reason = "HTTP \(status) \(word)" }
+        }
+        let compact = text.filter { !$0.isWhitespace }
+        let recoverable = !compact.contains("\"recoverable\":false")
+        return .clientReset(reason: reason, recoverable: recoverable)
     }
 
     /// `Code: 252. DB::Exception: …` → 252.

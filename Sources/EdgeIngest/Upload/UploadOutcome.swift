@@ -13,8 +13,11 @@ public enum UploadOutcome: Equatable, Sendable {
     case tooLarge
     /// The credentials were refused: refresh them once, then hold.
     case unauthorized
-    /// The backend requires a client reset (issue 5 acts on it): hold.
-    case clientReset(reason: String)
+    /// The backend requires a client reset (409/410): the configured
+    /// ``ClientResetMode`` decides. `recoverable` is false when the backend
+    /// said re-sending the pending records cannot succeed (a breaking
+    /// schema change).
+    case clientReset(reason: String, recoverable: Bool)
     /// A configuration problem (403, 404, …): keep everything, stop sending,
     /// report the reason.
     case hold(reason: String)

@@ -1,3 +1,4 @@
+import EdgeIngest
 import Synchronization
 
 /// Live counters of one input, shared between its reader thread and the
@@ -49,16 +50,4 @@ public final class InputCounters: Sendable {
 import Glibc
 #endif
 
-/// Milliseconds since the Unix epoch.
-func wallClockMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
-}
 
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

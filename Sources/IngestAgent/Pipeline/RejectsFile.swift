@@ -74,19 +74,7 @@ final class RejectsFile: Sendable {
 /// The agent's own JSON files use the library's string escaping.
 typealias JSONText = JSONWriter
 
-func isoNow() -> String { isoTime(milliseconds: wallClockMilliseconds()) }
 
-/// `2026-11-21T11:41:55.120Z` for milliseconds since the epoch.
-func isoTime(milliseconds: Int64) -> String {
-    var now = timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
-    var t = now.tv_sec
-    var parts = tm()
-    gmtime_r(&t, &parts)
-    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    let ms = Int(now.tv_nsec / 1_000_000)
-    let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(msText)Z"
-}
 
 /// An error of the agent itself (not of the library), with a sentence that
 /// says what to do.

@@ -27,13 +27,13 @@ public final class UploadState: Sendable {
 
     public var snapshot: Snapshot { state.withLock { $0 } }
 
-    func update(_ body: (inout Snapshot) -> Void) { state.withLock { body(&$0) } }
+    package func update(_ body: (inout Snapshot) -> Void) { state.withLock { body(&$0) } }
 
     /// Grace added to every promise: scheduling, a slow fsync, a GC-free but busy machine.
-    static let graceMilliseconds: Int64 = 10_000
+    package static let graceMilliseconds: Int64 = 10_000
 
     /// Promises the next sign of life within `milliseconds` (plus grace).
-    func expectProgress(within milliseconds: Int) {
+    package func expectProgress(within milliseconds: Int) {
         let until = wallClockMilliseconds() + Int64(milliseconds) + UploadState.graceMilliseconds
         state.withLock { $0.aliveUntil = until }
     }

@@ -4,14 +4,14 @@ import Glibc
 
 /// Runs blocking work (a `read` on a pipe or tty) on its own OS thread, so
 /// it never occupies one of the few threads of Swift's cooperative pool.
-enum BlockingThread {
+package enum BlockingThread {
     private final class Box {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
     /// Runs `body` on a new thread and returns when it has finished.
-    static func run(_ body: @escaping @Sendable () -> Void) async {
+    package static func run(_ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let box = Box {
                 body()
@@ -35,11 +35,11 @@ enum BlockingThread {
 }
 
 /// A self-pipe that wakes a thread blocked in `poll` when it must stop.
-final class StopSignal: Sendable {
-    let readFD: Int32
+package final class StopSignal: Sendable {
+    package let readFD: Int32
     private let writeFD: Int32
 
-    init() {
+    package init() {
         var fds: [Int32] = [-1, -1]
         _ = pipe(&fds)
         for fd in fds {
@@ -55,32 +55,50 @@ final class StopSignal: Sendable {
         close(writeFD)
     }
 
-    func stop() {
+    package func stop() {
         var byte: UInt8 = 1
         _ = write(writeFD, &byte, 1)
     }
 
     /// Empties the pipe (when used as a wake-up signal rather than a stop).
-    func drain() {
+    package func drain() {
         var buffer = [UInt8](repeating: 0, count: 256)
         while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
     }
 
-    var isStopped: Bool {
+    package var isStopped: Bool {
         var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
         return poll(&pfd, 1, 0) > 0
     }
 }
 
 /// Waits until `fd` is readable, the stop signal fires, or `timeoutMs` passes.
-enum Readiness {
+package enum Readiness {
     case readable, stopped, timeout
 
-    static func wait(fd: Int32, stop: StopSignal, timeoutMs: Int32) -> Readiness {
+    package static func wait(fd: Int32, stop: StopSignal, timeoutMs: Int32) -> Readiness {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0)]
         let n = poll(&fds, 2, timeoutMs)
         if n <= 0 { return .timeout }
         if fds[1].revents != 0 { return .stopped }
         return .readable
     }
+}
+
+extension BlockingThread {
+    /// Runs blocking `body` (a libcurl request, an fsync) on its own thread
+    /// and returns its result, keeping the cooperative pool free.
+    package static func value<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let result = ResultBox<T>()
+        await run { result.set(Result { try body() }) }
+        return try result.get()
+    }
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // Written once by the worker thread before the continuation resumes,
+    // read after: the continuation orders the two.
+    private var result: Result<T, any Error>?
+    func set(_ value: Result<T, any Error>) { result = value }
+    func get() throws -> T { try result!.get() }
 }

@@ -1,0 +1,84 @@
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The metadata file that caches logged-in users beside the queues
+/// (`<metadata directory>/users.json`, mode 0600 in a 0700 directory), so
+/// ``App/currentUser`` is there after a restart with no network.
+///
+/// Written atomically (temporary file, fsync, rename, fsync of the
+/// directory): a power cut leaves the old or the new file, never half of
+/// one. Tokens are kept here and nowhere else; nothing logs them.
+struct CredentialStore: Sendable {
+    struct Contents: Codable, Sendable, Equatable {
+        var version = 1
+        var users: [StoredUser] = []
+        /// The user ``App/currentUser`` returns: the last one to log in.
+        var currentUserID: String?
+    }
+
+    let directory: String
+    var path: String { directory + "/users.json" }
+
+    func load() throws -> Contents {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return Contents() }
+            throw EdgeIngestError(.storage, "Cannot read the credential cache '\(path)': \(errnoText()).")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw EdgeIngestError(.storage, "Cannot read the credential cache '\(path)': \(errnoText()).") }
+            if n == 0 { break }
+            bytes += chunk[..<n]
+        }
+        do {
+            return try JSONDecoder().decode(Contents.self, from: Data(bytes))
+        } catch {
+            throw EdgeIngestError(
+                .storage,
+                "The credential cache '\(path)' is not readable JSON. Remove it and log in again (queued records are not affected)."
+            )
+        }
+    }
+
+    func save(_ contents: Contents) throws {
+        try QueueFile.makeDirectories(directory)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(contents)
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw EdgeIngestError(.storage, "Cannot write the credential cache '\(temporary)': \(errnoText()).")
+        }
+        let written = data.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written, synced, rename(temporary, path) == 0 else {
+            let reason = errnoText()
+            unlink(temporary)
+            throw EdgeIngestError(.storage, "Cannot write the credential cache '\(path)': \(reason).")
+        }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            fsync(dir)
+            close(dir)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// What the uploader asks of its owner: per-request credentials, a refresh
+/// after a 401, a decision on a client reset, and where to report errors.
+/// The agent and ``IngestRealm`` each fill it in; the defaults send no
+/// credentials and hold on a reset.
+package struct UploadHooks: Sendable {
+    /// Headers added to every batch (`Authorization`, `EdgeIngest-Session`).
+    /// May refresh an expired token (blocking). Throwing means no usable
+    /// credentials: the uploader holds in `waiting_for_user` until resumed.
+    package var requestHeaders: @Sendable () throws -> [(String, String)] = { [] }
+    /// Called once after a 401: refresh the credentials. True when new ones
+    /// are in place and the batch may be sent again.
+    package var refreshCredentials: @Sendable () -> Bool = { false }
+    /// Called when the backend demands a client reset. Returns true when the
+    /// reset was carried out and uploading may resume at once, false to hold
+    /// (manual mode) until ``Uploader/resume()``.
+    package var clientReset: @Sendable (_ reason: String, _ recoverable: Bool) -> Bool = { _, _ in false }
+    /// Receives errors that hold or slow uploading (the process-wide
+    /// ``SyncManager/errorHandler``). Called once per streak, not per retry.
+    package var reportError: @Sendable (EdgeIngestError) -> Void = { _ in }
+
+    package init() {}
+}
