@@ -14,6 +14,17 @@ Faults, each for the first N POSTs (or all with --always):
   --always-status S                                answer S to everything (nothing stored)
   --reject-device DEVICE                           store the batch but reject that record in the 200 body
   --tls-cert PEM --tls-key PEM [--client-ca PEM]   serve HTTPS (and require client certificates)
+
+Identity (docs/PROTOCOL.md, "Identity"): POST /auth/v1/apps/<app>/login|refresh|logout.
+  --auth                      batches need "Authorization: Bearer <access token>" (else 401)
+  --token-ttl SECONDS         access token lifetime (default 3600)
+  --api-key KEY               an accepted API key (repeatable)
+  --account EMAIL:PASSWORD    an accepted email/password account (repeatable)
+Control (tests script the server while it runs):
+  POST /control/expire-tokens     every access token issued so far is refused (401)
+  POST /control/refuse-refresh    refresh answers 401 from now on
+  POST /control/lose-sessions     batches from every session seen so far get 409
+                                  (body {"recoverable":false}: a breaking change)
 """
 import argparse, gzip, json, socket, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,11 +46,17 @@ p.add_argument("--fast", action="store_true", help="benchmarks: count records, n
 p.add_argument("--tls-cert", default=None)
 p.add_argument("--tls-key", default=None)
 p.add_argument("--client-ca", default=None)
+p.add_argument("--auth", action="store_true")
+p.add_argument("--token-ttl", type=int, default=3600)
+p.add_argument("--api-key", action="append", default=[])
+p.add_argument("--account", action="append", default=[])
 args = p.parse_args()
 
-lock = threading.Lock()
+lock = threading.RLock()
 state = {"requests": 0, "unique": 0, "duplicates": 0, "ids": set(), "keys": set(), "key_repeats": 0,
-         "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set(), "via": set()}
+         "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set(), "via": set(),
+         "logins": 0, "refreshes": 0, "logouts": 0, "sessions": set(), "reset_demands": 0}
+tokens = {"access": {}, "refresh": {}, "refuse_refresh": False, "lost": set(), "recoverable": True}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -64,9 +81,89 @@ class Handler(BaseHTTPRequestHandler):
             s["keys"] = len(state["keys"])
         self.answer(200, json.dumps(s).encode(), [("Content-Type", "application/json")])
 
+    def bearer(self):
+        value = self.headers.get("Authorization", "")
+        return value[7:] if value.startswith("Bearer ") else None
+
+    def issue(self, user):
+        import secrets
+        access, refresh = secrets.token_hex(16), secrets.token_hex(16)
+        tokens["access"][access] = (user, time.time() + args.token_ttl)
+        tokens["refresh"][refresh] = user
+        return access, refresh
+
+    def identity(self, action, raw):
+        with lock:
+            if action == "login":
+                req = json.loads(raw or b"{}")
+                provider = req.get("provider")
+                if provider == "anonymous":
+                    import secrets
+                    user = "anon-" + secrets.token_hex(6)
+                elif provider == "api-key" and req.get("key") in args.api_key:
+                    user = "key-" + str(args.api_key.index(req["key"]))
+                elif provider == "email-password" and f'{req.get("email")}:{req.get("password")}' in args.account:
+                    user = "user-" + req["email"].split("@")[0]
+                else:
+                    return self.answer(401, b'{"error":"invalid credentials"}')
+                state["logins"] += 1
+                access, refresh = self.issue(user)
+                body = {"user_id": user, "access_token": access, "refresh_token": refresh, "expires_in": args.token_ttl}
+                return self.answer(200, json.dumps(body).encode(), [("Content-Type", "application/json")])
+            if action == "refresh":
+                user = tokens["refresh"].get(self.bearer())
+                if user is None or tokens["refuse_refresh"]:
+                    return self.answer(401, b'{"error":"refresh refused"}')
+                state["refreshes"] += 1
+                import secrets
+                access = secrets.token_hex(16)
+                tokens["access"][access] = (user, time.time() + args.token_ttl)
+                body = {"access_token": access, "expires_in": args.token_ttl}
+                return self.answer(200, json.dumps(body).encode(), [("Content-Type", "application/json")])
+            if action == "logout":
+                tokens["refresh"].pop(self.bearer(), None)
+                state["logouts"] += 1
+                return self.answer(204)
+        return self.answer(404, b"no such action")
+
+    def control(self, action, raw):
+        with lock:
+            if action == "expire-tokens":
+                tokens["access"].clear()
+            elif action == "refuse-refresh":
+                tokens["refuse_refresh"] = True
+            elif action == "lose-sessions":
+                tokens["lost"] |= state["sessions"]
+                tokens["recoverable"] = json.loads(raw or b"{}").get("recoverable", True)
+            else:
+                return self.answer(404, b"no such control")
+        return self.answer(204)
+
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)
+        parts = self.path.strip("/").split("/")
+        if len(parts) == 5 and parts[0] == "auth":
+            return self.identity(parts[4], raw)
+        if len(parts) == 2 and parts[0] == "control":
+            return self.control(parts[1], raw)
+        if args.auth:
+            with lock:
+                entry = tokens["access"].get(self.bearer())
+                ok = entry is not None and entry[1] > time.time()
+            if not ok:
+                return self.answer(401, b'{"error":"invalid or expired access token"}')
+        session = self.headers.get("EdgeIngest-Session")
+        if session:
+            with lock:
+                lost = session in tokens["lost"]
+                if lost:
+                    state["reset_demands"] += 1
+                else:
+                    state["sessions"].add(session)
+            if lost:
+                body = {"error": "client_reset_required", "reason": "session_lost", "recoverable": tokens["recoverable"]}
+                return self.answer(409, json.dumps(body).encode(), [("Content-Type", "application/json")])
         with lock:
             state["requests"] += 1
             n = state["requests"]

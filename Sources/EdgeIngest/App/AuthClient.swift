@@ -4,7 +4,7 @@ import FoundationEssentials
 /// blocking, over libcurl. One short-lived handle per call: logins are rare.
 struct AuthClient: Sendable {
     let appID: String
-    let configuration: AppConfiguration
+    var configuration: AppConfiguration
 
     private func url(_ action: String) -> String {
         configuration.baseURL + "/auth/v1/apps/" + appID + "/" + action

@@ -64,7 +64,7 @@ public final class User: Sendable, CustomStringConvertible {
 
     /// A valid access token, refreshed first when it expires within the
     /// app's margin (or when `forceRefresh`). Blocking.
-    func accessToken(forceRefresh: Bool = false) throws -> String {
+    func accessToken(forceRefresh: Bool = false, timeoutMilliseconds: Int? = nil) throws -> String {
         guard let stored = app.stored(id) else {
             throw EdgeIngestError(.authenticationFailed, "User \(id) is logged out: log in again to upload.")
         }
@@ -76,7 +76,12 @@ public final class User: Sendable, CustomStringConvertible {
             return stored.accessToken
         }
         do {
-            let fresh = try app.client.refresh(refreshToken: stored.refreshToken)
+            var client = app.client
+            if let timeoutMilliseconds {
+                client.configuration.http.connectTimeoutMilliseconds = min(client.configuration.http.connectTimeoutMilliseconds, timeoutMilliseconds)
+                client.configuration.http.timeoutMilliseconds = timeoutMilliseconds
+            }
+            let fresh = try client.refresh(refreshToken: stored.refreshToken)
             try app.update(id) {
                 $0.accessToken = fresh.token
                 $0.accessExpiresAt = fresh.expiresAt

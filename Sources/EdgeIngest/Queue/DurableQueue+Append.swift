@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension DurableQueue {
     /// Appends records in one transaction: once this returns, all accepted
     /// records (and `positions`) are durable together; after a crash before
@@ -141,5 +145,22 @@ extension DurableQueue {
     private func describe(_ limits: OverflowPlan.Limits) -> String {
         [limits.maxRecords.map { "max_records \($0)" }, limits.maxBytes.map { "max_bytes \($0)" }]
             .compactMap { $0 }.joined(separator: " and ")
+    }
+}
+
+extension DurableQueue {
+    /// ``append(_:positions:counters:)`` for callers that cannot suspend
+    /// (``IngestRealm/write(_:)``): when the queue is full under
+    /// ``OverflowPolicy/block``, the calling thread waits for space.
+    @discardableResult
+    package func appendBlocking(_ records: [Record]) throws -> AppendResult {
+        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        let sizes = batch.recordSizes
+        while true {
+            switch try appendNow(batch, sizes: sizes, positions: [], counters: [:]) {
+            case .done(let result): return result
+            case .wait: usleep(10_000)
+            }
+        }
     }
 }

@@ -44,6 +44,9 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     public static let overflowDropNewest = DropReason(name: "overflow_drop_newest")
     /// Deleted from the head of the queue by ``OverflowPolicy/dropOldest``.
     public static let overflowDropOldest = DropReason(name: "overflow_drop_oldest")
+    /// Discarded by a client reset (``ClientResetMode/discardUnsyncedChanges(beforeReset:afterReset:)``,
+    /// or the operator's `ingestd reset --discard`), after a backup copy was written.
+    public static let clientReset = DropReason(name: "client_reset")
 
     public var description: String { name }
 }

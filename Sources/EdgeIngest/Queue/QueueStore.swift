@@ -1,7 +1,7 @@
 /// Every SQL statement the queue runs, over one connection. Not
 /// thread-safe: ``DurableQueue`` calls it under its lock. Policy (bounds,
 /// leases, waiting) lives in the queue; this type only reads and writes.
-final class QueueStore {
+final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue's lock
     let db: SQLiteConnection
     private let insertSegment: SQLiteStatement
     private let deleteSegment: SQLiteStatement
@@ -188,6 +188,20 @@ final class QueueStore {
                 try insertSegment.step()
             }
         }
+    }
+
+    /// Inserts a segment copied from another queue as it is (ids, payload,
+    /// schema version and enqueue time kept).
+    func insertCopy(of row: SegmentRow, ids: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, records: Int64) throws {
+        defer { insertSegment.reset() }
+        insertSegment.bind(1, row.type)
+        insertSegment.bind(2, row.schemaVersion)
+        insertSegment.bind(3, row.enqueuedAt)
+        insertSegment.bind(4, records)
+        insertSegment.bind(5, Int64(payload.count))
+        insertSegment.bind(6, blob: ids)
+        insertSegment.bind(7, blob: payload)
+        try insertSegment.step()
     }
 
     func delete(segment id: Int64) throws {

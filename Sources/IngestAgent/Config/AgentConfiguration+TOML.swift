@@ -36,13 +36,6 @@ extension AgentConfiguration {
     }
 }
 
-/// This machine's host name, the default client id.
-func hostName() -> String {
-    var buffer = [CChar](repeating: 0, count: 256)
-    guard gethostname(&buffer, buffer.count) == 0 else { return "ingestd" }
-    return String(cString: buffer)
-}
-
 /// Reads a whole file as UTF-8 text, or nil (errno says why).
 func readTextFile(_ path: String) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -2,14 +2,14 @@ import Foundation
 
 /// The scriptable Python ingest backend (Tests/Support/ingest-test-server.py),
 /// on a loopback port chosen by the kernel. Stopped when released.
-final class TestBackend {
+public final class TestBackend {
     let process = Process()
-    let port: Int
+    public let port: Int
     /// Plain HTTP port for /stats (the same as `port` unless serving TLS).
-    let controlPort: Int
-    var url: String { "http://127.0.0.1:\(port)/ingest/v1/batches" }
+    public let controlPort: Int
+    public var url: String { "http://127.0.0.1:\(port)/ingest/v1/batches" }
 
-    init(_ arguments: [String] = []) throws {
+    public init(_ arguments: [String] = []) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Support/ingest-test-server.py")
         let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-backend-\(UUID()).port").path
@@ -41,7 +41,7 @@ final class TestBackend {
 
     /// The server's counters (fetched with the curl command: Foundation's
     /// URL loading needs FoundationNetworking on Linux, which we do not link).
-    func stats() throws -> [String: Any] {
+    public func stats() throws -> [String: Any] {
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         curl.arguments = ["-sS", "--max-time", "5", "http://127.0.0.1:\(controlPort)/stats"]
@@ -53,8 +53,22 @@ final class TestBackend {
         return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
     }
 
+    /// The base URL for an ``App``: `http://127.0.0.1:<port>`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Scripts the running server: `expire-tokens`, `refuse-refresh`,
+    /// `lose-sessions` (see the script's help).
+    public func control(_ action: String, body: String = "") throws {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sS", "--max-time", "5", "-X", "POST", "--data", body, "http://127.0.0.1:\(controlPort)/control/\(action)"]
+        curl.standardOutput = FileHandle.nullDevice
+        try curl.run()
+        curl.waitUntilExit()
+    }
+
     /// Waits until the server holds `count` unique records.
-    func waitForUnique(_ count: Int, timeout: Double = 30) throws -> Int {
+    public func waitForUnique(_ count: Int, timeout: Double = 30) throws -> Int {
         let deadline = Date().addingTimeInterval(timeout)
         var unique = -1
         while Date() < deadline {

@@ -1,0 +1,69 @@
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The uploader of one queue, on its own thread while any realm on that
+/// queue is open: started by the first, stopped (after a bounded final
+/// drain) when the last is released.
+final class BackgroundUpload: Sendable {
+    let uploader: Uploader
+    let stop = StopSignal()
+    let wake = StopSignal()
+    private let thread: Mutex<pthread_t?> = Mutex(nil)
+    private let resumer: UInt64
+    private let app: App
+
+    init(uploader: Uploader, user: User) {
+        self.uploader = uploader
+        self.app = user.app
+        resumer = user.app.addResumer(userID: user.id) { [uploader] in uploader.resume() }
+        let box = Unmanaged.passRetained(ThreadBody { [uploader, stop, wake] in
+            do {
+                try uploader.run(stop: stop, wake: wake)
+            } catch {
+                uploader.logger.error("The background upload stopped", metadata: ["error": "\(error)"])
+            }
+        })
+        var handle = pthread_t()
+        if pthread_create(&handle, nil, { raw in
+            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box.toOpaque()) == 0 {
+            thread.withLock { $0 = handle }
+        } else {
+            box.release()
+        }
+    }
+
+    deinit {
+        app.removeResumer(resumer)
+        stop.stop()
+        if let handle = thread.withLock({ $0 }) { pthread_join(handle, nil) }
+    }
+
+    private final class ThreadBody {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// One background upload per queue in the process.
+    static let registry = Mutex<[ObjectIdentifier: WeakUpload]>([:])
+
+    final class WeakUpload: @unchecked Sendable {
+        weak var upload: BackgroundUpload?
+        init(_ upload: BackgroundUpload) { self.upload = upload }
+    }
+
+    /// The running upload of `queue`, or a new one made by `make`.
+    static func shared(for queue: DurableQueue, make: () -> BackgroundUpload) -> BackgroundUpload {
+        registry.withLock { entries in
+            if let existing = entries[ObjectIdentifier(queue)]?.upload { return existing }
+            let upload = make()
+            entries[ObjectIdentifier(queue)] = WeakUpload(upload)
+            return upload
+        }
+    }
+}

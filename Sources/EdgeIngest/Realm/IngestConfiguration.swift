@@ -1,0 +1,151 @@
+import FoundationEssentials
+import Synchronization
+
+/// How to open an ``IngestRealm``: the seeds' `Realm.Configuration` for a
+/// write-only queue.
+///
+/// ```swift
+/// var configuration = user.configuration()          // a file under the app's metadata directory
+/// configuration.objectTypes = [WeatherSensor.self]  // the subset this realm accepts
+/// configuration.schemaVersion = 2
+/// let realm = try await IngestRealm(configuration: configuration)
+///
+/// var scratch = IngestConfiguration()
+/// scratch.inMemoryIdentifier = "YOUR-IDENTIFIER-STRING"   // no file at all
+/// ```
+///
+/// Exactly one of ``fileURL`` and ``inMemoryIdentifier`` may be set;
+/// opening with both fails with a clear error.
+public struct IngestConfiguration: Sendable {
+    /// The queue file (an SQLite file with `-wal`/`-shm` beside it while
+    /// open). The default, with neither this nor ``inMemoryIdentifier`` set,
+    /// is `default.ingest.sqlite` in the current directory.
+    public var fileURL: URL?
+    /// Keep the queue in memory under this identifier: no file is created,
+    /// and it is gone when the last realm using it is released.
+    public var inMemoryIdentifier: String?
+    /// The record types declared in Swift that this realm accepts (the
+    /// seeds' `objectTypes`). Empty (the default) means every type in
+    /// ``recordTypes``; at least one type must be declared in all.
+    public var objectTypes: [AsymmetricObject.Type] = []
+    /// Record types declared at run time (for example from a TOML file),
+    /// accepted besides ``objectTypes``.
+    public var recordTypes: [RecordType] = []
+    /// The schema version stamped on every record written. The default is 0.
+    public var schemaVersion: Int64 = 0
+    /// Decides at open whether to rewrite the file to its used size, given
+    /// its total and used bytes (the seeds' `shouldCompactOnLaunch`).
+    public var shouldCompactOnLaunch: (@Sendable (_ totalBytes: Int64, _ usedBytes: Int64) -> Bool)? =
+        QueueConfiguration.defaultCompactOnLaunch
+    /// The user whose session uploads the records; nil for a local-only
+    /// realm that only queues (export it with ``IngestRealm/writeCopy(configuration:)``).
+    public var user: User?
+    /// What happens when the backend demands a client reset. The default
+    /// is ``ClientResetMode/recoverUnsyncedChanges(beforeReset:afterReset:)``,
+    /// as in the seeds.
+    public var clientResetMode: ClientResetMode = .recoverUnsyncedChanges()
+    /// Batching, linger, retries and backoff of the background upload.
+    public var upload = UploadOptions()
+    /// The most bytes of encoded records kept; nil for no bound. The default is 256 MiB.
+    public var maxBytes: Int64? = 256 << 20
+    /// What happens to records that do not fit. The default is ``OverflowPolicy/block``.
+    public var overflowPolicy: OverflowPolicy = .block
+    /// How durable a write is once it returns. The default is ``Durability/powerLossSafe``.
+    public var durability: Durability = .powerLossSafe
+
+    /// A local configuration with every default.
+    public init() {}
+
+    private static let defaultStorage = Mutex(IngestConfiguration())
+
+    /// The configuration `IngestRealm()` opens when given none; replace it
+    /// once at start-up.
+    public static var defaultConfiguration: IngestConfiguration {
+        get { defaultStorage.withLock { $0 } }
+        set { defaultStorage.withLock { $0 = newValue } }
+    }
+
+    /// The queue configuration this describes, after checking it.
+    func queueConfiguration() throws -> QueueConfiguration {
+        let location: QueueConfiguration.Location
+        switch (fileURL, inMemoryIdentifier) {
+        case (.some(let url), .some(let identifier)):
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The configuration sets both fileURL '\(url.path)' and inMemoryIdentifier '\(identifier)': set one of them, not both."
+            )
+        case (.some(let url), nil):
+            guard url.isFileURL else {
+                throw EdgeIngestError(.invalidConfiguration, "fileURL '\(url)' is not a file URL: use URL(fileURLWithPath:).")
+            }
+            location = .file(path: url.path)
+        case (nil, .some(let identifier)):
+            location = .inMemory(identifier: identifier)
+        case (nil, nil):
+            location = .file(path: "default.ingest.sqlite")
+        }
+        var types = try objectTypes.map { try $0.recordType() }
+        for type in recordTypes where !types.contains(where: { $0.name == type.name }) { types.append(type) }
+        var queue = QueueConfiguration(location: location, objectTypes: types)
+        queue.schemaVersion = schemaVersion
+        queue.shouldCompactOnLaunch = shouldCompactOnLaunch
+        queue.maxBytes = maxBytes
+        queue.overflowPolicy = overflowPolicy
+        queue.durability = durability
+        return queue
+    }
+
+    /// Whether both configurations are of the same kind (both with a user,
+    /// or both local), as ``IngestRealm/writeCopy(configuration:)`` requires.
+    func isSameKind(as other: IngestConfiguration) -> Bool { (user == nil) == (other.user == nil) }
+}
+
+/// How the background upload batches and retries (the agent's `[upload]`
+/// section, for the SDK).
+public struct UploadOptions: Sendable {
+    /// Records per request. The default is 1000.
+    public var maxRecords = 1000
+    /// Uncompressed bytes per request (about). The default is 1 MiB.
+    public var maxBytes = 1 << 20
+    /// How long a partial batch waits for more records. The default is 200 ms.
+    public var lingerMilliseconds = 200
+    /// Retry delays: full jitter between 0 and min(cap, base × 2^attempt).
+    public var backoff = Backoff()
+    /// Compress request bodies with gzip. The default is false.
+    public var gzip = false
+    /// How long closing the realm keeps uploading what is queued. The default is 2 s.
+    public var closeTimeoutMilliseconds = 2_000
+    /// Sent as `EdgeIngest-Client`. The default is the host name.
+    public var clientID = hostName()
+
+    public init() {}
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The machine's host name, or "unknown".
+package func hostName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count) == 0 else { return "unknown" }
+    return String(cString: buffer)
+}
+
+extension User {
+    /// A configuration whose queue file belongs to this user
+    /// (`<metadata directory>/users/<id>/default.ingest.sqlite`) and uploads
+    /// under this user's session: the seeds' `flexibleSyncConfiguration()`.
+    ///
+    /// ```swift
+    /// var configuration = user.configuration()
+    /// configuration.objectTypes = [WeatherSensor.self]
+    /// ```
+    public func configuration(clientResetMode: ClientResetMode = .recoverUnsyncedChanges()) -> IngestConfiguration {
+        var configuration = IngestConfiguration()
+        configuration.fileURL = URL(fileURLWithPath: app.configuration.metadataDirectory + "/users/" + id + "/default.ingest.sqlite")
+        configuration.user = self
+        configuration.clientResetMode = clientResetMode
+        return configuration
+    }
+}

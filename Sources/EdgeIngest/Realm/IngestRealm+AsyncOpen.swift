@@ -1,0 +1,94 @@
+extension IngestRealm {
+    /// Opens a realm step by step, reporting each state: the seeds'
+    /// `@AsyncOpen`, for code without SwiftUI (and what `ingestd status`
+    /// shows as `open_state`).
+    ///
+    /// ```swift
+    /// for await state in IngestRealm.asyncOpen(configuration: configuration, openBehavior: .always) {
+    ///     switch state {
+    ///     case .connecting: print("connecting…")
+    ///     case .waitingForUser: showLogin()           // resumes once someone logs in
+    ///     case .progress(let fraction): print(fraction)
+    ///     case .open(let realm): use(realm)
+    ///     case .error(let error): print(error.message)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The sequence ends after `.open` or `.error`. While the configuration's
+    /// user is logged out or waits for a new login, it reports
+    /// `.waitingForUser` once and checks again every 250 ms.
+    public static func asyncOpen(
+        configuration: IngestConfiguration = .defaultConfiguration,
+        openBehavior: OpenBehavior = .never,
+        timeout: Duration = .seconds(30)
+    ) -> AsyncStream<AsyncOpenState> {
+        var step = AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil)
+        return AsyncStream(unfolding: {
+            while true {
+                switch step.next(userState: configuration.user?.state) {
+                case .finish:
+                    return nil
+                case .emit(let state):
+                    return state
+                case .pollUser:
+                    try? await Task.sleep(for: .milliseconds(250))
+                    if Task.isCancelled { return nil }
+                case .open:
+                    do {
+                        let realm = try await IngestRealm(configuration: configuration, openBehavior: openBehavior, timeout: timeout)
+                        step.opened()
+                        return .open(realm)
+                    } catch let error as EdgeIngestError {
+                        step.opened()
+                        return .error(error)
+                    } catch {
+                        step.opened()
+                        return .error(EdgeIngestError(.storage, "Opening failed: \(error)."))
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The order of ``IngestRealm/asyncOpen(configuration:openBehavior:timeout:)``'s
+/// states, as a pure state machine (tested without a backend).
+struct AsyncOpenSteps {
+    enum Action {
+        case emit(AsyncOpenState)
+        case pollUser
+        case open
+        case finish
+    }
+
+    private enum Phase { case start, waiting, reported, connect, done }
+    private var phase = Phase.start
+    let needsBackend: Bool
+
+    init(needsBackend: Bool) { self.needsBackend = needsBackend }
+
+    mutating func next(userState: User.State?) -> Action {
+        switch phase {
+        case .start, .waiting:
+            if let userState, userState != .loggedIn, needsBackend {
+                if phase == .start {
+                    phase = .waiting
+                    return .emit(.waitingForUser)
+                }
+                return .pollUser
+            }
+            phase = .reported
+            return needsBackend ? .emit(.connecting) : .emit(.progress(0))
+        case .reported:
+            phase = .connect
+            return .open
+        case .connect:
+            return .open
+        case .done:
+            return .finish
+        }
+    }
+
+    mutating func opened() { phase = .done }
+}

@@ -1,0 +1,221 @@
+import Logging
+
+/// A write-only queue of records that streams them to the backend and
+/// keeps each only until the backend confirmed it: the seeds' synced
+/// `Realm` for Data Ingest (asymmetric objects), on edge Linux.
+///
+/// ```swift
+/// let app = try App(id: "weather-fleet", configuration: AppConfiguration(
+///     baseURL: "https://ingest.example.com", metadataDirectory: "/var/lib/myapp/edgeingest"))
+/// let user = try await app.currentUser ?? app.login(credentials: .anonymous)
+/// var configuration = user.configuration()
+/// configuration.objectTypes = [WeatherSensor.self]
+/// let realm = try await IngestRealm(configuration: configuration)   // offline is fine
+/// try realm.write {
+///     try $0.create(WeatherSensor.self, value: [
+///         "_id": ObjectId.generate(), "deviceId": "WX1278UIT",
+///         "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65, "windSpeedInMph": 2,
+///     ])
+/// }
+/// ```
+///
+/// Writes are durable when `write` returns; with a ``IngestConfiguration/user``
+/// they upload in the background (one uploader per file in the process,
+/// on its own thread) while any realm on the file is open. Nothing reads
+/// records back: ``statistics()`` gives counts.
+public final class IngestRealm: Sendable, CustomStringConvertible {
+    /// The configuration the realm was opened with.
+    public let configuration: IngestConfiguration
+    let queue: DurableQueue
+    let upload: BackgroundUpload?
+    let resetHandler: ClientResetHandler?
+    /// A frozen realm (a client reset's `before` copy) refuses writes.
+    public let isFrozen: Bool
+
+    /// Opens the realm `configuration` describes (the seeds'
+    /// `Realm(configuration:downloadBeforeOpen:)`).
+    ///
+    /// - Parameters:
+    ///   - openBehavior: whether to reach the backend first; the default,
+    ///     ``OpenBehavior/never``, opens at once, offline or not.
+    ///   - timeout: how long ``OpenBehavior/always`` may take to reach the backend.
+    /// - Throws: ``EdgeIngestError``: ``EdgeIngestError/Code/invalidConfiguration``
+    ///   (both `fileURL` and `inMemoryIdentifier`, no object types, …), the
+    ///   queue's open errors, ``EdgeIngestError/Code/offline`` when
+    ///   ``OpenBehavior/always`` cannot reach the backend in time,
+    ///   ``EdgeIngestError/Code/authenticationFailed`` when it refuses the session.
+    public convenience init(
+        configuration: IngestConfiguration = .defaultConfiguration,
+        openBehavior: OpenBehavior = .never,
+        timeout: Duration = .seconds(30),
+        logger: Logger = Logger(label: "edgeingest.realm")
+    ) async throws {
+        let queue = try DurableQueue.open(configuration.queueConfiguration(), logger: logger)
+        var mustConnect = openBehavior == .always
+        if openBehavior == .once { mustConnect = try queue.meta("opened_online") == nil }
+        if mustConnect {
+            guard let user = configuration.user else {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "Opening with .\(openBehavior) needs a user to reach the backend: use user.configuration(), or open with .never."
+                )
+            }
+            try await user.reachBackend(timeout: timeout)
+            try queue.setMeta("opened_online", 1)
+        }
+        guard let user = configuration.user else {
+            self.init(opened: queue, configuration: configuration)
+            return
+        }
+        let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
+        let upload = BackgroundUpload.shared(for: queue) {
+            BackgroundUpload(uploader: IngestRealm.makeUploader(queue: queue, configuration: configuration, user: user, handler: handler, logger: logger), user: user)
+        }
+        handler.attach(upload)
+        self.init(opened: queue, configuration: configuration, upload: upload, resetHandler: handler)
+    }
+
+    init(opened queue: DurableQueue, configuration: IngestConfiguration, upload: BackgroundUpload? = nil, resetHandler: ClientResetHandler? = nil, frozen: Bool = false) {
+        self.queue = queue
+        self.configuration = configuration
+        self.upload = upload
+        self.resetHandler = resetHandler
+        self.isFrozen = frozen
+    }
+
+    private static func makeUploader(queue: DurableQueue, configuration: IngestConfiguration, user: User, handler: ClientResetHandler, logger: Logger) -> Uploader {
+        var http = user.app.configuration.http
+        http.url = user.app.ingestURL
+        http.gzip = configuration.upload.gzip
+        var settings = UploadSettings(http: http, clientID: configuration.upload.clientID)
+        settings.maxRecords = configuration.upload.maxRecords
+        settings.maxBytes = configuration.upload.maxBytes
+        settings.lingerMilliseconds = configuration.upload.lingerMilliseconds
+        settings.backoff = configuration.upload.backoff
+        settings.shutdownTimeoutMilliseconds = configuration.upload.closeTimeoutMilliseconds
+        var hooks = UploadHooks()
+        hooks.requestHeaders = { [user, handler] in
+            [("Authorization", "Bearer " + (try user.accessToken())), ("EdgeIngest-Session", handler.session)]
+        }
+        hooks.refreshCredentials = { [user] in (try? user.accessToken(forceRefresh: true)) != nil }
+        hooks.clientReset = { [handler] reason, recoverable in handler.handle(reason: reason, recoverable: recoverable) }
+        hooks.reportError = { [user] error in SyncManager.errorHandler?(error, user) }
+        return Uploader(
+            queue: queue, settings: settings, state: UploadState(), hooks: hooks,
+            userAgent: "EdgeIngest/\(EdgeIngestVersion.current)", logger: logger
+        )
+    }
+
+    /// Creates records in one transaction: all are stored when this
+    /// returns, or none if `block` or the queue throws. Blocks the calling
+    /// thread while a full queue under ``OverflowPolicy/block`` waits for
+    /// the upload to free space; from async code prefer ``asyncWrite(_:)``.
+    @discardableResult
+    public func write<Result>(_ block: (IngestTransaction) throws -> Result) throws -> Result {
+        let (transaction, result) = try prepare(block)
+        if !transaction.records.isEmpty {
+            try queue.appendBlocking(transaction.records)
+            upload?.wake.stop()
+        }
+        return result
+    }
+
+    /// ``write(_:)`` for async code: a full queue suspends the task instead
+    /// of blocking a thread (the seeds' `asyncWrite`).
+    @discardableResult
+    public func asyncWrite<Result>(_ block: (IngestTransaction) throws -> Result) async throws -> Result {
+        let (transaction, result) = try prepare(block)
+        if !transaction.records.isEmpty {
+            try await queue.append(transaction.records)
+            upload?.wake.stop()
+        }
+        return result
+    }
+
+    private func prepare<Result>(_ block: (IngestTransaction) throws -> Result) throws -> (IngestTransaction, Result) {
+        guard !isFrozen else {
+            throw EdgeIngestError(.invalidConfiguration, "This realm is a frozen copy (a client reset's 'before'): it cannot be written to.")
+        }
+        let transaction = IngestTransaction(types: queue.typesByName)
+        let result = try block(transaction)
+        return (transaction, result)
+    }
+
+    /// Counts: pending records and bytes, totals appended and uploaded,
+    /// dropped by reason (`client_reset`, overflow), dead letters.
+    public func statistics() throws -> QueueStatistics { try queue.statistics() }
+
+    /// The background upload's state (uploading, idle, backing_off,
+    /// waiting_for_user, client_reset, error), or nil for a local realm.
+    public var uploadState: UploadState.Snapshot? { upload?.uploader.state.snapshot }
+
+    /// Waits until every record written so far was confirmed by the backend.
+    ///
+    /// - Throws: ``EdgeIngestError/Code/offline`` if records are still
+    ///   pending after `timeout`; ``EdgeIngestError/Code/invalidConfiguration``
+    ///   for a local realm.
+    public func waitForUpload(timeout: Duration = .seconds(30)) async throws {
+        guard upload != nil else {
+            throw EdgeIngestError(.invalidConfiguration, "This realm has no user, so it never uploads: open it with user.configuration().")
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while try queue.statistics().queuedRecords > 0 {
+            guard clock.now < deadline else {
+                let reason = uploadState?.reason.map { " (\($0))" } ?? ""
+                throw EdgeIngestError(.offline, "\(try queue.statistics().queuedRecords) records are still pending after \(timeout)\(reason).")
+            }
+            upload?.wake.stop()
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Writes a copy of the pending records to the realm `configuration`
+    /// describes (created if needed; records already there are kept): the
+    /// seeds' `writeCopy(configuration:)`. `_id`s are preserved, so a
+    /// deduplicating backend stores each record once whichever copy
+    /// uploads it. Only between configurations of the same kind (both
+    /// with a user, or both local); the copy does not upload by itself
+    /// until opened.
+    ///
+    /// - Returns: the number of records copied.
+    @discardableResult
+    public func writeCopy(configuration target: IngestConfiguration) throws -> Int64 {
+        guard target.isSameKind(as: configuration) || isFrozen else {
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "writeCopy copies between configurations of the same kind: both with a user or both local (this one \(configuration.user == nil ? "is local" : "has a user"))."
+            )
+        }
+        let queue = try DurableQueue.open(target.queueConfiguration())
+        return try self.queue.copyPending(into: queue)
+    }
+
+    /// Resolves a client reset left to the application
+    /// (``ClientResetMode/manual(errorHandler:)`` or a failed recovery):
+    /// re-upload the pending records under a new session, or discard them
+    /// (counted as dropped, reason `client_reset`) after copying them into
+    /// `backup` when given. Uploading resumes at once.
+    public func resolveClientReset(discard: Bool, backup: IngestConfiguration? = nil) throws {
+        guard let resetHandler else {
+            throw EdgeIngestError(.invalidConfiguration, "This realm has no user, so there is no client reset to resolve.")
+        }
+        let backupRealm = try backup.map { IngestRealm(opened: try DurableQueue.open($0.queueConfiguration()), configuration: $0) }
+        try resetHandler.resolve(discard: discard, backup: backupRealm)
+    }
+
+    /// The reason of a client reset waiting for ``resolveClientReset(discard:backup:)``, if any.
+    public var pendingClientReset: String? { resetHandler?.pendingReason }
+
+    public var description: String { "IngestRealm(\(queue.configuration.location))" }
+}
+
+extension User {
+    /// Reaches the backend by refreshing the session, within `timeout`.
+    func reachBackend(timeout: Duration) async throws {
+        let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        try await BlockingThread.value { [self] in
+            _ = try accessToken(forceRefresh: true, timeoutMilliseconds: max(1, milliseconds))
+        }
+    }
+}
