@@ -18,8 +18,10 @@ import Synchronization
 /// opening with both fails with a clear error.
 public struct IngestConfiguration: Sendable {
     /// The queue file (an SQLite file with `-wal`/`-shm` beside it while
-    /// open). The default, with neither this nor ``inMemoryIdentifier`` set,
-    /// is `default.ingest.sqlite` in the current directory.
+    /// open). With neither this nor ``inMemoryIdentifier`` set, the file is
+    /// `<metadata directory>/users/<user id>/default.ingest.sqlite` for a
+    /// configuration with a ``user``, else `default.ingest.sqlite` in the
+    /// current directory.
     public var fileURL: URL?
     /// Keep the queue in memory under this identifier: no file is created,
     /// and it is gone when the last realm using it is released.
@@ -82,7 +84,11 @@ public struct IngestConfiguration: Sendable {
         case (nil, .some(let identifier)):
             location = .inMemory(identifier: identifier)
         case (nil, nil):
-            location = .file(path: "default.ingest.sqlite")
+            if let user {
+                location = .file(path: user.app.configuration.metadataDirectory + "/users/" + user.id + "/default.ingest.sqlite")
+            } else {
+                location = .file(path: "default.ingest.sqlite")
+            }
         }
         var types = try objectTypes.map { try $0.recordType() }
         for type in recordTypes where !types.contains(where: { $0.name == type.name }) { types.append(type) }
@@ -133,9 +139,11 @@ package func hostName() -> String {
 }
 
 extension User {
-    /// A configuration whose queue file belongs to this user
-    /// (`<metadata directory>/users/<id>/default.ingest.sqlite`) and uploads
-    /// under this user's session: the seeds' `flexibleSyncConfiguration()`.
+    /// A configuration that uploads under this user's session, with its
+    /// queue file in the user's directory
+    /// (`<metadata directory>/users/<id>/default.ingest.sqlite`) unless
+    /// ``IngestConfiguration/fileURL`` or ``IngestConfiguration/inMemoryIdentifier``
+    /// is set: the seeds' `flexibleSyncConfiguration()`.
     ///
     /// ```swift
     /// var configuration = user.configuration()
@@ -143,7 +151,6 @@ extension User {
     /// ```
     public func configuration(clientResetMode: ClientResetMode = .recoverUnsyncedChanges()) -> IngestConfiguration {
         var configuration = IngestConfiguration()
-        configuration.fileURL = URL(fileURLWithPath: app.configuration.metadataDirectory + "/users/" + id + "/default.ingest.sqlite")
         configuration.user = self
         configuration.clientResetMode = clientResetMode
         return configuration

@@ -1,0 +1,135 @@
+import EdgeIngest
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct OpenBehaviorTests {
+    /// A user logged in on `backend`, then an app whose backend is at `base` (live or dead).
+    func user(dir: TemporaryDirectory, loggedInOn backend: TestBackend, nowAt port: Int? = nil) async throws -> User {
+        _ = try await makeApp(backend, dir).login(credentials: .apiKey("k"))
+        let app = try port.map { try makeApp(nil, dir, deadPort: $0) } ?? makeApp(backend, dir)
+        return try #require(app.currentUser)
+    }
+
+    @Test func alwaysReachesTheBackendAndNeverDoesNot() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        let user = try await user(dir: dir, loggedInOn: backend)
+        var configuration = user.configuration()
+        configuration.objectTypes = [WeatherSensor.self]
+        _ = try await IngestRealm(configuration: configuration, openBehavior: .never)
+        #expect(try backend.stats()["refreshes"] as? Int == 0)
+        _ = try await IngestRealm(configuration: configuration, openBehavior: .always)
+        #expect(try backend.stats()["refreshes"] as? Int == 1)
+    }
+
+    @Test func alwaysFailsClearlyAfterTheTimeoutWhenOffline() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        // A backend that accepts the connection and never answers.
+        let silent = try SilentListener()
+        let user = try await user(dir: dir, loggedInOn: backend, nowAt: silent.port)
+        var configuration = user.configuration()
+        configuration.objectTypes = [WeatherSensor.self]
+        let clock = ContinuousClock()
+        let started = clock.now
+        await #expect { try await IngestRealm(configuration: configuration, openBehavior: .always, timeout: .seconds(2)) } throws: { error in
+            let e = error as? EdgeIngestError
+            return e?.code == .offline && e?.message.contains("timed out after 2000 ms") == true
+        }
+        #expect(clock.now - started >= .seconds(2))
+        #expect(clock.now - started < .seconds(10))
+        // Offline, .never opens at once and takes writes.
+        let realm = try await IngestRealm(configuration: configuration, openBehavior: .never)
+        try writeSensors(realm, 3, from: 0)
+        #expect(try realm.statistics().queuedRecords == 3)
+    }
+
+    @Test func onceNeedsTheBackendOnlyTheFirstTimeAFileIsOpened() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        let offlineUser = try await user(dir: dir, loggedInOn: backend, nowAt: 1)
+        var offline = offlineUser.configuration()
+        offline.objectTypes = [WeatherSensor.self]
+        await #expect(throws: EdgeIngestError.self) { try await IngestRealm(configuration: offline, openBehavior: .once, timeout: .seconds(2)) }
+
+        let onlineUser = try #require(try makeApp(backend, dir).currentUser)
+        var online = onlineUser.configuration()
+        online.objectTypes = [WeatherSensor.self]
+        do { _ = try await IngestRealm(configuration: online, openBehavior: .once) }
+        #expect(try backend.stats()["refreshes"] as? Int == 1)
+        // Opened online once: offline is fine from now on.
+        _ = try await IngestRealm(configuration: offline, openBehavior: .once, timeout: .seconds(2))
+    }
+
+    @Test func asyncOpenReportsConnectingThenOpen() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        let user = try await user(dir: dir, loggedInOn: backend)
+        var configuration = user.configuration()
+        configuration.objectTypes = [WeatherSensor.self]
+        var states: [String] = []
+        for await state in IngestRealm.asyncOpen(configuration: configuration, openBehavior: .always) {
+            switch state {
+            case .connecting: states.append("connecting")
+            case .waitingForUser: states.append("waitingForUser")
+            case .progress: states.append("progress")
+            case .open: states.append("open")
+            case .error(let error): states.append("error: \(error.message)")
+            }
+        }
+        #expect(states == ["connecting", "open"])
+    }
+
+    @Test func asyncOpenWaitsForTheUserThenOpens() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        let app = try makeApp(backend, dir)
+        let user = try await app.login(credentials: .apiKey("k"))
+        var configuration = user.configuration()
+        configuration.objectTypes = [WeatherSensor.self]
+        try await user.logOut()
+        var states: [String] = []
+        for await state in IngestRealm.asyncOpen(configuration: configuration, openBehavior: .always) {
+            switch state {
+            case .waitingForUser:
+                states.append("waitingForUser")
+                _ = try await app.login(credentials: .apiKey("k"))  // the same user logs in again
+            case .connecting: states.append("connecting")
+            case .open: states.append("open")
+            case .progress: states.append("progress")
+            case .error(let error): states.append("error: \(error.message)")
+            }
+        }
+        #expect(states == ["waitingForUser", "connecting", "open"])
+    }
+
+    @Test func aFileURLAndAnInMemoryIdentifierTogetherAreRefused() async throws {
+        var configuration = IngestConfiguration()
+        configuration.fileURL = URL(fileURLWithPath: "/tmp/never-created.sqlite")
+        configuration.inMemoryIdentifier = "scratch"
+        configuration.objectTypes = [WeatherSensor.self]
+        await #expect { try await IngestRealm(configuration: configuration) } throws: { error in
+            (error as? EdgeIngestError)?.message.contains("set one of them, not both") == true
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/never-created.sqlite"))
+    }
+
+    @Test func aTypeOutsideTheConfiguredSubsetIsRefusedAndNothingOfTheWriteIsStored() async throws {
+        final class Other: AsymmetricObject {
+            @Persisted(primaryKey: true) var _id: ObjectId
+            @Persisted var name: String
+        }
+        var configuration = IngestConfiguration()
+        configuration.inMemoryIdentifier = "subset-\(ObjectId.generate())"
+        configuration.objectTypes = [WeatherSensor.self]
+        let realm = try await IngestRealm(configuration: configuration)
+        #expect { try realm.write { t in
+            try t.create(WeatherSensor.self, value: ["deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3])
+            try t.create(Other.self, value: ["name": "x"])
+        } } throws: { error in
+            (error as? EdgeIngestError)?.code == .unknownObjectType
+        }
+        #expect(try realm.statistics().queuedRecords == 0)
+    }
+}
