@@ -120,8 +120,11 @@ package final class Uploader: Sendable {
                 ("EdgeIngest-Schema-Version", String(segment.schemaVersion)),
                 ("EdgeIngest-Client", settings.clientID),
             ]
+            var credentialsOffline: String?
             do {
                 headers += try hooks.requestHeaders()
+            } catch let error as EdgeIngestError where error.code == .offline {
+                credentialsOffline = error.message  // a login or refresh that could not reach the backend: passing
             } catch {
                 try queue.release(lease)
                 return waitForUser(reason: "\(error)", report: error as? EdgeIngestError)
@@ -133,13 +136,17 @@ package final class Uploader: Sendable {
             }
             state.expectProgress(within: settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
             let outcome: UploadOutcome
-            do {
-                let response = try transport.post(lease.payload(records: range), headers: headers)
-                outcome = ResponseClassifier.classify(
-                    status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: range.count
-                )
-            } catch let error as TransportError {
-                outcome = .retry(reason: error.message, retryAfterSeconds: nil)
+            if let credentialsOffline {
+                outcome = .retry(reason: credentialsOffline, retryAfterSeconds: nil)
+            } else {
+                do {
+                    let response = try transport.post(lease.payload(records: range), headers: headers)
+                    outcome = ResponseClassifier.classify(
+                        status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: range.count
+                    )
+                } catch let error as TransportError {
+                    outcome = .retry(reason: error.message, retryAfterSeconds: nil)
+                }
             }
             // The final drain at shutdown takes only clean successes: no retries, no bisection.
             if deadline != nil, !outcome.isStored {
