@@ -39,8 +39,9 @@ public struct Agent: Sendable {
         // what they read, and the uploader, stopped last, drains the queue
         // for a bounded time.
         if let upload = configuration.upload {
+            let hooks = AgentUploadHooks(configuration: configuration, queue: queue, logger: logger)
             let uploader = Uploader(
-                queue: queue, settings: upload, state: uploadState, hooks: UploadHooks(),
+                queue: queue, settings: upload, state: uploadState, hooks: try hooks.make(app: try hooks.makeApp()),
                 userAgent: "ingestd/\(EdgeIngestVersion.current)", logger: logger
             )
             services.append(.init(service: UploadService(uploader: uploader, wake: committed)))

@@ -20,19 +20,7 @@ struct DeadLetterCommand: ParsableCommand {
     )
 
     static func openQueue(_ options: ConfigurationOptions) throws -> DurableQueue {
-        let configuration: AgentConfiguration
-        do {
-            configuration = try options.load(environment: processEnvironment())
-        } catch {
-            printError("\(error)")
-            throw ExitCodes.configError
-        }
-        do {
-            return try DurableQueue.open(configuration.queueConfiguration)
-        } catch {
-            printError("\(error)")
-            throw ExitCodes.forError(error)
-        }
+        try openAgentQueue(options).1
     }
 
     struct List: ParsableCommand {

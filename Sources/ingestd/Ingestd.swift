@@ -19,6 +19,9 @@ struct Ingestd: AsyncParsableCommand {
             74 I/O error (queue unavailable, disk full); 78 configuration error.
             """,
         version: EdgeIngestVersion.current,
-        subcommands: [RunCommand.self, CheckConfigCommand.self, StatusCommand.self, DeadLetterCommand.self]
+        subcommands: [
+            RunCommand.self, CheckConfigCommand.self, StatusCommand.self, DeadLetterCommand.self,
+            ExportCommand.self, ImportCommand.self, ResetCommand.self,
+        ]
     )
 }

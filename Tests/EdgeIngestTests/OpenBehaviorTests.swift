@@ -37,8 +37,11 @@ import TestSupport
             let e = error as? EdgeIngestError
             return e?.code == .offline && e?.message.contains("timed out after 2000 ms") == true
         }
+        // The message proves libcurl's 2 s limit ended it; the wall time only
+        // shows it did not hang (other suites' blocking waits can starve the
+        // two-thread cooperative pool that resumes us, hence the loose bound).
         #expect(clock.now - started >= .seconds(2))
-        #expect(clock.now - started < .seconds(10))
+        #expect(clock.now - started < .seconds(60))
         // Offline, .never opens at once and takes writes.
         let realm = try await IngestRealm(configuration: configuration, openBehavior: .never)
         try writeSensors(realm, 3, from: 0)

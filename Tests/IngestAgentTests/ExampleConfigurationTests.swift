@@ -29,6 +29,7 @@ import Testing
     @Test(arguments: [
         ("[agent]", ConfigurationDecoder.agentKeys), ("[queue]", ConfigurationDecoder.queueKeys),
         ("[[inputs]]", ConfigurationDecoder.inputKeys), ("[upload]", ConfigurationDecoder.uploadKeys),
+        ("[auth]", ConfigurationDecoder.authKeys), ("[client_reset]", ConfigurationDecoder.clientResetKeys),
     ])
     func everyAcceptedKeyIsDocumented(section: String, accepted: Set<String>) {
         let documented = Self.keys(inSection: section)

@@ -64,6 +64,11 @@ public final class App: Sendable {
         return try remember(stored)
     }
 
+    /// ``login(credentials:)`` for a caller on its own thread (the agent's uploader).
+    package func loginBlocking(credentials: Credentials) throws -> User {
+        try remember(client.login(credentials))
+    }
+
     func remember(_ stored: StoredUser) throws -> User {
         let (user, contents, resumers) = state.withLock { state in
             state.contents.users.removeAll { $0.id == stored.id }

@@ -64,7 +64,7 @@ public final class User: Sendable, CustomStringConvertible {
 
     /// A valid access token, refreshed first when it expires within the
     /// app's margin (or when `forceRefresh`). Blocking.
-    func accessToken(forceRefresh: Bool = false, timeoutMilliseconds: Int? = nil) throws -> String {
+    package func accessToken(forceRefresh: Bool = false, timeoutMilliseconds: Int? = nil) throws -> String {
         guard let stored = app.stored(id) else {
             throw EdgeIngestError(.authenticationFailed, "User \(id) is logged out: log in again to upload.")
         }

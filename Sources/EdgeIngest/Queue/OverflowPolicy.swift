@@ -47,6 +47,8 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     /// Discarded by a client reset (``ClientResetMode/discardUnsyncedChanges(beforeReset:afterReset:)``,
     /// or the operator's `ingestd reset --discard`), after a backup copy was written.
     public static let clientReset = DropReason(name: "client_reset")
+    /// Moved to another box's queue with `ingestd export --move`.
+    public static let exported = DropReason(name: "exported")
 
     public var description: String { name }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// Carries out a client reset for one queue on the uploader's thread, as
 /// the configuration's ``ClientResetMode`` says, and keeps the upload
 /// session id (`EdgeIngest-Session`) that a reset renews.
-final class ClientResetHandler: Sendable {
+package final class ClientResetHandler: Sendable {
     let queue: DurableQueue
     let configuration: IngestConfiguration
     let logger: Logger
@@ -16,7 +16,7 @@ final class ClientResetHandler: Sendable {
         weak var upload: BackgroundUpload?
     }
 
-    init(queue: DurableQueue, configuration: IngestConfiguration, logger: Logger) throws {
+    package init(queue: DurableQueue, configuration: IngestConfiguration, logger: Logger) throws {
         self.queue = queue
         self.configuration = configuration
         self.logger = logger
@@ -36,7 +36,7 @@ final class ClientResetHandler: Sendable {
     func attach(_ upload: BackgroundUpload) { state.withLock { $0.upload = upload } }
 
     /// The current session id, sent with every batch.
-    var session: String { state.withLock { $0.session } }
+    package var session: String { state.withLock { $0.session } }
 
     /// The reason of a reset waiting for ``IngestRealm/resolveClientReset(discard:)``.
     var pendingReason: String? { state.withLock { $0.pending } }
@@ -44,9 +44,7 @@ final class ClientResetHandler: Sendable {
     /// Starts a new session: the backend sees a client it does not know and
     /// accepts its records (re-sent with the same `_id`s).
     private func renewSession() throws {
-        let nonce = try queue.meta("session_nonce") ?? 0
-        let epoch = (try queue.meta("session_epoch") ?? 0) + 1
-        try queue.setMeta("session_epoch", epoch)
+        let (nonce, epoch) = try ClientResetHandler.renewSession(of: queue)
         state.withLock {
             $0.session = ClientResetHandler.session(nonce, epoch)
             $0.pending = nil
@@ -54,7 +52,7 @@ final class ClientResetHandler: Sendable {
     }
 
     /// The uploader's hook: returns true when uploading may resume.
-    func handle(reason: String, recoverable: Bool) -> Bool {
+    package func handle(reason: String, recoverable: Bool) -> Bool {
         let mode = configuration.clientResetMode
         var kind = mode.kind
         if kind == .recoverOrDiscard { kind = recoverable ? .recover : .discard }
@@ -83,6 +81,7 @@ final class ClientResetHandler: Sendable {
                 return true
             case .manual:
                 state.withLock { $0.pending = reason }
+                try? queue.setMeta("client_reset_pending", 1)
                 let error = EdgeIngestError(
                     .clientResetRequired,
                     "The backend requires a client reset (\(reason)). Uploading is paused and every record is kept: call resolveClientReset(discard:) (ingestd reset --recover or --discard)."
@@ -99,6 +98,31 @@ final class ClientResetHandler: Sendable {
             state.withLock { $0.pending = reason }
             return false
         }
+    }
+
+    /// Starts a new session in the queue file; returns its nonce and epoch.
+    static func renewSession(of queue: DurableQueue) throws -> (Int64, Int64) {
+        let nonce = try queue.meta("session_nonce") ?? 0
+        let epoch = (try queue.meta("session_epoch") ?? 0) + 1
+        try queue.setMeta("session_epoch", epoch)
+        try queue.setMeta("client_reset_pending", 0)
+        return (nonce, epoch)
+    }
+
+    /// Whether a manual client reset waits in this queue file for
+    /// `ingestd reset` (it survives restarts).
+    package static func isPending(in queue: DurableQueue) throws -> Bool {
+        try queue.meta("client_reset_pending") == 1
+    }
+
+    /// Resolves a client reset on a queue no uploader runs on (`ingestd
+    /// reset` with the agent stopped): with `discardInto`, the pending
+    /// records move there (counted as dropped, reason `client_reset`).
+    /// Returns the records discarded.
+    package static func resolveStopped(queue: DurableQueue, discardInto backup: DurableQueue?) throws -> Int64 {
+        let discarded = try backup.map { try queue.copyPending(into: $0, discard: .clientReset) } ?? 0
+        _ = try renewSession(of: queue)
+        return discarded
     }
 
     /// Resolves a pending (manual) reset: re-upload, or discard after

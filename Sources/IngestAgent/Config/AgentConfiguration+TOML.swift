@@ -75,7 +75,7 @@ struct ConfigurationDecoder {
     }
 
     mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
-        rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload"], prefix: "")
+        rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload", "auth", "client_reset"], prefix: "")
         let agent = table(root["agent"], "agent")
         let queue = table(root["queue"], "queue")
         rejectUnknown(agent, known: Self.agentKeys, prefix: "agent.")
@@ -117,6 +117,14 @@ struct ConfigurationDecoder {
         if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) { c.statsIntervalSeconds = Int(n) }
         if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) { c.statusIntervalMilliseconds = Int(n) }
         c.upload = decodeUpload(table(root["upload"], "upload"), environment: environment)
+        c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
+        c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
+        if c.auth != nil, c.upload == nil {
+            problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
+        }
+        if c.auth != nil, c.upload?.http.bearerToken != nil {
+            problem(root["auth"], "auth", "and upload.token_file (or the upload-token credential) both give credentials: keep one")
+        }
         if types.isEmpty && problems.isEmpty {
             problem(root["types"], "types", "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field")
         }

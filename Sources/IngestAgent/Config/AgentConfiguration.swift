@@ -35,11 +35,19 @@ public struct AgentConfiguration: Sendable {
     public var statusIntervalMilliseconds = 1000
     /// Where readings stream to; nil keeps them queued (no `[upload]` section).
     public var upload: UploadSettings?
+    /// Log in to the backend (an `[auth]` section) instead of a static token.
+    public var auth: AuthSettings?
+    /// What a client reset demanded by the backend does.
+    public var clientReset = ClientResetSettings()
 
     public enum LogTarget: String, Sendable { case auto, journal, stderr }
 
     /// The queue file actually used.
     public var resolvedQueuePath: String { queuePath ?? stateDirectory + "/queue.sqlite" }
+    /// Where the logged-in identity is cached (`users.json`, mode 0600).
+    public var identityDirectory: String { stateDirectory + "/identity" }
+    /// Where a `discard` client reset writes its backups.
+    public var clientResetBackupDirectory: String { clientReset.backupDirectory ?? stateDirectory + "/client-reset-backups" }
     /// The status file `ingestd status` reads.
     public var statusPath: String { stateDirectory + "/status.json" }
 

@@ -1,0 +1,147 @@
+import ArgumentParser
+import EdgeIngest
+import IngestAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Opens the agent's queue for a command run while the agent is stopped.
+func openAgentQueue(_ options: ConfigurationOptions) throws -> (AgentConfiguration, DurableQueue) {
+    let configuration: AgentConfiguration
+    do {
+        configuration = try options.load(environment: processEnvironment())
+    } catch {
+        printError("\(error)")
+        throw ExitCodes.configError
+    }
+    return (configuration, try openQueue(configuration.queueConfiguration))
+}
+
+/// Opens a queue, turning failures into a message and an exit code.
+func openQueue(_ queueConfiguration: QueueConfiguration) throws -> DurableQueue {
+    do {
+        return try DurableQueue.open(queueConfiguration)
+    } catch {
+        printError("\(error)")
+        throw ExitCodes.forError(error)
+    }
+}
+
+/// A queue file for moving records between boxes, with the agent's types.
+func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion: Int64) -> QueueConfiguration {
+    var configuration = QueueConfiguration(location: .file(path: path), objectTypes: types)
+    configuration.maxBytes = nil
+    configuration.schemaVersion = schemaVersion
+    configuration.shouldCompactOnLaunch = nil
+    return configuration
+}
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Copy the queued readings into a file another box can import.",
+        discussion: """
+            For a box with no network: export its queue, carry the file over, and run \
+            `ingestd import FILE` on a box that uploads. Records keep their _id, so a \
+            backend that deduplicates stores each once even if both boxes upload them. \
+            The file is a queue file (SQLite, mode 0600). Stop the agent first \
+            (systemctl stop ingestd): a running agent holds the queue.
+            """
+    )
+    @OptionGroup var options: ConfigurationOptions
+    @Option(help: ArgumentHelp("The file to create (it must not exist).", valueName: "file")) var out: String
+    @Flag(help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported').") var move = false
+
+    func validate() throws {
+        if access(out, F_OK) == 0 { throw ValidationError("'\(out)' exists: give a new file name.") }
+    }
+
+    func run() throws {
+        let (configuration, queue) = try openAgentQueue(options)
+        let target = try openQueue(transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion))
+        do {
+            let copied = try queue.copyPending(into: target, discard: move ? .exported : nil)
+            print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
+    }
+}
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Add the readings of an exported file to this box's queue.",
+        discussion: """
+            The readings keep their _id and schema version and are uploaded like any \
+            other. The file is left as it was; delete it once imported (importing it \
+            twice queues its readings twice, and a deduplicating backend stores them \
+            once). Stop the agent first: a running agent holds the queue.
+            """
+    )
+    @OptionGroup var options: ConfigurationOptions
+    @Argument(help: ArgumentHelp("A file written by `ingestd export`.", valueName: "file")) var file: String
+
+    func validate() throws {
+        if access(file, R_OK) != 0 { throw ValidationError("'\(file)' cannot be read: \(String(cString: strerror(errno))).") }
+    }
+
+    func run() throws {
+        let (configuration, queue) = try openAgentQueue(options)
+        let source = try openQueue(transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion))
+        do {
+            let copied = try source.copyPending(into: queue)
+            print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
+    }
+}
+
+struct ResetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset",
+        abstract: "Resolve a client reset the backend demanded (client_reset.mode = \"manual\").",
+        discussion: """
+            --recover re-sends the queued readings under a new session; --discard first \
+            copies them into a backup file in client_reset.backup_directory, then drops \
+            them (counted as dropped, reason client_reset). Stop the agent first \
+            (systemctl stop ingestd), run this, start it again.
+            """
+    )
+    @OptionGroup var options: ConfigurationOptions
+    @Flag(help: "Re-send the queued readings under a new session.") var recover = false
+    @Flag(help: "Back up, then drop the queued readings, and start a new session.") var discard = false
+
+    func validate() throws {
+        if recover == discard { throw ValidationError("Give exactly one of --recover and --discard.") }
+    }
+
+    func run() throws {
+        let (configuration, queue) = try openAgentQueue(options)
+        do {
+            guard try ClientResetHandler.isPending(in: queue) else {
+                print("No client reset is pending; nothing was changed.")
+                return
+            }
+            var backup: DurableQueue?
+            var backupPath = ""
+            if discard {
+                backupPath = configuration.clientResetBackupDirectory + "/client-reset-\(isoNow()).ingest.sqlite"
+                backup = try openQueue(transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.schemaVersion))
+            }
+            let discarded = try ClientResetHandler.resolveStopped(queue: queue, discardInto: backup)
+            if discard {
+                print("Discarded \(discarded) reading\(discarded == 1 ? "" : "s") (backup: \(backupPath)); a new session starts with the agent.")
+            } else {
+                print("The queued readings will be re-sent under a new session when the agent starts.")
+            }
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
+    }
+}
