@@ -28,6 +28,12 @@ let package = Package(
             name: "CZlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libcrypto (OpenSSL, already linked by libcurl): AES-256-GCM for
+        // queues opened with an encryption key.
+        .systemLibrary(
+            name: "CCrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .systemLibrary(
             name: "CSystemd",
             providers: [.apt(["libsystemd-dev"])]
@@ -38,6 +44,7 @@ let package = Package(
                 "CSQLite",
                 "CCurl",
                 "CZlib",
+                "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

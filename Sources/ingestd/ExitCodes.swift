@@ -17,7 +17,7 @@ enum ExitCodes {
         case let e as EdgeIngestError:
             switch e.code {
             case .queueCorrupt, .queueFormatTooNew: return dataError
-            case .invalidConfiguration, .invalidSchema: return configError
+            case .invalidConfiguration, .invalidSchema, .encryption: return configError
             default: return ioError
             }
         default: return ioError

@@ -29,8 +29,11 @@ func openQueue(_ queueConfiguration: QueueConfiguration) throws -> DurableQueue 
 }
 
 /// A queue file for moving records between boxes, with the agent's types.
-func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion: Int64) -> QueueConfiguration {
+/// With an encryption key, the file is encrypted with it too: the box that
+/// imports it needs the same key.
+func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion: Int64, key: [UInt8]? = nil) -> QueueConfiguration {
     var configuration = QueueConfiguration(location: .file(path: path), objectTypes: types)
+    configuration.encryptionKey = key
     configuration.maxBytes = nil
     configuration.schemaVersion = schemaVersion
     configuration.shouldCompactOnLaunch = nil
@@ -59,7 +62,9 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let (configuration, queue) = try openAgentQueue(options)
-        let target = try openQueue(transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion))
+        let target = try openQueue(
+            transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
+        )
         do {
             let copied = try queue.copyPending(into: target, discard: move ? .exported : nil)
             print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
@@ -90,7 +95,11 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let (configuration, queue) = try openAgentQueue(options)
-        let source = try openQueue(transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion))
+        // An export from an encrypted queue is encrypted with the same key; one
+        // from an unencrypted queue is read as it is.
+        var transfer = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
+        if transfer.encryptionKey != nil, (try? DurableQueue.open(transfer)) == nil { transfer.encryptionKey = nil }
+        let source = try openQueue(transfer)
         do {
             let copied = try source.copyPending(into: queue)
             print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
@@ -131,7 +140,9 @@ struct ResetCommand: ParsableCommand {
             var backupPath = ""
             if discard {
                 backupPath = configuration.clientResetBackupDirectory + "/client-reset-\(isoNow()).ingest.sqlite"
-                backup = try openQueue(transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.schemaVersion))
+                backup = try openQueue(
+                    transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
+                )
             }
             let discarded = try ClientResetHandler.resolveStopped(queue: queue, discardInto: backup)
             if discard {

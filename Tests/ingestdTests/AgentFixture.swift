@@ -16,7 +16,7 @@ struct AgentFixture {
         windSpeedInMph = "int"
         """
 
-    init(_ extra: String = "", inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n") throws {
+    init(_ extra: String = "", queue: String = "", inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n") throws {
         dir = try TemporaryDirectory()
         configPath = dir.file("ingestd.toml")
         let text = """
@@ -25,6 +25,7 @@ struct AgentFixture {
             rejects_file = "\(dir.file("rejects.ndjson"))"
             log_target = "stderr"
             status_interval_ms = 100
+            \(queue.isEmpty ? "" : "[queue]\n" + queue)
             \(extra)
             \(AgentFixture.weatherSensorTOML)
 

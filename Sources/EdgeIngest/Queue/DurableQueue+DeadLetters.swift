@@ -29,7 +29,7 @@ extension DurableQueue {
                     DeadLetter(
                         number: stmt.int64(0), recordID: ObjectId(unsafeBytes: stmt.blob(1)), type: stmt.string(2),
                         schemaVersion: stmt.int64(3), enqueuedAt: stmt.int64(4), failedAt: stmt.int64(5),
-                        reason: stmt.string(6), payload: Array(stmt.blob(7))
+                        reason: stmt.string(6), payload: try store.openDeadLetterPayload(stmt.blob(7), number: stmt.int64(0))
                     )
                 )
             }

@@ -122,6 +122,7 @@ public final class DurableQueue: Sendable {
         }
         quarantinedFile = quarantined
         do {
+            try DurableQueue.applyEncryption(store, configuration: configuration)
             try DurableQueue.checkSchemaVersion(store, configuration: configuration)
             try DurableQueue.compactIfAsked(store, configuration: configuration, logger: logger)
             let totals = try store.totals()
@@ -153,6 +154,46 @@ public final class DurableQueue: Sendable {
             }
         }
         return store
+    }
+
+    /// Checks the key against the file's key check before anything is read
+    /// or written, and installs the cipher. A first key on an empty queue is
+    /// recorded, and the file rewritten so no earlier plaintext lingers in
+    /// free pages.
+    private static func applyEncryption(_ store: QueueStore, configuration: QueueConfiguration) throws {
+        let name = configuration.location.description
+        let stored = try store.meta("key_check")
+        guard let key = configuration.encryptionKey else {
+            if stored != nil {
+                throw EdgeIngestError(
+                    .encryption,
+                    "The queue \(name) is encrypted: open it with its 64-byte encryption key (queue.encryption_key_file). Nothing was changed."
+                )
+            }
+            return
+        }
+        let cipher = try PayloadCipher(key: key, queueName: name)
+        if let stored {
+            guard stored == cipher.keyCheck else {
+                throw EdgeIngestError(
+                    .encryption,
+                    "The encryption key does not match the one the queue \(name) was created with. Nothing was changed: use the right key file."
+                )
+            }
+        } else {
+            guard try store.totals().records == 0, try store.deadLetterCount() == 0 else {
+                throw EdgeIngestError(
+                    .encryption,
+                    "The queue \(name) holds unencrypted records, so it cannot be given a key. Export them (ingestd export), start an encrypted queue and import them. Nothing was changed."
+                )
+            }
+            try store.setMeta("key_check", cipher.keyCheck)
+            if configuration.location.path != nil {
+                try store.db.execute("VACUUM")
+                try store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        }
+        store.cipher = cipher
     }
 
     private static func checkSchemaVersion(_ store: QueueStore, configuration: QueueConfiguration) throws {

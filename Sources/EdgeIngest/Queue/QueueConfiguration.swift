@@ -76,6 +76,13 @@ public struct QueueConfiguration: Sendable {
     public var shouldCompactOnLaunch: (@Sendable (_ totalBytes: Int64, _ usedBytes: Int64) -> Bool)? =
         QueueConfiguration.defaultCompactOnLaunch
 
+    /// A 64-byte key: record payloads (and dead letters) are stored
+    /// encrypted with AES-256-GCM (see docs/QUEUE.md for what is and is not
+    /// protected). A queue created with a key opens only with that key; a
+    /// queue with unencrypted records cannot be given one. The default is
+    /// nil (no encryption). Never printed.
+    public var encryptionKey: [UInt8]?
+
     /// Whether a damaged file is renamed aside (`<file>.corrupt-<ms>`) and
     /// a new queue started. The default is false: opening fails with
     /// ``EdgeIngestError/Code/queueCorrupt`` and the file is left untouched.

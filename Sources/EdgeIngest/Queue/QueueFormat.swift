@@ -17,9 +17,14 @@
 //   consumed_bytes INTEGER  bytes of those records in payload
 //   ids            BLOB     record_count × 12 bytes: each record's _id
 //   payload        BLOB     record_count JSON lines, each ending in "\n"
+//                           (with an encryption key: nonce ‖ AES-256-GCM
+//                           ciphertext ‖ tag of those lines; payload_bytes
+//                           and consumed_bytes count the plaintext)
 // counters — name → value: appended_total, acknowledged_total, dropped.<reason>
 // positions — source → position: input offsets, committed with their records
-// meta — key → value: max_schema_version
+// meta — key → value: max_schema_version; key_check (encrypted queues);
+//   session_nonce, session_epoch, client_reset_pending (the upload session,
+//   docs/PROTOCOL.md "Client reset"); opened_online (OpenBehavior.once)
 // dead_letters (format 2) — records the backend refused one by one (poison
 //   records isolated by bisection): kept with the reason, never retried
 //   automatically, exported or replayed by the operator.

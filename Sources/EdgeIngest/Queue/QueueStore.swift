@@ -11,6 +11,9 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private let selectFrom: SQLiteStatement
     private let selectHeads: SQLiteStatement
     private let insertDeadLetter: SQLiteStatement
+    /// Set when the queue was opened with an encryption key: payloads are
+    /// sealed on the way in and opened on the way out; nothing else changes.
+    var cipher: PayloadCipher?
 
     /// Brings the database to the current format and prepares statements.
     init(db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
@@ -168,7 +171,17 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 enqueuedAt: selectFrom.int64(3), recordCount: selectFrom.int64(4), consumed: selectFrom.int64(5),
                 consumedBytes: selectFrom.int64(6), ids: selectFrom.blob(7), payload: selectFrom.blob(8)
             )
-            guard try body(row) else { return }
+            if let cipher {
+                let plain = try cipher.open(row.payload, what: "Segment \(row.id)")
+                let more = try plain.withUnsafeBytes { bytes -> Bool in
+                    var open = row
+                    open.payload = bytes
+                    return try body(open)
+                }
+                guard more else { return }
+            } else {
+                guard try body(row) else { return }
+            }
         }
     }
 
@@ -183,11 +196,25 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         insertSegment.bind(5, Int64(run.payload.count))
         try run.ids.withUnsafeBytes { ids in
             try run.payload.withUnsafeBytes { payload in
-                insertSegment.bind(6, blob: ids)
-                insertSegment.bind(7, blob: payload)
-                try insertSegment.step()
+                try sealed(payload) { stored in
+                    insertSegment.bind(6, blob: ids)
+                    insertSegment.bind(7, blob: stored)
+                    try insertSegment.step()
+                }
             }
         }
+    }
+
+    /// Calls `body` with `payload` as it is stored: sealed with the cipher, if any.
+    private func sealed(_ payload: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        guard let cipher else { return try body(payload) }
+        try cipher.seal(payload).withUnsafeBytes { try body($0) }
+    }
+
+    /// A dead letter's payload as stored → its record JSON.
+    func openDeadLetterPayload(_ stored: UnsafeRawBufferPointer, number: Int64) throws -> [UInt8] {
+        guard let cipher else { return Array(stored) }
+        return try cipher.open(stored, what: "Dead letter #\(number)")
     }
 
     /// Inserts a segment copied from another queue as it is (ids, payload,
@@ -199,9 +226,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         insertSegment.bind(3, row.enqueuedAt)
         insertSegment.bind(4, records)
         insertSegment.bind(5, Int64(payload.count))
-        insertSegment.bind(6, blob: ids)
-        insertSegment.bind(7, blob: payload)
-        try insertSegment.step()
+        try sealed(payload) { stored in
+            insertSegment.bind(6, blob: ids)
+            insertSegment.bind(7, blob: stored)
+            try insertSegment.step()
+        }
     }
 
     func delete(segment id: Int64) throws {
@@ -228,8 +257,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 insertDeadLetter.bind(4, enqueuedAt)
                 insertDeadLetter.bind(5, failedAt)
                 insertDeadLetter.bind(6, reason)
-                insertDeadLetter.bind(7, blob: payloadBytes)
-                try insertDeadLetter.step()
+                try sealed(payloadBytes) { stored in
+                    insertDeadLetter.bind(7, blob: stored)
+                    try insertDeadLetter.step()
+                }
             }
         }
     }

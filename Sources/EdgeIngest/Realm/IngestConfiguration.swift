@@ -33,6 +33,10 @@ public struct IngestConfiguration: Sendable {
     /// Record types declared at run time (for example from a TOML file),
     /// accepted besides ``objectTypes``.
     public var recordTypes: [RecordType] = []
+    /// A 64-byte key: records are stored encrypted (AES-256-GCM) and the
+    /// file opens only with this key (the seeds' `encryptionKey`). The
+    /// default is nil. See docs/QUEUE.md for what is protected.
+    public var encryptionKey: [UInt8]?
     /// The schema version stamped on every record written. The default is 0.
     public var schemaVersion: Int64 = 0
     /// Decides at open whether to rewrite the file to its used size, given
@@ -98,6 +102,7 @@ public struct IngestConfiguration: Sendable {
         queue.maxBytes = maxBytes
         queue.overflowPolicy = overflowPolicy
         queue.durability = durability
+        queue.encryptionKey = encryptionKey
         return queue
     }
 

@@ -38,6 +38,11 @@ extension AgentConfiguration {
 
 /// Reads a whole file as UTF-8 text, or nil (errno says why).
 func readTextFile(_ path: String) -> String? {
+    readFileBytes(path).map { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Reads a whole file, or nil (errno says why).
+func readFileBytes(_ path: String) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -52,7 +57,7 @@ func readTextFile(_ path: String) -> String? {
         if n == 0 { break }
         bytes.append(contentsOf: buffer[0..<n])
     }
-    return String(decoding: bytes, as: UTF8.self)
+    return bytes
 }
 
 /// Turns a TOML table into an ``AgentConfiguration``, collecting problems.
@@ -62,7 +67,10 @@ struct ConfigurationDecoder {
     /// Every key each section accepts: the single list that decoding checks
     /// against and that a test holds etc/ingestd.toml to.
     static let agentKeys: Set<String> = ["state_directory", "rejects_file", "log_target", "log_level", "stats_interval_seconds", "status_interval_ms"]
-    static let queueKeys: Set<String> = ["path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms"]
+    static let queueKeys: Set<String> = [
+        "path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms",
+        "encryption_key_file",
+    ]
     static let inputKeys: Set<String> = ["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"]
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
@@ -105,6 +113,7 @@ struct ConfigurationDecoder {
         if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) { c.schemaVersion = n }
         if let v = queue?["commit_max_records"], let n = integer(v, "queue.commit_max_records", min: 1) { c.commitMaxRecords = Int(n) }
         if let v = queue?["commit_interval_ms"], let n = integer(v, "queue.commit_interval_ms", min: 1) { c.commitIntervalMilliseconds = Int(n) }
+        c.encryptionKey = encryptionKey(queue?["encryption_key_file"], environment: environment)
         c.rejectsFile = string(agent?["rejects_file"], "agent.rejects_file").flatMap { $0.isEmpty ? nil : $0 }
         if let v = agent?["log_target"], let name = string(v, "agent.log_target") {
             if let target = AgentConfiguration.LogTarget(rawValue: name) { c.logTarget = target }
@@ -276,6 +285,32 @@ struct ConfigurationDecoder {
         if let v = t["hold_ms"], let n = integer(v, "upload.hold_ms", min: 10) { u.holdMilliseconds = Int(n) }
         if let v = t["client_id"], let id = string(v, "upload.client_id") { u.clientID = id }
         return u
+    }
+
+    /// The queue key: 64 raw bytes or 128 hexadecimal digits, from
+    /// `queue.encryption_key_file`, else the systemd credential `queue-key`.
+    mutating func encryptionKey(_ value: TOMLValue?, environment: [String: String]) -> [UInt8]? {
+        var path = string(value, "queue.encryption_key_file")
+        if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"], access(directory + "/queue-key", F_OK) == 0 {
+            path = directory + "/queue-key"
+        }
+        guard let path else { return nil }
+        guard let bytes = readFileBytes(path) else {
+            problem(value, "queue.encryption_key_file", "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
+            return nil
+        }
+        if bytes.count == 64 { return bytes }
+        var text = bytes
+        while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 { text.removeLast() }
+        let hex = Array("0123456789abcdef".utf8)
+        if text.count == 128, let key = Optional(stride(from: 0, to: 128, by: 2).compactMap { i -> UInt8? in
+            guard let hi = hex.firstIndex(of: text[i] | 0x20), let lo = hex.firstIndex(of: text[i + 1] | 0x20) else { return nil }
+            return UInt8(hi << 4 | lo)
+        }), key.count == 64 {
+            return key
+        }
+        problem(value, "queue.encryption_key_file", "'\(path)' must hold exactly 64 bytes, or 128 hexadecimal digits (make one with: head -c 64 /dev/urandom > FILE); it holds \(bytes.count) bytes")
+        return nil
     }
 
     // MARK: Inputs

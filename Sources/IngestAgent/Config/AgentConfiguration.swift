@@ -15,6 +15,8 @@ public struct AgentConfiguration: Sendable {
     public var overflowPolicy: OverflowPolicy = .block
     public var durability: Durability = .powerLossSafe
     public var schemaVersion: Int64 = 0
+    /// The queue's 64-byte encryption key (`queue.encryption_key_file`); never printed.
+    public var encryptionKey: [UInt8]?
     /// Readings are committed in batches of at most this many. The default is 1000.
     public var commitMaxRecords = 1000
     /// …and at least this often while readings arrive. The default is 200 ms.
@@ -75,6 +77,7 @@ public struct AgentConfiguration: Sendable {
         q.overflowPolicy = overflowPolicy
         q.durability = durability
         q.schemaVersion = schemaVersion
+        q.encryptionKey = encryptionKey
         return q
     }
 }

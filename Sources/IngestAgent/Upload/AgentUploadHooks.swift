@@ -66,6 +66,7 @@ struct AgentUploadHooks {
         configuration.schemaVersion = self.configuration.schemaVersion
         configuration.user = user
         let types = self.configuration.types
+        let key = self.configuration.encryptionKey
         let directory = self.configuration.clientResetBackupDirectory
         let logger = self.logger
         let backup: @Sendable (IngestRealm) -> Void = { before in
@@ -73,6 +74,7 @@ struct AgentUploadHooks {
             target.fileURL = URL(fileURLWithPath: directory + "/client-reset-\(isoNow()).ingest.sqlite")
             target.recordTypes = types
             target.maxBytes = nil
+            target.encryptionKey = key  // the backup is as protected as the queue
             do {
                 let copied = try before.writeCopy(configuration: target)
                 logger.warning("Client reset: wrote a backup of the discarded records", metadata: ["ingest.backup": "\(target.fileURL!.path)", "ingest.records": "\(copied)"])
