@@ -56,6 +56,7 @@ import TestSupport
         }))
         try writeSensors(s.realm, 7, from: 5)
         #expect(eventually { (try? s.realm.statistics().droppedByReason["client_reset"]) == 7 })
+        #expect(eventually { seen.withLock { $0 } != nil }, "the after hook ran")
         #expect(seen.withLock { $0 }?.before == 7)
         #expect(seen.withLock { $0 }?.after == 0)
         // The backup holds the 7 discarded records.

@@ -30,6 +30,7 @@ import Testing
         ("[agent]", ConfigurationDecoder.agentKeys), ("[queue]", ConfigurationDecoder.queueKeys),
         ("[[inputs]]", ConfigurationDecoder.inputKeys), ("[upload]", ConfigurationDecoder.uploadKeys),
         ("[auth]", ConfigurationDecoder.authKeys), ("[client_reset]", ConfigurationDecoder.clientResetKeys),
+        ("[[migrations]]", ConfigurationDecoder.migrationKeys),
     ])
     func everyAcceptedKeyIsDocumented(section: String, accepted: Set<String>) {
         let documented = Self.keys(inSection: section)

@@ -48,18 +48,17 @@ struct AgentFixture {
         try queuedLinesAt(stateDirectory + "/queue.sqlite")
     }
 
-    /// The JSON lines in the queue file at `path`.
-    func queuedLinesAt(_ path: String) throws -> [String] {
-        let type = try RecordType(
-            name: "WeatherSensor",
-            fields: [
-                .init(name: "deviceId", type: .string), .init(name: "temperatureInFahrenheit", type: .double),
-                .init(name: "barometricPressureInHg", type: .double), .init(name: "windSpeedInMph", type: .int),
-            ]
-        )
-        let queue = try DurableQueue.open(
-            QueueConfiguration(location: .file(path: path), objectTypes: [type])
-        )
+    /// The JSON lines in the queue file at `path` (WeatherSensor records
+    /// with `fields`, the fixture's declaration by default).
+    func queuedLinesAt(_ path: String, fields: KeyValuePairs<String, FieldType>? = nil, schemaVersion: Int64 = 0) throws -> [String] {
+        let declared: [RecordType.Field] = fields.map { $0.map { RecordType.Field(name: $0.key, type: $0.value) } } ?? [
+            .init(name: "deviceId", type: .string), .init(name: "temperatureInFahrenheit", type: .double),
+            .init(name: "barometricPressureInHg", type: .double), .init(name: "windSpeedInMph", type: .int),
+        ]
+        let type = try RecordType(name: "WeatherSensor", fields: declared)
+        var configuration = QueueConfiguration(location: .file(path: path), objectTypes: [type])
+        configuration.schemaVersion = schemaVersion
+        let queue = try DurableQueue.open(configuration)
         defer { queue.close() }
         guard let lease = try queue.take(maxRecords: .max) else { return [] }
         defer { try? queue.release(lease) }

@@ -205,7 +205,55 @@ public final class DurableQueue: Sendable {
             )
         }
         if stored < configuration.schemaVersion {
-            try store.setMeta("max_schema_version", configuration.schemaVersion)
+            try store.db.transaction {
+                if let block = configuration.migrationBlock { try migrate(store, configuration: configuration, block: block) }
+                try store.setMeta("max_schema_version", configuration.schemaVersion)
+            }
+        }
+    }
+
+    /// Runs the migration block over every pending record of an older
+    /// schema version and rewrites those segments in place (inside the
+    /// caller's transaction: any failure leaves the file as it was).
+    private static func migrate(_ store: QueueStore, configuration: QueueConfiguration, block: MigrationBlock) throws {
+        let types = Dictionary(uniqueKeysWithValues: configuration.objectTypes.map { ($0.name, $0) })
+        var rewrites: [(id: Int64, records: Int64, ids: [UInt8], payload: [UInt8])] = []
+        try store.scanSegments { row in
+            guard row.schemaVersion < configuration.schemaVersion else { return true }
+            guard let type = types[row.type] else {
+                throw EdgeIngestError(.migrationFailed, "The queue holds '\(row.type)' records of schema version \(row.schemaVersion), a type no longer declared: declare it, or export those records first. Nothing was changed.")
+            }
+            let ids = Array(row.ids[(Int(row.consumed) * 12)..<row.ids.count])
+            var payload: [UInt8] = []
+            var start = Int(row.consumedBytes)
+            var index = 0
+            while start < row.payload.count {
+                let end = row.payload[start...].firstIndex(of: UInt8(ascii: "\n")) ?? row.payload.count
+                let id = ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[(Int(row.consumed) + index) * 12..<(Int(row.consumed) + index + 1) * 12]))
+                do {
+                    var values = try StoredRecordDecoder.decode(UnsafeRawBufferPointer(rebasing: row.payload[start..<end]))
+                    values["_id"] = nil
+                    var record = MigrationRecord(typeName: row.type, id: id, values: values)
+                    try block(&record, row.schemaVersion)
+                    record.values["_id"] = .objectId(id)
+                    try type.validate(record.values).encodeJSON(into: &payload)
+                    payload.append(UInt8(ascii: "\n"))
+                } catch {
+                    let reason = (error as? EdgeIngestError)?.message ?? "\(error)"
+                    throw EdgeIngestError(
+                        .migrationFailed,
+                        "Migrating record \(id) ('\(row.type)', schema version \(row.schemaVersion) → \(configuration.schemaVersion)) failed: \(reason) Nothing was changed.",
+                        cause: error as? EdgeIngestError
+                    )
+                }
+                index += 1
+                start = end + 1
+            }
+            rewrites.append((row.id, Int64(index), ids, payload))
+            return true
+        }
+        for r in rewrites {
+            try store.rewrite(segment: r.id, schemaVersion: configuration.schemaVersion, records: r.records, ids: r.ids, payload: r.payload)
         }
     }
 

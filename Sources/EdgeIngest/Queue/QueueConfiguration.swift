@@ -54,6 +54,12 @@ public struct QueueConfiguration: Sendable {
     /// that holds records of a higher version fails. The default is 0.
     public var schemaVersion: Int64 = 0
 
+    /// Rewrites records of an older schema version when the queue is
+    /// opened with a higher ``schemaVersion``; all in one transaction,
+    /// nothing changed if any record fails. Without it, older records keep
+    /// their version and are uploaded as they are. The default is nil.
+    public var migrationBlock: MigrationBlock?
+
     /// The most records the queue holds; nil for no bound. The default is nil.
     public var maxRecords: Int64?
 

@@ -233,6 +233,27 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         }
     }
 
+    /// Replaces a segment's pending records in place (a schema migration):
+    /// same id and enqueue time, so the order is kept.
+    func rewrite(segment id: Int64, schemaVersion: Int64, records: Int64, ids: [UInt8], payload: [UInt8]) throws {
+        let stmt = try db.prepare(
+            "UPDATE segments SET schema_version = ?2, record_count = ?3, payload_bytes = ?4, consumed = 0, consumed_bytes = 0, ids = ?5, payload = ?6 WHERE id = ?1"
+        )
+        stmt.bind(1, id)
+        stmt.bind(2, schemaVersion)
+        stmt.bind(3, records)
+        stmt.bind(4, Int64(payload.count))
+        try ids.withUnsafeBytes { idBytes in
+            try payload.withUnsafeBytes { payloadBytes in
+                try sealed(payloadBytes) { stored in
+                    stmt.bind(5, blob: idBytes)
+                    stmt.bind(6, blob: stored)
+                    try stmt.run()
+                }
+            }
+        }
+    }
+
     func delete(segment id: Int64) throws {
         deleteSegment.bind(1, id)
         try deleteSegment.run()

@@ -39,6 +39,9 @@ public struct IngestConfiguration: Sendable {
     public var encryptionKey: [UInt8]?
     /// The schema version stamped on every record written. The default is 0.
     public var schemaVersion: Int64 = 0
+    /// Rewrites queued records of an older schema version at open (the
+    /// seeds' `migrationBlock`, called once per record). See ``MigrationRecord``.
+    public var migrationBlock: MigrationBlock?
     /// Decides at open whether to rewrite the file to its used size, given
     /// its total and used bytes (the seeds' `shouldCompactOnLaunch`).
     public var shouldCompactOnLaunch: (@Sendable (_ totalBytes: Int64, _ usedBytes: Int64) -> Bool)? =
@@ -103,6 +106,7 @@ public struct IngestConfiguration: Sendable {
         queue.overflowPolicy = overflowPolicy
         queue.durability = durability
         queue.encryptionKey = encryptionKey
+        queue.migrationBlock = migrationBlock
         return queue
     }
 

@@ -83,7 +83,7 @@ struct ConfigurationDecoder {
     }
 
     mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
-        rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload", "auth", "client_reset"], prefix: "")
+        rejectUnknown(root, known: ["agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations"], prefix: "")
         let agent = table(root["agent"], "agent")
         let queue = table(root["queue"], "queue")
         rejectUnknown(agent, known: Self.agentKeys, prefix: "agent.")
@@ -128,6 +128,7 @@ struct ConfigurationDecoder {
         c.upload = decodeUpload(table(root["upload"], "upload"), environment: environment)
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
+        c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.schemaVersion)
         if c.auth != nil, c.upload == nil {
             problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
         }
@@ -291,8 +292,10 @@ struct ConfigurationDecoder {
     /// `queue.encryption_key_file`, else the systemd credential `queue-key`.
     mutating func encryptionKey(_ value: TOMLValue?, environment: [String: String]) -> [UInt8]? {
         var path = string(value, "queue.encryption_key_file")
-        if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"], access(directory + "/queue-key", F_OK) == 0 {
-            path = directory + "/queue-key"
+        if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
+            let credential = readFileBytes(directory + "/queue-key"), !credential.allSatisfy({ $0 == 0x0A || $0 == 0x20 })
+        {
+            path = directory + "/queue-key"  // the unit's SetCredential= default (a newline) means "no key"
         }
         guard let path else { return nil }
         guard let bytes = readFileBytes(path) else {

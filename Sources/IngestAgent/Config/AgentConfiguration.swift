@@ -15,6 +15,8 @@ public struct AgentConfiguration: Sendable {
     public var overflowPolicy: OverflowPolicy = .block
     public var durability: Durability = .powerLossSafe
     public var schemaVersion: Int64 = 0
+    /// How records of older schema versions change (`[[migrations]]`).
+    public var migrations: [FieldMigration] = []
     /// The queue's 64-byte encryption key (`queue.encryption_key_file`); never printed.
     public var encryptionKey: [UInt8]?
     /// Readings are committed in batches of at most this many. The default is 1000.
@@ -78,6 +80,7 @@ public struct AgentConfiguration: Sendable {
         q.durability = durability
         q.schemaVersion = schemaVersion
         q.encryptionKey = encryptionKey
+        q.migrationBlock = migrations.isEmpty ? nil : FieldMigration.block(migrations)
         return q
     }
 }
