@@ -64,6 +64,37 @@ import TestSupport
         #expect(realm.configuration.inMemoryIdentifier == configuration.inMemoryIdentifier)
     }
 
+    /// The seeds' `RealmActor`: a realm opened and written from an actor.
+    actor SensorActor {
+        var realm: IngestRealm!
+        init(configuration: IngestConfiguration) async throws {
+            realm = try await IngestRealm(configuration: configuration)
+        }
+        func createReading(deviceId: String, wind: Int) async throws {
+            try await realm.asyncWrite {
+                try $0.create(WeatherSensor.self, value: [
+                    "_id": ObjectId.generate(), "deviceId": deviceId,
+                    "temperatureInFahrenheit": 60.5, "barometricPressureInHg": 30.1, "windSpeedInMph": wind,
+                ])
+            }
+        }
+        var pending: Int64 { (try? realm.statistics().queuedRecords) ?? -1 }
+        func close() { realm = nil }
+    }
+
+    @Test func useARealmFromAnActor() async throws {
+        var configuration = IngestConfiguration()
+        configuration.inMemoryIdentifier = "actor-\(ObjectId.generate())"
+        configuration.objectTypes = [WeatherSensor.self]
+        let sensors = try await SensorActor(configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<8 { group.addTask { try await sensors.createReading(deviceId: "WX\(i)", wind: i) } }
+            try await group.waitForAll()
+        }
+        #expect(await sensors.pending == 8)
+        await sensors.close()
+    }
+
     /// The seeds' "open a synced realm as another user" (writeCopy), as an
     /// offline box handing its queue to another: every _id reaches the
     /// backend once, even when the first box uploads its copy later.

@@ -28,6 +28,7 @@ import Testing
         try backend.control("refuse-refresh")
         agent.write(UploadTests.readings(5..<10))
         #expect(try backend.waitForUnique(10) == 10, "\(agent.stderr.suffix(2000))")
+        #expect(eventually { (try? fixture.status())?["open_state"] as? String == "open" })
         #expect(agent.terminate() == 0)
         let stats = try backend.stats()
         #expect(stats["logins"] as? Int == 2)
@@ -36,6 +37,26 @@ import Testing
         let cache = fixture.stateDirectory + "/identity/users.json"
         let mode = (try FileManager.default.attributesOfItem(atPath: cache)[.posixPermissions] as! NSNumber).intValue
         #expect(mode == 0o600)
+    }
+
+    @Test func aRefusedLoginWaitsForTheUserAndKeepsEverything() throws {
+        let backend = try TestBackend(["--auth", "--api-key", "right"])
+        let keyDir = try TemporaryDirectory()
+        try "not-the-key-5c1d\n".write(toFile: keyDir.file("api-key"), atomically: true, encoding: .utf8)
+        let fixture = try UploadTests.fixture(backend, """
+
+            [auth]
+            app_id = "weather-fleet"
+            base_url = "\(backend.baseURL)"
+            api_key_file = "\(keyDir.file("api-key"))"
+            """)
+        let agent = try start(fixture)
+        agent.write(UploadTests.readings(0..<3))
+        #expect(eventually { (try? fixture.status())?["open_state"] as? String == "waiting_for_user" }, "\(agent.stderr.suffix(2000))")
+        #expect(try fixture.status()["state"] as? String == "waiting_for_user")
+        #expect(try fixture.status()["queued_records"] as? Int == 3)
+        #expect(agent.terminate() == 0)
+        #expect(!agent.stderr.contains("not-the-key-5c1d"), "the key is never logged")
     }
 
     @Test func aManualClientResetHoldsEverythingUntilIngestdResetRecover() throws {
@@ -52,6 +73,7 @@ import Testing
             let agent = try start(fixture)
             agent.write(UploadTests.readings(5..<10))
             #expect(eventually { ((try? fixture.status())?["upload_reason"] as? String)?.contains("client reset") == true }, "\(agent.stderr.suffix(2000))")
+            #expect(try fixture.status()["open_state"] as? String == "error")
             #expect(agent.terminate() == 0)
         }
         #expect(try fixture.status()["queued_records"] as? Int == 5)

@@ -14,6 +14,8 @@ public final class UploadState: Sendable {
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0
+        /// Whether a batch was stored by the backend since the start.
+        public var connected = false
         /// When the uploader promised its next sign of life (ms since the
         /// epoch): before each wait, request or queue call it sets this to
         /// the longest that step may take. Past it, the uploader is wedged

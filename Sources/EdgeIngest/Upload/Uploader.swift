@@ -159,6 +159,7 @@ package final class Uploader: Sendable {
                 work.removeFirst()
                 attempt = 0
                 reported = false
+                state.update { $0.connected = true }
                 recordLastUpload("stored \(range.count)")
             case .retry(let reason, let retryAfter):
                 if settings.maxRetries > 0, attempt >= settings.maxRetries {

@@ -10,6 +10,11 @@ public struct AgentStatus: Codable, Sendable {
     public var state: String
     public var pid: Int32
     public var updatedAt: String
+    /// The seeds' AsyncOpen state of the agent's queue and session:
+    /// `connecting` (not yet through to the backend since start),
+    /// `waiting_for_user` (the backend refused the login), `open`, or
+    /// `error` (uploading held: see `problem`).
+    public var openState: String = "open"
     public var queuedRecords: Int64
     public var queuedBytes: Int64
     public var oldestAgeSeconds: Double?
@@ -40,6 +45,7 @@ public struct AgentStatus: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case state, pid, inputs, problem
         case updatedAt = "updated_at"
+        case openState = "open_state"
         case queuedRecords = "queued_records"
         case queuedBytes = "queued_bytes"
         case oldestAgeSeconds = "oldest_age_seconds"
@@ -101,5 +107,17 @@ public struct AgentStatus: Codable, Sendable {
         if droppedTotal > 0 { parts.append("\(droppedTotal) dropped") }
         if let reason = uploadReason { parts.append(reason) }
         return parts.joined(separator: ", ")
+    }
+}
+
+extension AgentStatus {
+    /// The AsyncOpen state the uploader's state amounts to.
+    static func openState(upload: UploadState.Snapshot) -> String {
+        switch upload.state {
+        case "waiting_for_user": return "waiting_for_user"
+        case "error", "client_reset": return "error"
+        case "backing_off", "uploading": return upload.connected ? "open" : "connecting"
+        default: return "open"
+        }
     }
 }

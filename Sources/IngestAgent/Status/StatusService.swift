@@ -67,6 +67,7 @@ struct StatusService: Service {
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
                 if status.problem == nil, upload.state == "error" { status.problem = upload.reason }
+                status.openState = AgentStatus.openState(upload: upload)
             }
             return status
         } catch {
