@@ -66,7 +66,9 @@ struct ExportCommand: ParsableCommand {
             transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
         )
         do {
-            let copied = try queue.copyPending(into: target, discard: move ? .exported : nil)
+            let progress = Progress(total: Int(try queue.statistics().queuedRecords), label: "exported")
+            let copied = try queue.copyPending(into: target, discard: move ? .exported : nil) { progress.update(Int($0)) }
+            progress.finish()
             print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
         } catch {
             printError("\(error)")
@@ -101,7 +103,9 @@ struct ImportCommand: ParsableCommand {
         if transfer.encryptionKey != nil, (try? DurableQueue.open(transfer)) == nil { transfer.encryptionKey = nil }
         let source = try openQueue(transfer)
         do {
-            let copied = try source.copyPending(into: queue)
+            let progress = Progress(total: Int(try source.statistics().queuedRecords), label: "imported")
+            let copied = try source.copyPending(into: queue) { progress.update(Int($0)) }
+            progress.finish()
             print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
         } catch {
             printError("\(error)")

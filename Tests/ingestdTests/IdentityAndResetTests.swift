@@ -121,6 +121,10 @@ import Testing
         let export = try offline.run(["export", "--out", file])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(export.stdout == "Exported 20 readings to \(file).\n")
+        #expect(export.stderr.isEmpty, "no progress display in a pipe")
+        // On a terminal (script(1) gives the command a pseudo-terminal) it shows progress.
+        let onTTY = try IngestdBinary.runOnTerminal(["export", "--config", offline.configPath, "--out", offline.dir.file("tty.ingest.sqlite")])
+        #expect(onTTY.contains("20/20 exported (100 %)"), "\(onTTY)")
         #expect(try offline.run(["export", "--out", file]).status == 64, "an existing file is never overwritten")
         let mode = (try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as! NSNumber).intValue
         #expect(mode == 0o600)

@@ -7,13 +7,17 @@ extension DurableQueue {
     /// reason (a client reset) — in the same critical section, so records
     /// appended meanwhile are neither copied nor discarded.
     ///
+    /// `progress` is called after each copied segment with the records
+    /// copied so far (for a progress display; it runs under the queues'
+    /// locks, so keep it short).
+    ///
     /// - Returns: the number of records copied.
     /// - Throws: ``EdgeIngestError/Code/invalidConfiguration`` if `target` is
     ///   this queue, does not accept a pending record's type, or has a
     ///   lower schema version; ``EdgeIngestError/Code/leaseMisuse`` if
     ///   discarding while the uploader holds a lease.
     @discardableResult
-    package func copyPending(into target: DurableQueue, discard: DropReason? = nil) throws -> Int64 {
+    package func copyPending(into target: DurableQueue, discard: DropReason? = nil, progress: ((Int64) -> Void)? = nil) throws -> Int64 {
         guard target !== self else {
             throw EdgeIngestError(.invalidConfiguration, "A queue cannot be copied into itself: give writeCopy another file or in-memory identifier.")
         }
@@ -22,7 +26,7 @@ extension DurableQueue {
             if discard != nil, source.lease != nil {
                 throw EdgeIngestError(.leaseMisuse, "The queue \(configuration.location) cannot discard records while a batch is being uploaded.")
             }
-            let (records, bytes) = try target.receiveCopy(from: store, sourceName: configuration.location.description)
+            let (records, bytes) = try target.receiveCopy(from: store, sourceName: configuration.location.description, progress: progress)
             guard let discard else { return (records, []) }
             try store.db.transaction {
                 try store.db.execute("DELETE FROM segments")
@@ -42,7 +46,7 @@ extension DurableQueue {
     }
 
     /// The target side of ``copyPending(into:discard:)``.
-    private func receiveCopy(from source: QueueStore, sourceName: String) throws -> (records: Int64, bytes: Int64) {
+    private func receiveCopy(from source: QueueStore, sourceName: String, progress: ((Int64) -> Void)?) throws -> (records: Int64, bytes: Int64) {
         // The source store is used under the source queue's lock, which the caller holds.
         try state.withLock { target in
             let store = try target.openStore(configuration.location.description)
@@ -70,6 +74,7 @@ extension DurableQueue {
                     records += pending
                     bytes += Int64(payload.count)
                     oldest = min(oldest ?? row.enqueuedAt, row.enqueuedAt)
+                    progress?(records)
                     return true
                 }
                 try store.add(counter: "appended_total", records)
