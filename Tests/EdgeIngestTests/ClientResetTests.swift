@@ -94,6 +94,16 @@ import TestSupport
         #expect(s.realm.pendingClientReset == nil)
     }
 
+    @Test func aRecoveredSessionThatIsRefusedTooFallsBackToManualInsteadOfLooping() async throws {
+        let s = try await setUp(.recoverUnsyncedChanges())
+        try s.backend.control("refuse-all-sessions")
+        try writeSensors(s.realm, 3, from: 5)
+        #expect(eventually { s.realm.pendingClientReset != nil })
+        // One demand recovered, the next (new session, nothing stored) went manual.
+        #expect(try s.backend.stats()["reset_demands"] as? Int == 2)
+        #expect(try s.realm.statistics().queuedRecords == 3)
+    }
+
     @Test func aRecoveryTheBackendRulesOutFallsBackToManualAndTheGlobalHandler() async throws {
         let reported = Mutex<[String]>([])
         SyncManager.errorHandler = { error, user in reported.withLock { $0.append("\(error.code) \(user?.id ?? "-")") } }

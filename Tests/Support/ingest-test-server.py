@@ -23,6 +23,7 @@ Identity (docs/PROTOCOL.md, "Identity"): POST /auth/v1/apps/<app>/login|refresh|
 Control (tests script the server while it runs):
   POST /control/expire-tokens     every access token issued so far is refused (401)
   POST /control/refuse-refresh    refresh answers 401 from now on
+  POST /control/refuse-all-sessions  every session, even a new one, gets 409 (recovery cannot work)
   POST /control/lose-sessions     batches from every session seen so far get 409
                                   (body {"recoverable":false}: a breaking change)
 """
@@ -132,6 +133,8 @@ class Handler(BaseHTTPRequestHandler):
                 tokens["access"].clear()
             elif action == "refuse-refresh":
                 tokens["refuse_refresh"] = True
+            elif action == "refuse-all-sessions":
+                tokens["refuse_all"] = True
             elif action == "lose-sessions":
                 tokens["lost"] |= state["sessions"]
                 tokens["recoverable"] = json.loads(raw or b"{}").get("recoverable", True)
@@ -156,7 +159,7 @@ class Handler(BaseHTTPRequestHandler):
         session = self.headers.get("EdgeIngest-Session")
         if session:
             with lock:
-                lost = session in tokens["lost"]
+                lost = session in tokens["lost"] or tokens.get("refuse_all", False)
                 if lost:
                     state["reset_demands"] += 1
                 else:

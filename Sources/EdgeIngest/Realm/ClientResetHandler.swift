@@ -13,6 +13,8 @@ package final class ClientResetHandler: Sendable {
     struct State {
         var session: String
         var pending: String?
+        /// The last reset was handled by recovering (re-sending under a new session).
+        var recovered = false
         weak var upload: BackgroundUpload?
     }
 
@@ -52,14 +54,21 @@ package final class ClientResetHandler: Sendable {
     }
 
     /// The uploader's hook: returns true when uploading may resume.
-    package func handle(reason: String, recoverable: Bool) -> Bool {
+    package func handle(reason: String, recoverable: Bool, storedSinceLastReset: Bool = true) -> Bool {
         let mode = configuration.clientResetMode
         var kind = mode.kind
+        let recoveredBefore = state.withLock { $0.recovered }
+        if recoveredBefore && !storedSinceLastReset && (kind == .recover || kind == .recoverOrDiscard) {
+            // The session a recovery started was refused before anything was stored: recovering again would loop.
+            logger.error("The backend refused the recovered session too; recovery failed", metadata: ["ingest.reason": "\(reason)"])
+            kind = kind == .recover ? .manual : .discard
+        }
         if kind == .recoverOrDiscard { kind = recoverable ? .recover : .discard }
         if kind == .recover && !recoverable {
             logger.error("The backend says the pending records cannot be recovered; falling back to a manual client reset", metadata: ["ingest.reason": "\(reason)"])
             kind = .manual
         }
+        state.withLock { $0.recovered = kind == .recover }
         do {
             switch kind {
             case .recover:

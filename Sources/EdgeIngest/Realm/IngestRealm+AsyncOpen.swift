@@ -1,3 +1,5 @@
+import Synchronization
+
 extension IngestRealm {
     /// Opens a realm step by step, reporting each state: the seeds'
     /// `@AsyncOpen`, for code without SwiftUI (and what `ingestd status`
@@ -23,10 +25,12 @@ extension IngestRealm {
         openBehavior: OpenBehavior = .never,
         timeout: Duration = .seconds(30)
     ) -> AsyncStream<AsyncOpenState> {
-        var step = AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil)
+        // The unfolding closure is called once at a time; the lock only makes that visible to the compiler.
+        let steps = Mutex(AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil))
         return AsyncStream(unfolding: {
             while true {
-                switch step.next(userState: configuration.user?.state) {
+                let userState = configuration.user?.state
+                switch steps.withLock({ $0.next(userState: userState) }) {
                 case .finish:
                     return nil
                 case .emit(let state):
@@ -37,13 +41,13 @@ extension IngestRealm {
                 case .open:
                     do {
                         let realm = try await IngestRealm(configuration: configuration, openBehavior: openBehavior, timeout: timeout)
-                        step.opened()
+                        steps.withLock { $0.opened() }
                         return .open(realm)
                     } catch let error as EdgeIngestError {
-                        step.opened()
+                        steps.withLock { $0.opened() }
                         return .error(error)
                     } catch {
-                        step.opened()
+                        steps.withLock { $0.opened() }
                         return .error(EdgeIngestError(.storage, "Opening failed: \(error)."))
                     }
                 }

@@ -98,7 +98,9 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             [("Authorization", "Bearer " + (try user.accessToken())), ("EdgeIngest-Session", handler.session)]
         }
         hooks.refreshCredentials = { [user] in (try? user.accessToken(forceRefresh: true)) != nil }
-        hooks.clientReset = { [handler] reason, recoverable in handler.handle(reason: reason, recoverable: recoverable) }
+        hooks.clientReset = { [handler] reason, recoverable, stored in
+            handler.handle(reason: reason, recoverable: recoverable, storedSinceLastReset: stored)
+        }
         hooks.reportError = { [user] error in SyncManager.errorHandler?(error, user) }
         return Uploader(
             queue: queue, settings: settings, state: UploadState(), hooks: hooks,

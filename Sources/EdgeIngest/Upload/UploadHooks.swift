@@ -10,10 +10,12 @@ package struct UploadHooks: Sendable {
     /// Called once after a 401: refresh the credentials. True when new ones
     /// are in place and the batch may be sent again.
     package var refreshCredentials: @Sendable () -> Bool = { false }
-    /// Called when the backend demands a client reset. Returns true when the
-    /// reset was carried out and uploading may resume at once, false to hold
-    /// (manual mode) until ``Uploader/resume()``.
-    package var clientReset: @Sendable (_ reason: String, _ recoverable: Bool) -> Bool = { _, _ in false }
+    /// Called when the backend demands a client reset. `storedSinceLastReset`
+    /// says whether any batch was stored since the previous demand (false
+    /// right after a recovery means the new session is refused too).
+    /// Returns true when the reset was carried out and uploading may resume
+    /// at once, false to hold (manual mode) until ``Uploader/resume()``.
+    package var clientReset: @Sendable (_ reason: String, _ recoverable: Bool, _ storedSinceLastReset: Bool) -> Bool = { _, _, _ in false }
     /// Receives errors that hold or slow uploading (the process-wide
     /// ``SyncManager/errorHandler``). Called once per streak, not per retry.
     package var reportError: @Sendable (EdgeIngestError) -> Void = { _ in }

@@ -1,5 +1,3 @@
-import EdgeIngest
-
 /// The `[upload]` section: where and how readings stream to the backend.
 public struct UploadSettings: Sendable {
     public var http: HTTPSettings

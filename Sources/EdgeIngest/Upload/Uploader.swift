@@ -21,6 +21,8 @@ package final class Uploader: Sendable {
     let logger: Logger
     let userAgent: String
     private let resumeGeneration = Atomic<UInt64>(0)
+    /// Whether a batch was stored since the last client-reset demand.
+    private let storedSinceReset = Atomic<Bool>(true)
 
     package init(queue: DurableQueue, settings: UploadSettings, state: UploadState, hooks: UploadHooks, userAgent: String, logger: Logger) {
         self.queue = queue
@@ -160,6 +162,7 @@ package final class Uploader: Sendable {
                 attempt = 0
                 reported = false
                 state.update { $0.connected = true }
+                storedSinceReset.store(true, ordering: .relaxed)
                 recordLastUpload("stored \(range.count)")
             case .retry(let reason, let retryAfter):
                 if settings.maxRetries > 0, attempt >= settings.maxRetries {
@@ -238,7 +241,8 @@ package final class Uploader: Sendable {
                     $0.reason = reason
                 }
                 logger.error("The backend demands a client reset", metadata: ["ingest.reason": "\(reason)", "ingest.recoverable": "\(recoverable)"])
-                if hooks.clientReset(reason, recoverable) {
+                let stored = storedSinceReset.exchange(false, ordering: .relaxed)
+                if hooks.clientReset(reason, recoverable, stored) {
                     state.update { $0.reason = nil }
                     return .acknowledged  // the queue changed: take a fresh lease
                 }

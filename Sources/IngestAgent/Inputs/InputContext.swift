@@ -37,7 +37,7 @@ struct InputContext: Sendable {
 func runBlockingLoop(_ loop: @escaping @Sendable (StopSignal) throws -> Void) async throws {
     let stop = StopSignal()
     let failure = FailureBox()
-    try await withGracefulShutdownHandler {
+    await withGracefulShutdownHandler {
         await BlockingThread.run {
             do {
                 try loop(stop)

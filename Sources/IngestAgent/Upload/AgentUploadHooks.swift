@@ -41,7 +41,9 @@ struct AgentUploadHooks {
             guard let app, let credentials else { return false }
             return (try? AgentUploadHooks.accessToken(app: app, credentials: credentials, forceRefresh: true)) != nil
         }
-        hooks.clientReset = { [resets] reason, recoverable in resets.handle(reason: reason, recoverable: recoverable) }
+        hooks.clientReset = { [resets] reason, recoverable, stored in
+            resets.handle(reason: reason, recoverable: recoverable, storedSinceLastReset: stored)
+        }
         return hooks
     }
 
