@@ -1,0 +1,69 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Uploads through an HTTP forward proxy, from `upload.proxy` and from the
+/// standard `http_proxy` environment variable (libcurl's own handling).
+@Suite struct ProxyUploadTests {
+    final class ForwardProxy {
+        let process = Process()
+        let port: Int
+
+        init() throws {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Support/forward-proxy.py")
+            let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID()).port").path
+            defer { unlink(portFile) }
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [script.path, "--port-file", portFile]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var port: Int?
+            for _ in 0..<200 where port == nil {
+                port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+                if port == nil { usleep(25_000) }
+            }
+            guard let port else {
+                kill(process.processIdentifier, SIGKILL)
+                throw POSIXError(.ETIMEDOUT)
+            }
+            self.port = port
+        }
+
+        deinit {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    @Test func theConfiguredProxyCarriesEveryBatch() throws {
+        let backend = try TestBackend()
+        let proxy = try ForwardProxy()
+        let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:\(proxy.port)\"")
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"] {
+            environment[name] = nil
+        }
+        let run = try fixture.run(["run"], stdin: Data(UploadTests.readings(0..<50).utf8), environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let stats = try backend.stats()
+        #expect(stats["unique"] as? Int == 50)
+        #expect(stats["via"] as? [String] == ["1.1 edgeingest-test-proxy"])
+    }
+
+    @Test func theHTTPProxyEnvironmentVariableIsHonoured() throws {
+        let backend = try TestBackend()
+        let proxy = try ForwardProxy()
+        let fixture = try UploadTests.fixture(backend)
+        var environment = ProcessInfo.processInfo.environment
+        environment["http_proxy"] = "http://127.0.0.1:\(proxy.port)"
+        environment["no_proxy"] = nil
+        environment["NO_PROXY"] = nil
+        let run = try fixture.run(["run"], stdin: Data(UploadTests.readings(0..<20).utf8), environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        let stats = try backend.stats()
+        #expect(stats["unique"] as? Int == 20)
+        #expect(stats["via"] as? [String] == ["1.1 edgeingest-test-proxy"])
+    }
+}
