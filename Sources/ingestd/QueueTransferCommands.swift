@@ -40,6 +40,20 @@ func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion
     return configuration
 }
 
+/// Copies `source`'s pending readings into `target` (optionally removing
+/// them from `source`), with a progress display on a terminal.
+func transfer(from source: DurableQueue, to target: DurableQueue, discard: DropReason? = nil, label: String) throws -> Int64 {
+    do {
+        let progress = Progress(total: Int(try source.statistics().queuedRecords), label: label)
+        let copied = try source.copyPending(into: target, discard: discard) { progress.update(Int($0)) }
+        progress.finish()
+        return copied
+    } catch {
+        printError("\(error)")
+        throw ExitCodes.forError(error)
+    }
+}
+
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
@@ -65,15 +79,8 @@ struct ExportCommand: ParsableCommand {
         let target = try openQueue(
             transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
         )
-        do {
-            let progress = Progress(total: Int(try queue.statistics().queuedRecords), label: "exported")
-            let copied = try queue.copyPending(into: target, discard: move ? .exported : nil) { progress.update(Int($0)) }
-            progress.finish()
-            print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
-        } catch {
-            printError("\(error)")
-            throw ExitCodes.forError(error)
-        }
+        let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
+        print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
     }
 }
 
@@ -97,20 +104,22 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let (configuration, queue) = try openAgentQueue(options)
-        // An export from an encrypted queue is encrypted with the same key; one
-        // from an unencrypted queue is read as it is.
-        var transfer = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
-        if transfer.encryptionKey != nil, (try? DurableQueue.open(transfer)) == nil { transfer.encryptionKey = nil }
-        let source = try openQueue(transfer)
+        // An export of an encrypted queue is encrypted with the same key; one of
+        // an unencrypted queue is not. Opening without a key first never gives
+        // the file a key check of its own.
+        var source = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion)
+        let opened: DurableQueue
         do {
-            let progress = Progress(total: Int(try source.statistics().queuedRecords), label: "imported")
-            let copied = try source.copyPending(into: queue) { progress.update(Int($0)) }
-            progress.finish()
-            print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
+            opened = try DurableQueue.open(source)
+        } catch let error as EdgeIngestError where error.code == .encryption && configuration.encryptionKey != nil {
+            source.encryptionKey = configuration.encryptionKey
+            opened = try openQueue(source)
         } catch {
             printError("\(error)")
             throw ExitCodes.forError(error)
         }
+        let copied = try transfer(from: opened, to: queue, label: "imported")
+        print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
     }
 }
 

@@ -9,17 +9,23 @@ import Testing
         try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
     }
 
-    @Test func theAgentLogsInWithAnAPIKeyAndLogsInAgainWhenTheSessionEnds() throws {
-        let backend = try TestBackend(["--auth", "--api-key", "gw-secret-key"])
-        let keyDir = try TemporaryDirectory()
-        try "gw-secret-key\n".write(toFile: keyDir.file("api-key"), atomically: true, encoding: .utf8)
-        let fixture = try UploadTests.fixture(backend, """
+    /// An agent uploading to `backend` that logs in with the API key `key`,
+    /// read from a file in `keys` (kept alive by the caller).
+    func apiKeyFixture(_ backend: TestBackend, key: String, keys: TemporaryDirectory) throws -> AgentFixture {
+        try "\(key)\n".write(toFile: keys.file("api-key"), atomically: true, encoding: .utf8)
+        return try UploadTests.fixture(backend, """
 
             [auth]
             app_id = "weather-fleet"
             base_url = "\(backend.baseURL)"
-            api_key_file = "\(keyDir.file("api-key"))"
+            api_key_file = "\(keys.file("api-key"))"
             """)
+    }
+
+    @Test func theAgentLogsInWithAnAPIKeyAndLogsInAgainWhenTheSessionEnds() throws {
+        let backend = try TestBackend(["--auth", "--api-key", "gw-secret-key"])
+        let keys = try TemporaryDirectory()
+        let fixture = try apiKeyFixture(backend, key: "gw-secret-key", keys: keys)
         let agent = try start(fixture)
         agent.write(UploadTests.readings(0..<5))
         #expect(try backend.waitForUnique(5) == 5, "\(agent.stderr.suffix(2000))")
@@ -41,15 +47,8 @@ import Testing
 
     @Test func aRefusedLoginWaitsForTheUserAndKeepsEverything() throws {
         let backend = try TestBackend(["--auth", "--api-key", "right"])
-        let keyDir = try TemporaryDirectory()
-        try "not-the-key-5c1d\n".write(toFile: keyDir.file("api-key"), atomically: true, encoding: .utf8)
-        let fixture = try UploadTests.fixture(backend, """
-
-            [auth]
-            app_id = "weather-fleet"
-            base_url = "\(backend.baseURL)"
-            api_key_file = "\(keyDir.file("api-key"))"
-            """)
+        let keys = try TemporaryDirectory()
+        let fixture = try apiKeyFixture(backend, key: "not-the-key-5c1d", keys: keys)
         let agent = try start(fixture)
         agent.write(UploadTests.readings(0..<3))
         #expect(eventually { (try? fixture.status())?["open_state"] as? String == "waiting_for_user" }, "\(agent.stderr.suffix(2000))")

@@ -138,8 +138,11 @@ package final class ClientResetHandler: Sendable {
     /// copying the pending records into `backup` (if given).
     func resolve(discard: Bool, backup: IngestRealm?) throws {
         if discard {
-            let target = try backup ?? frozenCopy(discarding: false, copy: false)
-            try queue.copyPending(into: target.queue, discard: .clientReset)
+            if let backup {
+                try queue.copyPending(into: backup.queue, discard: .clientReset)
+            } else {
+                _ = try frozenCopy(discarding: true)  // no backup asked for: the copy is let go
+            }
         }
         try renewSession()
         state.withLock { $0.upload }?.uploader.resume()
@@ -147,14 +150,14 @@ package final class ClientResetHandler: Sendable {
 
     /// An in-memory copy of the pending records (the `before` realm); with
     /// `discarding`, the copied records leave the live queue atomically.
-    private func frozenCopy(discarding: Bool, copy: Bool = true) throws -> IngestRealm {
+    private func frozenCopy(discarding: Bool) throws -> IngestRealm {
         var frozen = IngestConfiguration()
         frozen.inMemoryIdentifier = "client-reset-before-\(ObjectId.generate())"
         frozen.recordTypes = queue.configuration.objectTypes
         frozen.schemaVersion = queue.configuration.schemaVersion
         frozen.maxBytes = nil
         let realm = try IngestRealm(opened: DurableQueue.open(frozen.queueConfiguration(), logger: logger), configuration: frozen, frozen: true)
-        if copy || discarding { try queue.copyPending(into: realm.queue, discard: discarding ? .clientReset : nil) }
+        try queue.copyPending(into: realm.queue, discard: discarding ? .clientReset : nil)
         return realm
     }
 

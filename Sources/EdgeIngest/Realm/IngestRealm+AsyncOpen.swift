@@ -66,7 +66,7 @@ struct AsyncOpenSteps {
         case finish
     }
 
-    private enum Phase { case start, waiting, reported, connect, done }
+    private enum Phase { case start, waiting, reported, done }
     private var phase = Phase.start
     let needsBackend: Bool
 
@@ -85,10 +85,7 @@ struct AsyncOpenSteps {
             phase = .reported
             return needsBackend ? .emit(.connecting) : .emit(.progress(0))
         case .reported:
-            phase = .connect
-            return .open
-        case .connect:
-            return .open
+            return .open  // the caller reports the outcome and calls opened()
         case .done:
             return .finish
         }

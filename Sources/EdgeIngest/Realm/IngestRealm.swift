@@ -162,10 +162,10 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         }
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
-        while try queue.statistics().queuedRecords > 0 {
+        while case let pending = try queue.statistics().queuedRecords, pending > 0 {
             guard clock.now < deadline else {
                 let reason = uploadState?.reason.map { " (\($0))" } ?? ""
-                throw EdgeIngestError(.offline, "\(try queue.statistics().queuedRecords) records are still pending after \(timeout)\(reason).")
+                throw EdgeIngestError(.offline, "\(pending) records are still pending after \(timeout)\(reason).")
             }
             upload?.wake.stop()
             try await Task.sleep(for: .milliseconds(20))

@@ -30,7 +30,9 @@ public enum AsyncOpenState: Sendable {
     /// No usable session: the user logged out or the backend refused to
     /// refresh it. Log in again; the open then succeeds.
     case waitingForUser
-    /// Opening work in progress, from 0 to 1.
+    /// Opening work in progress, as a fraction. Today only 0 is reported,
+    /// once, before the file is opened when the backend is not needed
+    /// (there is nothing to download; migration reports no fractions yet).
     case progress(Double)
     /// Open and ready for writes.
     case open(IngestRealm)

@@ -305,34 +305,50 @@ struct ConfigurationDecoder {
         if bytes.count == 64 { return bytes }
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 { text.removeLast() }
-        let hex = Array("0123456789abcdef".utf8)
-        if text.count == 128, let key = Optional(stride(from: 0, to: 128, by: 2).compactMap { i -> UInt8? in
-            guard let hi = hex.firstIndex(of: text[i] | 0x20), let lo = hex.firstIndex(of: text[i + 1] | 0x20) else { return nil }
-            return UInt8(hi << 4 | lo)
-        }), key.count == 64 {
-            return key
-        }
+        if text.count == 128, let key = Self.hexBytes(text) { return key }
         problem(value, "queue.encryption_key_file", "'\(path)' must hold exactly 64 bytes, or 128 hexadecimal digits (make one with: head -c 64 /dev/urandom > FILE); it holds \(bytes.count) bytes")
         return nil
+    }
+
+    /// `0a1B…` → bytes, or nil if a character is not a hexadecimal digit.
+    static func hexBytes(_ text: [UInt8]) -> [UInt8]? {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: text.count - 1, by: 2) {
+            guard let hi = digits.firstIndex(of: text[i] | 0x20), let lo = digits.firstIndex(of: text[i + 1] | 0x20) else { return nil }
+            out.append(UInt8(hi << 4 | lo))
+        }
+        return out
+    }
+
+    /// The entries of an array of tables (`[[name]]`): each table with its
+    /// key (`name[n]`) and its value (for line numbers), unknown keys
+    /// reported; anything else is a problem.
+    mutating func arrayOfTables(_ value: TOMLValue?, _ name: String, known: Set<String>) -> [(key: String, table: TOMLTable, item: TOMLValue)] {
+        guard let value else { return [] }
+        guard case .array(let items) = value.kind else {
+            problem(value, name, "must be an array of tables: write each entry as [[\(name)]]")
+            return []
+        }
+        var tables: [(key: String, table: TOMLTable, item: TOMLValue)] = []
+        for (n, item) in items.enumerated() {
+            let key = "\(name)[\(n)]"
+            guard case .table(let t) = item.kind else {
+                problem(item, key, "must be a table")
+                continue
+            }
+            rejectUnknown(t, known: known, prefix: key + ".", line: item.line)
+            tables.append((key, t, item))
+        }
+        return tables
     }
 
     // MARK: Inputs
 
     mutating func decodeInputs(_ value: TOMLValue?, types: [RecordType]) -> [InputSettings] {
-        guard let value else { return [] }
-        guard case .array(let items) = value.kind else {
-            problem(value, "inputs", "must be an array of tables: write each input as [[inputs]]")
-            return []
-        }
         var inputs: [InputSettings] = []
         var names = Set<String>()
-        for (n, item) in items.enumerated() {
-            let key = "inputs[\(n)]"
-            guard case .table(let t) = item.kind else {
-                problem(item, key, "must be a table")
-                continue
-            }
-            rejectUnknown(t, known: Self.inputKeys, prefix: key + ".", line: item.line)
+        for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys) {
             guard let kindName = string(t["kind"], key + ".kind") else {
                 problem(item, key + ".kind", "is required: stdin, file or serial")
                 continue

@@ -35,19 +35,8 @@ extension ConfigurationDecoder {
     static let migrationKeys: Set<String> = ["schema_version", "type", "rename", "drop", "default"]
 
     mutating func decodeMigrations(_ value: TOMLValue?, schemaVersion: Int64) -> [FieldMigration] {
-        guard let value else { return [] }
-        guard case .array(let items) = value.kind else {
-            problem(value, "migrations", "must be an array of tables: write each step as [[migrations]]")
-            return []
-        }
         var steps: [FieldMigration] = []
-        for (n, item) in items.enumerated() {
-            let key = "migrations[\(n)]"
-            guard case .table(let t) = item.kind else {
-                problem(item, key, "must be a table")
-                continue
-            }
-            rejectUnknown(t, known: Self.migrationKeys, prefix: key + ".", line: item.line)
+        for (key, t, item) in arrayOfTables(value, "migrations", known: Self.migrationKeys) {
             guard let v = t["schema_version"], let version = integer(v, key + ".schema_version", min: 1) else {
                 if t["schema_version"] == nil { problem(item, key + ".schema_version", "is required: the version these changes lead to") }
                 continue

@@ -32,17 +32,17 @@ final class RejectsFile: Sendable {
         out.append(contentsOf: isoNow().utf8)
         out.append(UInt8(ascii: "\""))
         key("input")
-        JSONText.appendString(input, to: &out)
+        JSONWriter.appendString(input, to: &out)
         key("line")
         out.append(contentsOf: String(line).utf8)
         key("reason")
-        JSONText.appendString(rejection.reason, to: &out)
+        JSONWriter.appendString(rejection.reason, to: &out)
         key("message")
-        JSONText.appendString(rejection.message, to: &out)
+        JSONWriter.appendString(rejection.message, to: &out)
         if let raw {
             if let text = String(validating: raw, as: UTF8.self) {
                 key("raw")
-                JSONText.appendString(text, to: &out)
+                JSONWriter.appendString(text, to: &out)
             } else {
                 key("raw_hex")
                 out.append(UInt8(ascii: "\""))
@@ -71,8 +71,6 @@ final class RejectsFile: Sendable {
     }
 }
 
-/// The agent's own JSON files use the library's string escaping.
-typealias JSONText = JSONWriter
 
 
 

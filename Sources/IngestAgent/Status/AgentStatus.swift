@@ -5,8 +5,9 @@ import FoundationEssentials
 /// seeds' AsyncOpen states) and every counter. Written by the running agent
 /// to `<state_directory>/status.json`.
 public struct AgentStatus: Codable, Sendable {
-    /// connecting, waiting_for_user, uploading, idle, backing_off, error, or
-    /// stopped (written at exit).
+    /// The uploader's state — idle, uploading, backing_off, waiting_for_user,
+    /// client_reset, error — or stopped (written at exit). See `openState`
+    /// for the AsyncOpen view of it.
     public var state: String
     public var pid: Int32
     public var updatedAt: String
