@@ -58,9 +58,11 @@ import Testing
         #expect(!agent.stderr.contains("not-the-key-5c1d"), "the key is never logged")
     }
 
-    @Test func aManualClientResetHoldsEverythingUntilIngestdResetRecover() throws {
+    /// An agent in client-reset `mode` that uploaded 5 readings, after which
+    /// the backend lost its session.
+    func agentWhoseSessionIsLost(mode: String) throws -> (TestBackend, AgentFixture) {
         let backend = try TestBackend()
-        let fixture = try UploadTests.fixture(backend, "\n[client_reset]\nmode = \"manual\"")
+        let fixture = try UploadTests.fixture(backend, "\n[client_reset]\nmode = \"\(mode)\"")
         do {
             let agent = try start(fixture)
             agent.write(UploadTests.readings(0..<5))
@@ -68,6 +70,11 @@ import Testing
             #expect(agent.terminate() == 0)
         }
         try backend.control("lose-sessions")
+        return (backend, fixture)
+    }
+
+    @Test func aManualClientResetHoldsEverythingUntilIngestdResetRecover() throws {
+        let (backend, fixture) = try agentWhoseSessionIsLost(mode: "manual")
         do {
             let agent = try start(fixture)
             agent.write(UploadTests.readings(5..<10))
@@ -88,15 +95,7 @@ import Testing
     }
 
     @Test func aDiscardClientResetBacksUpTheQueuedReadingsAndCountsThem() throws {
-        let backend = try TestBackend()
-        let fixture = try UploadTests.fixture(backend, "\n[client_reset]\nmode = \"discard\"")
-        do {
-            let agent = try start(fixture)
-            agent.write(UploadTests.readings(0..<5))
-            #expect(try backend.waitForUnique(5) == 5)
-            #expect(agent.terminate() == 0)
-        }
-        try backend.control("lose-sessions")
+        let (backend, fixture) = try agentWhoseSessionIsLost(mode: "discard")
         let agent = try start(fixture)
         agent.write(UploadTests.readings(5..<12))
         #expect(eventually { ((try? fixture.status())?["dropped_by_reason"] as? [String: Int])?["client_reset"] == 7 }, "\(agent.stderr.suffix(2000))")
