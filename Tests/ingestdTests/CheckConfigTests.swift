@@ -100,7 +100,7 @@ import Testing
             [types.T]
             v = "int"
             """.write(toFile: config, atomically: true, encoding: .utf8)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = IngestdBinary.environment
         environment["CREDENTIALS_DIRECTORY"] = credentials
         return try IngestdBinary.run(["check-config", "--config", config], environment: environment)
     }

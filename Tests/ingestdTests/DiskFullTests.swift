@@ -30,7 +30,7 @@ import Testing
         let input = fixture.dir.file("readings.ndjson")
         try UploadTests.readings(0..<4000).write(toFile: input, atomically: true, encoding: .utf8)
         let agent = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment, stdinFile: input
+            arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: input
         )
 
         // Full: the agent is alive, the status says why (and exits 1).

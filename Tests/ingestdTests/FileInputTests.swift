@@ -54,7 +54,7 @@ import Testing
         let fixture = try Self.fixture(inputs.path)
         let a = inputs.file("a.ndjson")
         try Self.append(0..<100, to: a)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         #expect(try Self.waitForAccepted(fixture, 100) == 100)
 
         try Self.append(100..<150, to: a)
@@ -105,7 +105,7 @@ import Testing
         var written = 0
         var rng = SystemRandomNumberGenerator()
         for round in 0..<5 {
-            let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+            let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
             // Keep appending while the agent reads, then kill it at a random moment.
             let deadline = Date().addingTimeInterval(Double.random(in: 0.3...0.9, using: &rng))
             while Date() < deadline {
@@ -119,7 +119,7 @@ import Testing
             #expect(agent.process.terminationReason == .uncaughtSignal, "round \(round)")
         }
         // A last, clean run catches up with everything written.
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         #expect(try Self.waitForAccepted(fixture, written, timeout: 60) == written)
         #expect(agent.terminate() == 0)
         let devices = Self.devices(try fixture.queuedLines())

@@ -17,7 +17,11 @@ import Testing
             case 3: out.append(Array(#"{"deviceId":"x"#.utf8) + [0, 0, 0] + Array(#"","windSpeedInMph":1}"#.utf8))  // NUL bytes
             case 4: out.append([0x7B, 0x22, 0xC3, 0x28, 0xFF, 0xFE, 0xED, 0xA0, 0x80, 0x22, 0x7D])  // invalid UTF-8
             case 5: out.append(Array((#"{"a":"# + String(repeating: "[", count: 5_000)).utf8))  // deep nesting
-            case 6: out.append((0..<Int.random(in: 1...300, using: &rng)).map { _ in UInt8.random(in: 1...255, using: &rng) }.filter { $0 != 0x0A })
+            case 6:
+                // Random bytes, never a newline and never blank: a lone "\r" or " " is a
+                // blank line, which the agent skips rather than rejects (LineIngestor).
+                let noise = (0..<Int.random(in: 1...300, using: &rng)).map { _ in UInt8.random(in: 1...255, using: &rng) }.filter { $0 != 0x0A }
+                out.append([0x01] + noise)
             case 7: out.append(Array(#"{"_type":"Nope","deviceId":"x"}"#.utf8))
             case 8: out.append(Array(#"{"deviceId":"x","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3,"deviceId":"y"}"#.utf8))
             default: out.append(Array("\u{FEFF}{\"deviceId\":\"bom\"}".utf8))

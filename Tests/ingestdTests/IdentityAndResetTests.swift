@@ -6,7 +6,7 @@ import Testing
 /// `ingestd import`, against the built binary and a loopback backend.
 @Suite(.serialized) struct IdentityAndResetTests {
     func start(_ fixture: AgentFixture) throws -> RunningAgent {
-        try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
     }
 
     /// An agent uploading to `backend` that logs in with the API key `key`,

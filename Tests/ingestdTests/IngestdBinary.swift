@@ -10,6 +10,23 @@ enum IngestdBinary {
         return dir.appendingPathComponent("ingestd")
     }
 
+    /// This process's environment without what would make an agent under test
+    /// behave as if a service manager, a proxy or a credential store were
+    /// there: CI may itself run under systemd (NOTIFY_SOCKET, JOURNAL_STREAM,
+    /// CREDENTIALS_DIRECTORY…) or behind a proxy. Tests that want one of
+    /// these set it explicitly.
+    static var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for name in [
+            "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "INVOCATION_ID",
+            "CREDENTIALS_DIRECTORY", "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID",
+            "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+        ] {
+            environment[name] = nil
+        }
+        return environment
+    }
+
     struct Result {
         var status: Int32
         var stdout: String
@@ -35,7 +52,7 @@ enum IngestdBinary {
             process.executableURL = url
             process.arguments = arguments
         }
-        if let environment { process.environment = environment }
+        process.environment = environment ?? Self.environment
         let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-out-\(UUID())")
         let errURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-err-\(UUID())")
         FileManager.default.createFile(atPath: outURL.path, contents: nil)

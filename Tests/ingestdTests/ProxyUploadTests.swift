@@ -41,7 +41,7 @@ import Testing
         let backend = try TestBackend()
         let proxy = try ForwardProxy()
         let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:\(proxy.port)\"")
-        var environment = ProcessInfo.processInfo.environment
+        var environment = IngestdBinary.environment
         for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"] {
             environment[name] = nil
         }
@@ -56,7 +56,7 @@ import Testing
         let backend = try TestBackend()
         let proxy = try ForwardProxy()
         let fixture = try UploadTests.fixture(backend)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = IngestdBinary.environment
         environment["http_proxy"] = "http://127.0.0.1:\(proxy.port)"
         environment["no_proxy"] = nil
         environment["NO_PROXY"] = nil

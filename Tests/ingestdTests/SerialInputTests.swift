@@ -54,7 +54,7 @@ final class PseudoTerminal {
                 baud = 115200
                 """
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         #expect(Self.waitFor("Serial device opened", in: agent), "\(agent.stderr)")
 
         // CR/LF line endings, as many serial sensors send.
@@ -91,7 +91,7 @@ final class PseudoTerminal {
         let fixture = try AgentFixture(
             "", inputs: "[[inputs]]\nkind = \"serial\"\ndevice = \"\(link)\"\n"
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         #expect(Self.waitFor("Serial device unavailable; retrying with backoff", in: agent))
         let pty = try PseudoTerminal()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pty.slavePath)

@@ -5,7 +5,7 @@ import Testing
     @Test func notifySocketGetsReadyStatusWatchdogAndStopping() async throws {
         let fixture = try AgentFixture()
         let socket = try NotifySocket(path: fixture.dir.file("notify.sock"))
-        var environment = ProcessInfo.processInfo.environment
+        var environment = IngestdBinary.environment
         environment["NOTIFY_SOCKET"] = socket.path
         environment["WATCHDOG_USEC"] = "400000"  // ping every 200 ms
         environment.removeValue(forKey: "WATCHDOG_PID")
@@ -80,7 +80,7 @@ extension SystemdTests {
         FileManager.default.createFile(atPath: errPath, contents: nil)
         var info = stat()
         stat(streamOf(errPath), &info)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = IngestdBinary.environment
         environment["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)"
         let process = Process()
         process.executableURL = IngestdBinary.url

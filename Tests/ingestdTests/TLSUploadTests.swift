@@ -56,7 +56,7 @@ struct TestPKI {
         let pki = try TestPKI()
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
         let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(UploadTests.readings(0..<30))
         _ = eventually { agent.stderr.contains("is not trusted") }
         #expect(agent.stderr.contains("The certificate of 127.0.0.1:\(backend.port) is not trusted: set ca_file to the CA that signed it."))
@@ -70,7 +70,7 @@ struct TestPKI {
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--client-ca", pki.ca])
         // Without a client certificate: refused, kept, retried.
         let without = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
-        let refused = try RunningAgent(arguments: ["run", "--config", without.configPath], environment: ProcessInfo.processInfo.environment)
+        let refused = try RunningAgent(arguments: ["run", "--config", without.configPath], environment: IngestdBinary.environment)
         refused.write(UploadTests.readings(0..<10))
         _ = eventually { refused.stderr.contains("Upload failed") }
         #expect(refused.stderr.contains("Upload failed; retrying with backoff"))

@@ -24,7 +24,7 @@ import Testing
     /// Runs the agent with stdin open, feeds `text`, waits for `expected`
     /// unique records at the backend and an empty queue, then stops it.
     static func stream(_ fixture: AgentFixture, _ backend: TestBackend, _ text: String, expected: Int) throws -> (agent: RunningAgent, status: [String: Any]) {
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(text)
         #expect(try backend.waitForUnique(expected) == expected, "\(agent.stderr.suffix(2000))")
         var status: [String: Any] = [:]
@@ -65,7 +65,7 @@ import Testing
     @Test func statusShowsBackingOffUntilWithTheReason() throws {
         let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
         let fixture = try Self.fixture(backend, retryBase: 2000, retryCap: 4000)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(Self.readings(0..<5))
         var status: [String: Any] = [:]
         _ = eventually {
@@ -90,7 +90,7 @@ import Testing
         let fixture = try AgentFixture(
             "\n[upload]\nurl = \"http://127.0.0.1:\(port)/ingest/v1/batches\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 1000\n"
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(Self.readings(0..<500))
         usleep(4_000_000)
         let status = try fixture.status()
@@ -113,7 +113,7 @@ import Testing
     @Test func aBatchOutOfRetriesBecomesDeadLettersNotLoss() throws {
         let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
         let fixture = try Self.fixture(backend, "max_retries = 2")
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(Self.readings(0..<7))
         var status: [String: Any] = [:]
         #expect(eventually {
@@ -195,7 +195,7 @@ import Testing
     @Test func forbiddenHoldsEverythingQueuedAndSaysWhy() throws {
         let backend = try TestBackend(["--always-status", "403"])
         let fixture = try Self.fixture(backend)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: ProcessInfo.processInfo.environment)
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(Self.readings(0..<50))
         var status: [String: Any] = [:]
         _ = eventually {
