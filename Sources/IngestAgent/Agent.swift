@@ -32,6 +32,7 @@ public struct Agent: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var counters: [InputCounters] = []
         let onlyFinite = configuration.inputs.allSatisfy { $0.kind == .stdin }
+        let finiteInputs = FiniteInputs(count: configuration.inputs.count)
         let uploadState = UploadState()
         let committed = StopSignal()
         // Order matters: on shutdown the group stops services in reverse, so
@@ -61,10 +62,13 @@ public struct Agent: Sendable {
             case .file: service = FileInput(context: context, firstStart: firstStart)
             case .serial: service = SerialInput(context: context)
             }
+            // Only stdin ends by itself; with nothing but stdin inputs, the
+            // agent ends after the last of them (FiniteInputs says why it
+            // is not simply .gracefullyShutdownGroup).
             services.append(
                 .init(
-                    service: service,
-                    successTerminationBehavior: onlyFinite ? .gracefullyShutdownGroup : .ignore,
+                    service: onlyFinite ? finiteInputs.wrap(service) : service,
+                    successTerminationBehavior: .ignore,
                     failureTerminationBehavior: .gracefullyShutdownGroup
                 )
             )
@@ -79,6 +83,7 @@ public struct Agent: Sendable {
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
         let group = ServiceGroup(configuration: groupConfiguration)
+        finiteInputs.attach(group)
         defer { status.writeFinalStatus() }
         try await group.run()
     }

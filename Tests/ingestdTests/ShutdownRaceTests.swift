@@ -1,0 +1,31 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `sensor | ingestd run` stopped by systemd or Ctrl-C: the sensor dies
+/// (ingestd's end of input) at the same moment ingestd gets its SIGTERM.
+/// Before FiniteInputs, the service group saw the input end out of order,
+/// cancelled the uploader's thread, which never noticed, and the agent hung
+/// for ever (7 rounds of 10 here).
+@Suite(.serialized) struct ShutdownRaceTests {
+    @Test func endOfInputAndSigtermTogetherEndTheAgentCleanly() throws {
+        let backend = try TestBackend()
+        let fixture = try UploadTests.fixture(backend)
+        let rounds = 8
+        for round in 0..<rounds {
+            let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+            agent.write(UploadTests.readings(round * 10..<round * 10 + 10))
+            #expect(try backend.waitForUnique((round + 1) * 10) == (round + 1) * 10, "\(agent.stderr.suffix(1500))")
+            try agent.stdin.fileHandleForWriting.close()
+            kill(agent.process.processIdentifier, SIGTERM)
+            let exited = eventually(timeout: 20) { !agent.process.isRunning }
+            #expect(exited, "round \(round): the agent did not exit within 20 s of end of input + SIGTERM\n\(agent.stderr.suffix(1500))")
+            guard exited else { return }  // the deinit kills it
+            #expect(agent.process.terminationStatus == 0, "round \(round)\n\(agent.stderr.suffix(1500))")
+        }
+        let stats = try backend.stats()
+        #expect(stats["unique"] as? Int == rounds * 10)
+        #expect(stats["duplicates"] as? Int == 0)
+        #expect(try fixture.status()["queued_records"] as? Int == 0)
+    }
+}
