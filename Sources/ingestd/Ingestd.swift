@@ -7,9 +7,16 @@ struct Ingestd: AsyncParsableCommand {
         commandName: "ingestd",
         abstract: "Edge telemetry ingest agent: sensor readings in, exactly once to the backend.",
         discussion: """
-            ingestd reads readings (NDJSON or CSV) from stdin, validates them against the \
-            record types declared in its configuration, and commits them to a durable SQLite \
-            queue that survives crashes and power cuts.
+            ingestd reads readings (NDJSON or CSV) from stdin, followed files and serial \
+            ports, validates them against the record types declared in its configuration, \
+            commits them to a durable SQLite queue that survives crashes and power cuts, and \
+            streams them to the backend in batches over HTTP, deleting each only after the \
+            backend confirmed it.
+
+            Installed files (Debian package): /usr/bin/ingestd, the unit \
+            /lib/systemd/system/ingestd.service, the configuration /etc/ingestd/ingestd.toml, \
+            secrets in /etc/ingestd/credentials/, the queue in /var/lib/ingestd. \
+            Logs: journalctl -u ingestd.
 
             Configuration: --config FILE, else $CONFIGURATION_DIRECTORY/ingestd.toml (systemd), \
             else /etc/ingestd/ingestd.toml. etc/ingestd.toml in the source tree documents every key.

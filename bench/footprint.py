@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Footprint of a running ingestd (issue 8): idle RSS, start-up time to READY=1,
+idle wakeups per second, with an empty queue and with N records queued.
+
+Run through bench/footprint.sh (it builds the release binary). Each case
+starts `ingestd run` the way systemd does (NOTIFY_SOCKET, WATCHDOG_USEC,
+STATE_DIRECTORY), with a stdin input fed by a pipe that stays open and
+silent (a sensor script with nothing to say) and an [upload] section
+pointing at a live loopback receiver, so libcurl is loaded as in production.
+"""
+import json, os, socket, subprocess, sys, tempfile, time
+
+BINARY, RECEIVER_URL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+QUEUED = int(sys.argv[4]) if len(sys.argv) > 4 else 1_000_000
+IDLE_SECONDS = int(os.environ.get("IDLE_SECONDS", "60"))
+
+CONFIG = """
+[agent]
+log_target = "stderr"
+log_level = "warning"
+[queue]
+max_bytes = 1073741824
+[types.WeatherSensor]
+deviceId = "string"
+temperatureInFahrenheit = "double"
+barometricPressureInHg = "double"
+windSpeedInMph = "int"
+[[inputs]]
+kind = "stdin"
+"""
+
+
+def config(path, upload):
+    with open(path, "w") as f:
+        f.write(CONFIG)
+        if upload:
+            f.write(f'[upload]\nurl = "{upload}"\n')
+    return path
+
+
+def fill(state, n):
+    """Queues n readings with no [upload] section, through the same binary."""
+    cfg = config(os.path.join(WORK, "fill.toml"), None)
+    lines = "".join(
+        f'{{"deviceId":"WX{i % 100}","temperatureInFahrenheit":{60 + i % 30}.{i % 10},"barometricPressureInHg":29.65,"windSpeedInMph":{i % 40}}}\n'
+        for i in range(n)
+    )
+    env = dict(os.environ, STATE_DIRECTORY=state)
+    subprocess.run([BINARY, "run", "--config", cfg], input=lines.encode(), env=env, check=True)
+
+
+def memory(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM"):
+                fields[key] = int(value.split()[0])
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                fields["Pss"] = int(line.split()[1])
+    return fields
+
+
+def switches(pid):
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def run_case(label, state, upload):
+    cfg = config(os.path.join(WORK, "agent.toml"), upload)
+    notify_path = os.path.join(WORK, "notify.sock")
+    if os.path.exists(notify_path):
+        os.unlink(notify_path)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(30)
+    read_end, write_end = os.pipe()  # the silent sensor
+    env = dict(os.environ, STATE_DIRECTORY=state, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="30000000")
+    started = time.monotonic()
+    agent = subprocess.Popen([BINARY, "run", "--config", cfg], stdin=read_end, env=env, stderr=subprocess.DEVNULL)
+    os.close(read_end)
+    env["WATCHDOG_PID"] = str(agent.pid)
+    ready_ms = None
+    while ready_ms is None:
+        message = notify.recv(4096).decode()
+        if "READY=1" in message.split("\n"):
+            ready_ms = (time.monotonic() - started) * 1000
+    time.sleep(5)  # let start-up work (a first upload attempt, the first status write) settle
+    settled = memory(agent.pid)
+    before = switches(agent.pid)
+    time.sleep(IDLE_SECONDS)
+    wakeups = (switches(agent.pid) - before) / IDLE_SECONDS
+    idle = memory(agent.pid)
+    threads = len(os.listdir(f"/proc/{agent.pid}/task"))
+    os.close(write_end)
+    agent.terminate()
+    agent.wait(timeout=60)
+    notify.close()
+    return {
+        "case": label,
+        "ready_ms": round(ready_ms, 1),
+        "rss_kb": idle["VmRSS"],
+        "anon_kb": idle["RssAnon"],
+        "file_kb": idle["RssFile"],
+        "pss_kb": idle["Pss"],
+        "rss_after_5s_kb": settled["VmRSS"],
+        "wakeups_per_s": round(wakeups, 2),
+        "threads": threads,
+        "idle_seconds": IDLE_SECONDS,
+    }
+
+
+results = []
+empty = tempfile.mkdtemp(dir=WORK)
+results.append(run_case("empty queue, upload configured", empty, RECEIVER_URL))
+results.append(run_case("empty queue, no upload", tempfile.mkdtemp(dir=WORK), None))
+full = tempfile.mkdtemp(dir=WORK)
+fill(full, QUEUED)
+# The receiver is down for this case ("offline for weeks"): everything stays queued.
+results.append(run_case(f"{QUEUED:,} queued, backend unreachable", full, "http://127.0.0.1:9/ingest"))
+for r in results:
+    print(json.dumps(r))

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Footprint benchmark (issue 8), one command:
+#   bench/footprint.sh [QUEUED] [DIR]       # default 1,000,000 queued, /tmp/edgeingest-bench-footprint
+# Builds the shipped binary (scripts/build-release.sh: static Swift runtime,
+# stripped), reports its size, then per case the time from start to READY=1,
+# idle RSS (and its anonymous / file-backed / proportional parts) and idle
+# wakeups per second over IDLE_SECONDS (default 60) — see bench/footprint.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+queued=${1:-1000000}
+dir=${2:-/tmp/edgeingest-bench-footprint}
+rm -rf "$dir"
+mkdir -p "$dir"
+. bench/lib.sh
+scripts/build-release.sh dist >/dev/null 2>&1
+machine_line
+echo "stripped binary: $(stat -c %s dist/ingestd) bytes ($(numfmt --to=iec --suffix=B "$(stat -c %s dist/ingestd)"))"
+python3 Tests/Support/ingest-test-server.py --fast --port-file "$dir/port" >/dev/null 2>&1 &
+server=$!
+trap 'kill -9 $server 2>/dev/null' EXIT
+for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
+port=$(cut -d' ' -f1 "$dir/port")
+python3 bench/footprint.py "$PWD/dist/ingestd" "http://127.0.0.1:$port/ingest/v1/batches" "$dir" "$queued"

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the Debian package ingestd_<version>_<arch>.deb with dpkg-deb.
+#
+#   scripts/build-deb.sh [--binary FILE] [--out DIR]
+#
+#   --binary FILE   a stripped ingestd from scripts/build-release.sh
+#                   (default: runs it into dist/)
+#   --out DIR       where the .deb goes (default: dist/)
+#
+# The package holds the binary (/usr/bin/ingestd), the unit and the serial
+# drop-in example (/lib/systemd/system, /usr/share/doc/ingestd), the example
+# configuration as a conffile (/etc/ingestd/ingestd.toml), a man page made
+# from the --help texts (man 8 ingestd), and maintainer scripts that do the
+# minimum: no start on install, stop on removal, state removed on purge only.
+# Depends: is computed by dpkg-shlibdeps from the binary's own NEEDED list,
+# so it names exactly the shared libraries the binary links.
+# Prints the path of the .deb on its last line. Exit codes: 0 built, 1 failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root_dir="$PWD"
+
+binary=""
+out="dist"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --binary) binary="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+    esac
+done
+if [ -z "$binary" ]; then
+    scripts/build-release.sh dist >&2
+    binary="dist/ingestd"
+fi
+[ -x "$binary" ] || { echo "build-deb.sh: '$binary' is not an executable; build it with scripts/build-release.sh" >&2; exit 1; }
+for tool in dpkg-deb dpkg-shlibdeps gzip; do
+    command -v "$tool" >/dev/null || { echo "build-deb.sh: $tool is missing: apt-get install dpkg-dev" >&2; exit 1; }
+done
+
+version="$("$binary" --version)"
+arch="$(dpkg --print-architecture)"
+mkdir -p "$out"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+pkg="$work/ingestd"
+
+install -D -m 0755 "$binary" "$pkg/usr/bin/ingestd"
+install -D -m 0644 systemd/ingestd.service "$pkg/lib/systemd/system/ingestd.service"
+install -D -m 0644 etc/ingestd.toml "$pkg/etc/ingestd/ingestd.toml"
+install -D -m 0644 systemd/ingestd-serial.conf "$pkg/usr/share/doc/ingestd/examples/ingestd-serial.conf"
+install -D -m 0644 README.md "$pkg/usr/share/doc/ingestd/README.md"
+for doc in docs/*.md; do install -m 0644 "$doc" "$pkg/usr/share/doc/ingestd/"; done
+cat > "$pkg/usr/share/doc/ingestd/copyright" <<COPYRIGHT
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: EdgeIngest
+Source: https://github.com/edgeingest/edgeingest
+
+Files: *
+Copyright: the EdgeIngest authors
+License: see the project's repository
+COPYRIGHT
+printf 'ingestd (%s) stable; urgency=medium\n\n  * Release %s.\n\n -- EdgeIngest <packages@edgeingest.invalid>  %s\n' \
+    "$version" "$version" "$(date -R)" | gzip -9n > "$pkg/usr/share/doc/ingestd/changelog.Debian.gz"
+
+# The man page: every subcommand's --help, verbatim, under one NAME/SYNOPSIS.
+scripts/help-to-man.sh "$binary" | gzip -9n > "$work/ingestd.8.gz"
+install -D -m 0644 "$work/ingestd.8.gz" "$pkg/usr/share/man/man8/ingestd.8.gz"
+
+# Depends: from the binary's NEEDED entries (dpkg-shlibdeps wants a
+# debian/control beside it).
+mkdir -p "$work/shlibs/debian"
+printf 'Source: ingestd\n\nPackage: ingestd\nArchitecture: any\n' > "$work/shlibs/debian/control"
+cp "$binary" "$work/shlibs/ingestd"
+depends="$(cd "$work/shlibs" && dpkg-shlibdeps -O ingestd 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
+[ -n "$depends" ] || { echo "build-deb.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+
+mkdir -p "$pkg/DEBIAN"
+installed_kb="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"
+cat > "$pkg/DEBIAN/control" <<CONTROL
+Package: ingestd
+Version: $version
+Architecture: $arch
+Maintainer: EdgeIngest <packages@edgeingest.invalid>
+Installed-Size: $installed_kb
+Depends: $depends
+Section: net
+Priority: optional
+Homepage: https://github.com/edgeingest/edgeingest
+Description: edge telemetry ingest agent (sensor readings, exactly once)
+ ingestd reads sensor readings from stdin, followed files and serial ports,
+ validates them against declared record types, keeps them in a durable
+ SQLite queue through crashes, power cuts and offline weeks, and streams them
+ to the backend over HTTP, deleting each only after the backend confirmed it.
+ .
+ Runs as a hardened systemd notify service with a watchdog. The service is
+ not started on install: edit /etc/ingestd/ingestd.toml, then
+ systemctl enable --now ingestd.
+CONTROL
+echo /etc/ingestd/ingestd.toml > "$pkg/DEBIAN/conffiles"
+for script in postinst prerm postrm; do
+    install -m 0755 "packaging/debian/$script" "$pkg/DEBIAN/$script"
+done
+
+deb="$out/ingestd_${version}_${arch}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb" >/dev/null
+echo "$deb"

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Tests the self-contained binary and the Debian package the way an operator
+# meets them, on a throwaway copy of this machine: an overlay over / (all
+# changes land in a tmpfs and vanish at exit) with the Swift toolchain
+# (/opt/swift) hidden, entered with chroot in a private mount namespace.
+# Nothing is installed on the machine itself.
+#
+#   scripts/test-package.sh [--deb FILE]    # default: builds dist/ingestd and the .deb
+#
+# Checks: the binary links only Debian's shared libraries and runs with no
+# toolchain and an empty LD_LIBRARY_PATH; dpkg -i installs it without
+# starting or enabling anything; ingestd --version, the man page,
+# check-config on the installed conffile, systemd-analyze verify of the
+# installed unit; readings piped through the installed binary are queued;
+# dpkg -r keeps configuration and queue, dpkg -P removes them; after the
+# purge no file of the package is left anywhere.
+# Needs root (mount, chroot); re-runs itself with sudo when it is not.
+# Exit codes: 0 every check passed, 1 a check failed (the failure is printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "test-package.sh: needs root (mount and chroot) and there is no sudo" >&2; exit 1; }
+    exec sudo -E "$0" "$@"
+fi
+
+deb=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --deb) deb="$2"; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+    esac
+done
+if [ -z "$deb" ]; then
+    deb="$(scripts/build-deb.sh | tail -1)"
+fi
+[ -f "$deb" ] || { echo "test-package.sh: no package at '$deb'" >&2; exit 1; }
+
+checks=0
+ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# --- The package's metadata --------------------------------------------------
+version="$(dpkg-deb -f "$deb" Version)"
+depends="$(dpkg-deb -f "$deb" Depends)"
+for lib in libsqlite3-0 libcurl4 libsystemd0 libc6; do
+    [[ ", $depends," == *", $lib "* || ", $depends," == *", $lib,"* ]] || fail "Depends: '$depends' does not name $lib"
+done
+ok "Depends: $depends"
+[ "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" = "/etc/ingestd/ingestd.toml" ] || fail "conffiles is not exactly /etc/ingestd/ingestd.toml"
+ok "the example configuration is the one conffile"
+
+# --- The binary: only Debian's shared libraries, no toolchain ----------------
+work="$(mktemp -d /tmp/ingestd-package-test.XXXXXX)"
+cleanup() { umount -R "$work" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+dpkg-deb -x "$deb" "$work/extracted" 2>/dev/null || { mkdir -p "$work/extracted"; dpkg-deb -x "$deb" "$work/extracted"; }
+binary="$work/extracted/usr/bin/ingestd"
+allowed='^(libc\.so\.6|libm\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libsqlite3\.so\.0|libcurl\.so\.4|libcrypto\.so\.3|libz\.so\.1|libsystemd\.so\.0)$'
+needed="$(objdump -p "$binary" | awk '/NEEDED/ { print $2 }')"
+unexpected="$(printf '%s\n' "$needed" | grep -Ev "$allowed" || true)"
+[ -z "$unexpected" ] || fail "the binary needs libraries outside Debian's base set: $unexpected"
+ok "NEEDED: $(printf '%s' "$needed" | tr '\n' ' ')"
+echo "# stripped binary: $(stat -c %s "$binary") bytes"
+
+# --- A throwaway root: overlay over /, toolchain hidden ----------------------
+export deb work
+unshare --mount --propagation private bash -euo pipefail -s <<'NAMESPACE' || fail "the checks in the throwaway root failed (see above)"
+mount -t tmpfs tmpfs "$work/layers" 2>/dev/null || { mkdir -p "$work/layers"; mount -t tmpfs tmpfs "$work/layers"; }
+mkdir -p "$work/layers/upper" "$work/layers/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$work/layers/upper,workdir=$work/layers/work" "$work/root"
+root="$work/root"
+[ -d "$root/opt/swift" ] && mount -t tmpfs tmpfs "$root/opt/swift"
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount -t tmpfs tmpfs "$root/tmp"
+mount -t tmpfs tmpfs "$root/run"
+cp "$deb" "$root/tmp/ingestd.deb"
+inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LD_LIBRARY_PATH= HOME=/root bash -euo pipefail -c "$1"; }
+n=0
+ok() { n=$((n + 1)); echo "ok (throwaway root) $n - $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# What the overlay holds beyond the machine: files, and directories the machine
+# does not have (a directory of the machine's is copied up when written into).
+snapshot() {
+    (cd "$work/layers/upper" && find . -mindepth 1 \( -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache -o -path ./root -o -path ./etc/ld.so.cache \) -prune -o -print |
+        while IFS= read -r path; do
+            [ -d "$path" ] && [ ! -L "$path" ] && [ -d "/${path#./}" ] && continue
+            printf '%s\n' "$path"
+        done | sort)
+}
+
+inside '! command -v swift && [ ! -e /opt/swift/usr/bin/swift ]' || fail "the toolchain is still visible"
+before="$(snapshot)"
+
+inside 'dpkg -i /tmp/ingestd.deb >/dev/null' || fail "dpkg -i failed"
+ok "dpkg -i"
+inside '[ "$(dpkg-query -W -f "\${Status}" ingestd)" = "install ok installed" ]' || fail "dpkg does not list ingestd as installed"
+inside '[ ! -e /etc/systemd/system/multi-user.target.wants/ingestd.service ] && ! pgrep -x ingestd >/dev/null' || fail "the install enabled or started the service"
+ok "nothing enabled or started on install"
+inside 'ldd /usr/bin/ingestd | grep -q "not found" && exit 1; ldd /usr/bin/ingestd | grep -q swift && exit 1; exit 0' || fail "ldd finds a missing or toolchain library"
+inside '[ "$(ingestd --version)" = "'"$(dpkg-deb -f "$deb" Version)"'" ]' || fail "ingestd --version does not print the package version"
+ok "ingestd --version without the toolchain"
+inside 'zcat /usr/share/man/man8/ingestd.8.gz | grep -q "^.SH \"INGESTD RUN\""' || fail "the man page lacks the run section"
+ok "man page installed"
+inside '[ "$(stat -c %a /etc/ingestd/credentials)" = 700 ]' || fail "/etc/ingestd/credentials is not 0700"
+inside 'ingestd check-config --config /etc/ingestd/ingestd.toml >/dev/null' || fail "check-config refuses the installed configuration"
+ok "check-config accepts /etc/ingestd/ingestd.toml"
+inside 'systemd-analyze verify /lib/systemd/system/ingestd.service' || fail "systemd-analyze verify found problems in the installed unit"
+ok "systemd-analyze verify /lib/systemd/system/ingestd.service"
+
+readings='{"deviceId":"pkg-1","temperatureInFahrenheit":61.5,"barometricPressureInHg":29.6,"windSpeedInMph":4}
+{"deviceId":"pkg-2","temperatureInFahrenheit":62.5,"barometricPressureInHg":29.7,"windSpeedInMph":5}
+not json
+{"deviceId":"pkg-3","temperatureInFahrenheit":63.5,"barometricPressureInHg":29.8,"windSpeedInMph":6}'
+inside "mkdir -p -m 0700 /var/lib/ingestd && printf '%s\n' '$readings' | STATE_DIRECTORY=/var/lib/ingestd ingestd run --config /etc/ingestd/ingestd.toml --log-target stderr 2>/tmp/run.log" ||
+    { inside 'cat /tmp/run.log' >&2; fail "the installed ingestd did not take piped readings"; }
+status="$(inside 'rc=0; STATE_DIRECTORY=/var/lib/ingestd ingestd status --config /etc/ingestd/ingestd.toml --json || rc=$?; [ $rc = 3 ]')" || fail "ingestd status did not report a stopped agent (exit 3)"
+printf '%s' "$status" | grep -q '"accepted_total" *: *3' || fail "status does not count 3 accepted readings: $status"
+printf '%s' "$status" | grep -q '"rejected_total" *: *1' || fail "status does not count 1 rejected line: $status"
+inside '[ -s /var/lib/ingestd/queue.sqlite ]' || fail "no queue file in /var/lib/ingestd"
+ok "3 readings queued and 1 bad line rejected by the installed binary"
+
+inside 'dpkg -r ingestd >/dev/null' || fail "dpkg -r failed"
+inside '[ ! -e /usr/bin/ingestd ] && [ ! -e /lib/systemd/system/ingestd.service ] && [ ! -e /usr/share/man/man8/ingestd.8.gz ]' || fail "dpkg -r left the package's files"
+inside '[ -f /etc/ingestd/ingestd.toml ] && [ -s /var/lib/ingestd/queue.sqlite ]' || fail "dpkg -r removed the configuration or the queue (only a purge may)"
+inside '[ "$(dpkg-query -W -f "\${Status}" ingestd)" = "deinstall ok config-files" ]' || fail "after dpkg -r the package is not in config-files state"
+ok "dpkg -r: program gone, configuration and queue kept"
+
+inside 'dpkg -P ingestd >/dev/null' || fail "dpkg -P failed"
+inside '[ ! -e /etc/ingestd ] && [ ! -e /var/lib/ingestd ]' || fail "dpkg -P left /etc/ingestd or /var/lib/ingestd"
+inside '! dpkg-query -W ingestd >/dev/null 2>&1' || fail "dpkg still knows the purged package"
+after="$(snapshot)"
+leftover="$(diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") | grep '^>' || true)"
+[ -z "$leftover" ] || fail "files left behind after the purge: $leftover"
+ok "dpkg -P: nothing left behind"
+echo "# $n checks in the throwaway root passed"
+NAMESPACE
+echo "# all checks passed ($checks outside the throwaway root)"
