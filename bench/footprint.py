@@ -8,7 +8,7 @@ STATE_DIRECTORY), with a stdin input fed by a pipe that stays open and
 silent (a sensor script with nothing to say) and an [upload] section
 pointing at a live loopback receiver, so libcurl is loaded as in production.
 """
-import json, os, socket, subprocess, sys, tempfile, time
+import json, os, socket, subprocess, sys, tempfile, threading, time
 
 BINARY, RECEIVER_URL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 QUEUED = int(sys.argv[4]) if len(sys.argv) > 4 else 1_000_000
@@ -83,18 +83,32 @@ def run_case(label, state, upload):
         os.unlink(notify_path)
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(notify_path)
-    notify.settimeout(30)
     read_end, write_end = os.pipe()  # the silent sensor
     env = dict(os.environ, STATE_DIRECTORY=state, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="30000000")
     started = time.monotonic()
-    agent = subprocess.Popen([BINARY, "run", "--config", cfg], stdin=read_end, env=env, stderr=subprocess.DEVNULL)
+    agent = subprocess.Popen([BINARY, "run", "--config", cfg], stdin=read_end, env=env, stderr=open(os.path.join(WORK, "agent.log"), "w"))
     os.close(read_end)
     env["WATCHDOG_PID"] = str(agent.pid)
-    ready_ms = None
-    while ready_ms is None:
-        message = notify.recv(4096).decode()
-        if "READY=1" in message.split("\n"):
-            ready_ms = (time.monotonic() - started) * 1000
+    # Read every notification, as systemd does: sd_notify blocks when the
+    # socket's buffer is full, so a reader that stops reading stalls the agent.
+    ready = threading.Event()
+    ready_at = []
+
+    def listen():
+        while True:
+            try:
+                message = notify.recv(4096).decode()
+            except OSError:
+                return
+            if not ready.is_set() and "READY=1" in message.split("\n"):
+                ready_at.append(time.monotonic())
+                ready.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    if not ready.wait(timeout=60):
+        agent.kill()
+        raise SystemExit(f"{label}: no READY=1 within 60 s")
+    ready_ms = (ready_at[0] - started) * 1000
     time.sleep(5)  # let start-up work (a first upload attempt, the first status write) settle
     settled = memory(agent.pid)
     before = switches(agent.pid)

@@ -54,7 +54,8 @@ public struct Agent: Sendable {
                 settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
                 rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
                 commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
-                committed: configuration.upload == nil ? nil : committed
+                committed: configuration.upload == nil ? nil : committed,
+                idleHeartbeatMilliseconds: InputContext.idleHeartbeat(watchdogMicroseconds: SystemdNotifier().watchdogMicroseconds)
             )
             let service: any Service
             switch settings.kind {

@@ -21,6 +21,12 @@ package final class Uploader: Sendable {
     let logger: Logger
     let userAgent: String
     private let resumeGeneration = Atomic<UInt64>(0)
+    /// Written by ``resume()`` so a hold wakes at once instead of polling.
+    private let resumeSignal = StopSignal()
+    /// How long an idle uploader (empty queue) waits before looking at the
+    /// queue again when no commit woke it: commits always wake it, so this
+    /// is only a safety net, kept rare so an idle agent sleeps.
+    static let idleRecheckMilliseconds = 10_000
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
 
@@ -37,6 +43,7 @@ package final class Uploader: Sendable {
     /// batch is tried at once.
     package func resume() {
         resumeGeneration.add(1, ordering: .sequentiallyConsistent)
+        resumeSignal.stop()
     }
 
     /// Why processing a lease ended.
@@ -56,7 +63,7 @@ package final class Uploader: Sendable {
                     $0.state = "idle"
                     $0.reason = nil
                 }
-                _ = waitForWork(wake: wake, stop: stop, milliseconds: 1_000)
+                _ = waitForWork(wake: wake, stop: stop, milliseconds: Self.idleRecheckMilliseconds)
                 continue
             }
             // Linger: a partial batch waits a little for more readings.
@@ -94,7 +101,13 @@ package final class Uploader: Sendable {
         let generation = resumeGeneration.load(ordering: .sequentiallyConsistent)
         let until = monotonicSeconds() + Double(settings.holdMilliseconds) / 1000
         while monotonicSeconds() < until, resumeGeneration.load(ordering: .sequentiallyConsistent) == generation {
-            if case .stopped = sleep(stop: stop, milliseconds: 250) { return }
+            let left = Int((until - monotonicSeconds()) * 1000) + 1
+            state.expectProgress(within: min(left, Self.idleRecheckMilliseconds))
+            switch Readiness.wait(fd: resumeSignal.readFD, stop: stop, timeoutMs: Int32(max(1, min(left, Self.idleRecheckMilliseconds)))) {
+            case .stopped: return
+            case .readable: resumeSignal.drain()
+            case .timeout: break
+            }
         }
     }
 

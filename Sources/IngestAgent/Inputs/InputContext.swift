@@ -15,12 +15,31 @@ struct InputContext: Sendable {
     let logger: Logger
     /// Poked after each commit, so the uploader sends new readings at once.
     var committed: StopSignal? = nil
+    /// How often an idle input proves it is alive (its heartbeat): see
+    /// ``idleHeartbeat(watchdogMicroseconds:)``.
+    var idleHeartbeatMilliseconds = 5_000
 
     var commitIntervalSeconds: Double { Double(commitIntervalMilliseconds) / 1000 }
 
     /// A line ingestor for one stream of this input.
     func makeCommitter() -> QueueCommitter {
         QueueCommitter(queue: queue, counters: counters, committed: committed, logger: logger)
+    }
+
+    /// How long an input waits for data: the commit interval while read
+    /// lines wait for a commit, else ``idleHeartbeatMilliseconds`` (an idle
+    /// agent wakes rarely; see docs/BENCHMARKS.md, footprint).
+    func waitMilliseconds(pending: Bool) -> Int32 {
+        Int32(pending ? max(10, commitIntervalMilliseconds) : max(10, idleHeartbeatMilliseconds))
+    }
+
+    /// An idle input's heartbeat period: 5 s, or a quarter of the watchdog
+    /// interval when that is shorter (the status service calls an input
+    /// wedged after a whole interval without a heartbeat; 30 s without a
+    /// watchdog).
+    static func idleHeartbeat(watchdogMicroseconds: UInt64?) -> Int {
+        guard let usec = watchdogMicroseconds else { return 5_000 }
+        return max(10, min(5_000, Int(usec / 4_000)))
     }
 
     func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {

@@ -78,7 +78,7 @@ struct SerialInput: Service {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, Int32(max(10, context.commitIntervalMilliseconds)))
+            let ready = poll(&fds, 2, context.waitMilliseconds(pending: ingestor.hasPending))
             counters.heartbeat()
             if ready > 0, fds[1].revents != 0 {
                 ingestor.committer.stop()

@@ -35,7 +35,7 @@ struct StdinInput: Service {
             )
         }
         while true {
-            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(max(10, context.commitIntervalMilliseconds))) {
+            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: context.waitMilliseconds(pending: ingestor.hasPending)) {
             case .stopped:
                 ingestor.committer.stop()
                 try ingestor.flushAndWait()

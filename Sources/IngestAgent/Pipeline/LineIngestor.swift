@@ -90,6 +90,11 @@ struct LineIngestor {
         return taken
     }
 
+    /// Whether read lines wait for a commit. An idle input with nothing
+    /// pending can sleep until its next heartbeat instead of the commit
+    /// interval.
+    var hasPending: Bool { pendingLines > 0 }
+
     /// Commits what is pending if the commit interval has passed.
     mutating func flushIfDue(intervalSeconds: Double) throws {
         if pendingLines > 0, monotonicSeconds() - lastCommit >= intervalSeconds { try flush() }

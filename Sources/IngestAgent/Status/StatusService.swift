@@ -25,12 +25,21 @@ struct StatusService: Service {
     func run() async throws {
         notifier.ready()
         logger.info("ingestd is ready", metadata: ["ingest.queue": "\(queue.configuration.location)", "ingest.inputs": "\(inputs.count)"])
-        let period = min(statusIntervalMilliseconds, notifier.watchdogPingMilliseconds ?? .max)
+        let busyPeriod = min(statusIntervalMilliseconds, notifier.watchdogPingMilliseconds ?? .max)
+        let idlePeriod = min(max(statusIntervalMilliseconds, Self.idlePeriodMilliseconds), notifier.watchdogPingMilliseconds ?? .max)
         var lastStats = monotonicSeconds()
+        var lastActivity: Activity? = nil
+        var quietRounds = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let status = currentStatus(state: upload?.snapshot.state ?? "idle")
             writeStatus(status)
             notifier.status(status.summary)
+            // Nothing moved for a while: the agent is idle and this loop
+            // slows down, so an idle agent wakes rarely.
+            let activity = Activity(status)
+            quietRounds = activity == lastActivity ? quietRounds + 1 : 0
+            lastActivity = activity
+            let period = quietRounds * busyPeriod >= Self.quietBeforeIdleMilliseconds ? idlePeriod : busyPeriod
             if let reason = wedgedReason() {
                 logger.error("Pipeline is not making progress; withholding the watchdog ping", metadata: ["ingest.reason": "\(reason)"])
             } else {
@@ -47,6 +56,30 @@ struct StatusService: Service {
             }
         }
         notifier.stopping()
+    }
+
+    /// The status file's cadence while nothing changes (capped by the
+    /// watchdog's ping interval): `ingestd status` may then show counters up
+    /// to this old, which is harmless as none moved.
+    static let idlePeriodMilliseconds = 5_000
+    /// How long nothing must move before the slower cadence starts: the
+    /// first seconds after a change keep the status file fresh.
+    static let quietBeforeIdleMilliseconds = 10_000
+
+    /// What tells a busy agent from an idle one between two rounds.
+    struct Activity: Equatable {
+        var counters: [Int64]
+        var state: String
+        var problem: String?
+
+        init(_ status: AgentStatus) {
+            counters = [
+                status.acceptedTotal, status.rejectedTotal, status.uploadedTotal, status.droppedTotal,
+                Int64(status.queuedRecords), Int64(status.uploadRequests ?? 0),
+            ] + status.inputs.map { $0.linesRead }
+            state = status.state
+            problem = status.problem
+        }
     }
 
     /// Writes the final status at exit (state "stopped").
