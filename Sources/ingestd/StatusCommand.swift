@@ -10,8 +10,9 @@ struct StatusCommand: ParsableCommand {
         commandName: "status",
         abstract: "Show the agent's state and counters; usable as a health check.",
         discussion: """
-            Reads the status file the running agent rewrites every second \
-            (<state_directory>/status.json). Exit codes: 0 running and healthy; \
+            Reads the status file (<state_directory>/status.json) that the running \
+            agent rewrites every second while anything changes, every 5 s once idle. \
+            Exit codes: 0 running and healthy; \
             1 running but unhealthy (an input makes no progress, or the state is error); \
             3 not running (the last status written is shown).
             """
