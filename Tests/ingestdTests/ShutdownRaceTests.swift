@@ -28,4 +28,23 @@ import Testing
         #expect(stats["duplicates"] as? Int == 0)
         #expect(try fixture.status()["queued_records"] as? Int == 0)
     }
+
+    /// A full queue under overflow_policy "block" with nothing draining it
+    /// (no uploader): the input waits for space behind its commit. SIGTERM
+    /// must still end the agent at once, keep everything already queued,
+    /// and say exactly what it could not commit — not wait for space that
+    /// never comes.
+    @Test func sigtermWhileWaitingForQueueSpaceEndsTheAgentAndSaysWhatIsLost() throws {
+        let fixture = try AgentFixture(queue: "max_records = 10\noverflow_policy = \"block\"\ncommit_max_records = 5\ncommit_interval_ms = 20\n")
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        agent.write(UploadTests.readings(0..<30))
+        #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 10 }, "\(agent.stderr.suffix(1500))")
+        usleep(300_000)  // the input is now parked behind a commit waiting for space
+        kill(agent.process.processIdentifier, SIGTERM)
+        let exited = eventually(timeout: 20) { !agent.process.isRunning }
+        #expect(exited, "the agent still waits for queue space 20 s after SIGTERM\n\(agent.stderr.suffix(1500))")
+        guard exited else { return }
+        #expect(agent.stderr.contains("could not be committed before the agent stopped, because the queue is full"), "\(agent.stderr.suffix(1500))")
+        #expect(try fixture.queuedLines().count == 10)
+    }
 }

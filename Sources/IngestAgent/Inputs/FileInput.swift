@@ -48,7 +48,7 @@ struct FileInput: Service {
     }
 
     private func followLoop(stop: StopSignal) throws {
-        let committer = context.makeCommitter()
+        let committer = context.makeCommitter(stop: stop)
         var committed: [String: FilePosition] = [:]
         for (source, text) in try context.queue.positions() where source.hasPrefix("file:") {
             if let position = FilePosition(encoded: text) { committed[source] = position }
@@ -96,7 +96,6 @@ struct FileInput: Service {
             counters.heartbeat()
             switch Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(settings.pollIntervalMilliseconds)) {
             case .stopped:
-                committer.stop()
                 for file in followed.values { try file.ingestor.flush() }
                 try committer.drain()
                 logger.info("Stopped following files", metadata: ["ingest.input": "\(settings.name)"])

@@ -17,13 +17,13 @@ struct InputContext: Sendable {
     var committed: StopSignal? = nil
     /// How often an idle input proves it is alive (its heartbeat): see
     /// ``idleHeartbeat(watchdogMicroseconds:)``.
-    var idleHeartbeatMilliseconds = 5_000
+    var idleHeartbeatMilliseconds = InputContext.idleHeartbeat(watchdogMicroseconds: nil)
 
     var commitIntervalSeconds: Double { Double(commitIntervalMilliseconds) / 1000 }
 
-    /// A line ingestor for one stream of this input.
-    func makeCommitter() -> QueueCommitter {
-        QueueCommitter(queue: queue, counters: counters, committed: committed, logger: logger)
+    /// A committer for this input, stopped (see ``QueueCommitter``) with the input's loop.
+    func makeCommitter(stop: StopSignal) -> QueueCommitter {
+        QueueCommitter(queue: queue, counters: counters, stop: stop, committed: committed, logger: logger)
     }
 
     /// How long an input waits for data: the commit interval while read
@@ -42,6 +42,7 @@ struct InputContext: Sendable {
         return max(10, min(5_000, Int(usec / 4_000)))
     }
 
+    /// A line ingestor for one stream of this input.
     func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {
         LineIngestor(
             settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,

@@ -13,26 +13,35 @@ final class QueueCommitter: Sendable {
     let counters: InputCounters
     let committed: StopSignal?
     let logger: Logger?
-    /// Set when the input stops: a commit failing for lack of disk space then gives up.
-    private let stopping = Mutex(false)
+    /// Set when the input's stop signal fires, with the batch in flight:
+    /// a commit failing for lack of disk space then gives up, and one
+    /// waiting for queue space (overflow policy `block`) is cancelled, so a
+    /// stopping input never waits for space that may not come.
+    private let control = Mutex<(stopping: Bool, inFlight: Task<Void, Never>?)>((false, nil))
     private let idle = DispatchSemaphore(value: 1)
     private let failure = Mutex<(any Error)?>(nil)
 
-    init(queue: DurableQueue, counters: InputCounters, committed: StopSignal? = nil, logger: Logger? = nil) {
+    init(queue: DurableQueue, counters: InputCounters, stop: StopSignal, committed: StopSignal? = nil, logger: Logger? = nil) {
         self.queue = queue
         self.counters = counters
         self.committed = committed
         self.logger = logger
+        stop.onStop { [weak self] in
+            let task = self?.control.withLock { control in
+                control.stopping = true
+                return control.inFlight
+            }
+            task?.cancel()
+        }
     }
 
-    /// The input is stopping: stop retrying a commit that lacks disk space.
-    func stop() { stopping.withLock { $0 = true } }
+    private var stopping: Bool { control.withLock { $0.stopping } }
 
     /// Starts committing a batch once the previous one is durable.
     func submit(_ records: [Record], _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
         try waitForInFlight()
         counters.update { $0.waitingForSpace = true }
-        Task { [self] in
+        let task = Task { [self] in
             var attempt = 0
             while true {
                 do {
@@ -42,7 +51,7 @@ final class QueueCommitter: Sendable {
                         counters.update { $0.problem = nil }
                         logger?.notice("The queue's disk has space again; committing resumed", metadata: ["ingest.input": "\(counters.snapshot.name)"])
                     }
-                } catch let error as EdgeIngestError where error.code == .diskFull && !stopping.withLock({ $0 }) {
+                } catch let error as EdgeIngestError where error.code == .diskFull && !stopping {
                     // Keep the batch and try again: the input waits behind it
                     // (bounded memory), nothing read is lost, and the agent recovers
                     // by itself when space returns.
@@ -54,13 +63,9 @@ final class QueueCommitter: Sendable {
                     try? await Task.sleep(for: .milliseconds(min(5_000, 100 << min(attempt, 6))))
                     continue
                 } catch let error as EdgeIngestError where error.code == .diskFull {
-                    // Stopping while the disk is still full: say exactly what is lost.
-                    let name = counters.snapshot.name
-                    failure.withLock {
-                        $0 = AgentError(
-                            "\(records.count) readings read by input '\(name)' could not be committed before the agent stopped, because the queue's disk is full; they are lost (file inputs read them again on the next start)."
-                        )
-                    }
+                    failure.withLock { $0 = lostAtStop(records.count, because: "the queue's disk is full") }
+                } catch is CancellationError {
+                    failure.withLock { $0 = lostAtStop(records.count, because: "the queue is full (overflow_policy \"block\") and nothing freed space") }
                 } catch {
                     failure.withLock { $0 = error }
                 }
@@ -69,6 +74,18 @@ final class QueueCommitter: Sendable {
             counters.update { $0.waitingForSpace = false }
             idle.signal()
         }
+        let stopNow = control.withLock { control in
+            control.inFlight = task
+            return control.stopping
+        }
+        if stopNow { task.cancel() }
+    }
+
+    /// Stopping while a batch cannot be committed: say exactly what is lost.
+    private func lostAtStop(_ count: Int, because reason: String) -> AgentError {
+        AgentError(
+            "\(count) readings read by input '\(counters.snapshot.name)' could not be committed before the agent stopped, because \(reason); they are lost (file inputs read them again on the next start)."
+        )
     }
 
     /// Returns once every submitted batch is durable; throws if one failed.

@@ -27,7 +27,7 @@ struct SerialInput: Service {
 
     private func connectionLoop(stop: StopSignal) throws {
         let device = settings.device ?? ""
-        let committer = context.makeCommitter()
+        let committer = context.makeCommitter(stop: stop)
         var attempt = 0
         var outageLogged = false
         var connectedOnce = false
@@ -81,7 +81,6 @@ struct SerialInput: Service {
             let ready = poll(&fds, 2, context.waitMilliseconds(pending: ingestor.hasPending))
             counters.heartbeat()
             if ready > 0, fds[1].revents != 0 {
-                ingestor.committer.stop()
                 try ingestor.flushAndWait()
                 return true
             }

@@ -24,7 +24,7 @@ struct StdinInput: Service {
     }
 
     private func readLoop(stop: StopSignal) throws {
-        var ingestor = context.makeIngestor(committer: context.makeCommitter())
+        var ingestor = context.makeIngestor(committer: context.makeCommitter(stop: stop))
         let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])
@@ -37,7 +37,6 @@ struct StdinInput: Service {
         while true {
             switch Readiness.wait(fd: fd, stop: stop, timeoutMs: context.waitMilliseconds(pending: ingestor.hasPending)) {
             case .stopped:
-                ingestor.committer.stop()
                 try ingestor.flushAndWait()
                 logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])
                 return
