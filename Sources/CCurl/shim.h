@@ -12,6 +12,5 @@ static inline CURLcode edgeingest_curl_setopt_offset(CURL *h, CURLoption o, curl
 typedef size_t (*edgeingest_curl_write_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 static inline CURLcode edgeingest_curl_setopt_write_function(CURL *h, CURLoption o, edgeingest_curl_write_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode edgeingest_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
-static inline CURLcode edgeingest_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 
 #endif

@@ -24,7 +24,7 @@ public struct Agent: Sendable {
     /// returns.
     public func run() async throws {
         // The status file lives here even when the queue is elsewhere.
-        try makeDirectories(configuration.stateDirectory)
+        try QueueFile.makeDirectories(configuration.stateDirectory)
         let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
         defer { queue.close() }
         let rejects = try configuration.rejectsFile.map { try RejectsFile(path: $0) }
@@ -32,7 +32,9 @@ public struct Agent: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var counters: [InputCounters] = []
         let onlyFinite = configuration.inputs.allSatisfy { $0.kind == .stdin }
-        let finiteInputs = FiniteInputs(count: configuration.inputs.count)
+        let finiteInputs = FiniteInputs()
+        let notifier = SystemdNotifier()
+        let idleHeartbeat = InputContext.idleHeartbeat(watchdogMicroseconds: notifier.watchdogMicroseconds)
         let uploadState = UploadState()
         let committed = StopSignal()
         // Order matters: on shutdown the group stops services in reverse, so
@@ -55,7 +57,7 @@ public struct Agent: Sendable {
                 rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
                 commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
                 committed: configuration.upload == nil ? nil : committed,
-                idleHeartbeatMilliseconds: InputContext.idleHeartbeat(watchdogMicroseconds: SystemdNotifier().watchdogMicroseconds)
+                idleHeartbeatMilliseconds: idleHeartbeat
             )
             let service: any Service
             switch settings.kind {
@@ -76,7 +78,7 @@ public struct Agent: Sendable {
         }
         let status = StatusService(
             queue: queue, inputs: counters, upload: configuration.upload == nil ? nil : uploadState,
-            statusPath: configuration.statusPath, notifier: SystemdNotifier(),
+            statusPath: configuration.statusPath, notifier: notifier,
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
             statsIntervalSeconds: configuration.statsIntervalSeconds, logger: logger
         )
@@ -87,21 +89,5 @@ public struct Agent: Sendable {
         finiteInputs.attach(group)
         defer { status.writeFinalStatus() }
         try await group.run()
-    }
-}
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Creates `path` and missing parents with mode 0700.
-func makeDirectories(_ path: String) throws {
-    var info = stat()
-    if stat(path, &info) == 0 { return }
-    if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-        try makeDirectories(String(path[..<slash]))
-    }
-    if mkdir(path, 0o700) != 0 && errno != EEXIST {
-        throw AgentError("Cannot create the state directory '\(path)': \(String(cString: strerror(errno))). Set agent.state_directory to a writable place.")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EdgeIngest
 import IngestAgent
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ struct StatusCommand: ParsableCommand {
                 throw ExitCodes.configError
             }
         }
-        guard let text = try? String(contentsOfStatusFile: statusPath) else {
+        guard let text = readFileBytes(statusPath).map({ String(decoding: $0, as: UTF8.self) }) else {
             printError("No status at '\(statusPath)': ingestd has not run with this state directory.")
             throw ExitCodes.notRunning
         }
@@ -79,18 +80,3 @@ struct StatusCommand: ParsableCommand {
     }
 }
 
-extension String {
-    init(contentsOfStatusFile path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ExitCodes.notRunning }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            bytes += buffer[0..<n]
-        }
-        self = String(decoding: bytes, as: UTF8.self)
-    }
-}

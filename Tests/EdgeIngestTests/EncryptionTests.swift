@@ -22,6 +22,24 @@ import TestSupport
         }
     }
 
+    /// A second open in the same process shares the first handle, so it
+    /// must not get that handle with another key (or none).
+    @Test func aSecondOpenInTheProcessWithAnotherKeyIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try configuration(dir, key: Self.key))
+        defer { queue.close() }
+        for other in [nil, Array(Self.key.reversed())] {
+            #expect {
+                _ = try DurableQueue.open(try configuration(dir, key: other))
+            } throws: { error in
+                guard let error = error as? EdgeIngestError else { return false }
+                return error.code == .invalidConfiguration && error.message.contains("a different encryption key")
+            }
+        }
+        // The same configuration gets the same handle.
+        #expect(try DurableQueue.open(try configuration(dir, key: Self.key)) === queue)
+    }
+
     @Test func noRecordValueIsInTheFileOrItsWAL() async throws {
         let dir = try TemporaryDirectory()
         do {

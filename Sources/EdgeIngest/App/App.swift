@@ -21,6 +21,10 @@ public final class App: Sendable {
     let client: AuthClient
     let store: CredentialStore
     private let state: Mutex<State>
+    /// Held while the cache is written: each save writes the newest
+    /// contents, one at a time (a login racing a token refresh must neither
+    /// interleave two writes nor let an older snapshot land last).
+    private let saving = Mutex(())
 
     struct State {
         var contents: CredentialStore.Contents
@@ -70,14 +74,14 @@ public final class App: Sendable {
     }
 
     func remember(_ stored: StoredUser) throws -> User {
-        let (user, contents, resumers) = state.withLock { state in
+        let (user, resumers) = state.withLock { state in
             state.contents.users.removeAll { $0.id == stored.id }
             state.contents.users.append(stored)
             state.contents.currentUserID = stored.id
             let user = handle(for: stored.id, in: &state)
-            return (user, state.contents, state.resumers.values.filter { $0.userID == stored.id }.map(\.resume))
+            return (user, state.resumers.values.filter { $0.userID == stored.id }.map(\.resume))
         }
-        try store.save(contents)
+        try persist()
         for resume in resumers { resume() }
         return user
     }
@@ -111,23 +115,29 @@ public final class App: Sendable {
 
     /// Applies `change` to a cached user and saves the cache.
     func update(_ userID: String, _ change: (inout StoredUser) -> Void) throws {
-        let contents: CredentialStore.Contents? = state.withLock { state in
-            guard let i = state.contents.users.firstIndex(where: { $0.id == userID }) else { return nil }
+        let changed = state.withLock { state in
+            guard let i = state.contents.users.firstIndex(where: { $0.id == userID }) else { return false }
             change(&state.contents.users[i])
-            return state.contents
+            return true
         }
-        if let contents { try store.save(contents) }
+        if changed { try persist() }
     }
 
     func forget(_ userID: String) throws {
-        let contents = state.withLock { state in
+        state.withLock { state in
             state.contents.users.removeAll { $0.id == userID }
             if state.contents.currentUserID == userID {
                 state.contents.currentUserID = state.contents.users.max { $0.loggedInAt < $1.loggedInAt }?.id
             }
-            return state.contents
         }
-        try store.save(contents)
+        try persist()
+    }
+
+    /// Writes the newest cached users; see ``saving``.
+    private func persist() throws {
+        try saving.withLock { _ in
+            try store.save(state.withLock { $0.contents })
+        }
     }
 
     /// Registers a callback run when `userID` logs in again (an uploader

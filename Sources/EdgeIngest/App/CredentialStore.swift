@@ -23,20 +23,9 @@ struct CredentialStore: Sendable {
     var path: String { directory + "/users.json" }
 
     func load() throws -> Contents {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
+        guard let bytes = readFileBytes(path) else {
             if errno == ENOENT { return Contents() }
             throw EdgeIngestError(.storage, "Cannot read the credential cache '\(path)': \(errnoText()).")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw EdgeIngestError(.storage, "Cannot read the credential cache '\(path)': \(errnoText()).") }
-            if n == 0 { break }
-            bytes += chunk[..<n]
         }
         do {
             return try JSONDecoder().decode(Contents.self, from: Data(bytes))

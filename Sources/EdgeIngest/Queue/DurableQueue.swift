@@ -82,8 +82,8 @@ public final class DurableQueue: Sendable {
         let configuration = try configuration.validated()
         return try QueueRegistry.shared.open(key: registryKey(for: configuration.location)) { key in
             try DurableQueue(configuration: configuration, logger: logger, registryKey: key)
-        } matches: { existing in
-            existing.configuration.objectTypes == configuration.objectTypes
+        } mismatch: { existing in
+            existing.configuration.settingsDiffering(from: configuration)
         }
     }
 
@@ -356,7 +356,7 @@ final class QueueRegistry: Sendable {
     func open(
         key: String,
         create: (String) throws -> DurableQueue,
-        matches: (DurableQueue) -> Bool
+        mismatch: (DurableQueue) -> [String]
     ) throws -> DurableQueue {
         // Opening is rare; holding the lock while creating keeps two threads
         // from opening one file twice. A strong reference loaded here leaves
@@ -367,10 +367,11 @@ final class QueueRegistry: Sendable {
             entries[key] = WeakQueue(queue)
             return queue
         }
-        guard matches(queue) else {
+        let differing = mismatch(queue)
+        guard differing.isEmpty else {
             throw EdgeIngestError(
                 .invalidConfiguration,
-                "The queue \(queue.configuration.location) is already open in this process with different object types."
+                "The queue \(queue.configuration.location) is already open in this process with a different \(differing.joined(separator: ", ")). Open it with the same configuration, or close the other handle first."
             )
         }
         return queue

@@ -45,21 +45,28 @@ struct EncodedBatch {
     /// Encodes `records`, refusing any whose type is not in `types`.
     init(records: [Record], types: [String: RecordType], queueName: String) throws {
         var lastChecked: RecordType.Identity?
-        for record in records {
-            if record.type.identity !== lastChecked {
-                try EncodedBatch.check(record.type, against: types, queueName: queueName)
-                lastChecked = record.type.identity
+        var start = 0
+        while start < records.count {
+            // One run per stretch of records of one type, sized for that stretch.
+            let name = records[start].type.name
+            var end = start + 1
+            while end < records.count, records[end].type.name == name { end += 1 }
+            var run = Run(typeName: name, ids: [], payload: [], ends: [])
+            run.payload.reserveCapacity(160 * (end - start))
+            run.ids.reserveCapacity(12 * (end - start))
+            run.ends.reserveCapacity(end - start)
+            for record in records[start..<end] {
+                if record.type.identity !== lastChecked {
+                    try EncodedBatch.check(record.type, against: types, queueName: queueName)
+                    lastChecked = record.type.identity
+                }
+                record.encodeJSON(into: &run.payload)
+                run.payload.append(UInt8(ascii: "\n"))
+                run.ends.append(run.payload.count)
+                record.id.appendBytes(to: &run.ids)
             }
-            if runs.last?.typeName != record.type.name {
-                runs.append(Run(typeName: record.type.name, ids: [], payload: [], ends: []))
-                runs[runs.count - 1].payload.reserveCapacity(160 * records.count)
-                runs[runs.count - 1].ids.reserveCapacity(12 * records.count)
-            }
-            let r = runs.count - 1
-            record.encodeJSON(into: &runs[r].payload)
-            runs[r].payload.append(UInt8(ascii: "\n"))
-            runs[r].ends.append(runs[r].payload.count)
-            record.id.appendBytes(to: &runs[r].ids)
+            runs.append(run)
+            start = end
         }
     }
 

@@ -136,3 +136,19 @@ public struct QueueConfiguration: Sendable {
         return self
     }
 }
+
+extension QueueConfiguration {
+    /// What a second open of the same queue in one process must agree on
+    /// with the first (it gets the same handle): the settings that differ.
+    /// The migration block cannot be compared; the schema version stands for it.
+    func settingsDiffering(from other: QueueConfiguration) -> [String] {
+        var differing: [String] = []
+        if objectTypes != other.objectTypes { differing.append("object types") }
+        if encryptionKey != other.encryptionKey { differing.append("encryption key") }
+        if schemaVersion != other.schemaVersion { differing.append("schema version") }
+        if maxRecords != other.maxRecords || maxBytes != other.maxBytes { differing.append("bound") }
+        if overflowPolicy != other.overflowPolicy { differing.append("overflow policy") }
+        if durability != other.durability { differing.append("durability") }
+        return differing
+    }
+}

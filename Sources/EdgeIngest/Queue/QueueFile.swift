@@ -6,7 +6,7 @@ import Darwin
 
 /// File-system work around a queue file: its directory (0700), the file
 /// itself (0600), the process lock, and quarantine of a damaged file.
-enum QueueFile {
+package enum QueueFile {
     /// Creates the file's directory (and missing parents) with mode 0700,
     /// and the file with mode 0600 if it does not exist.
     static func prepare(path: String) throws {
@@ -64,7 +64,7 @@ enum QueueFile {
     }
 
     /// Creates `directory` and missing parents with mode 0700.
-    static func makeDirectories(_ directory: String) throws {
+    package static func makeDirectories(_ directory: String) throws {
         var info = stat()
         if stat(directory, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFDIR else {

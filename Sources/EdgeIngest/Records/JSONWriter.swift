@@ -34,7 +34,7 @@ package enum JSONWriter {
         }
         var magnitude = value.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch
-        let count = withUnsafeMutableBytes(of: &digits) { buf -> Int in
+        withUnsafeMutableBytes(of: &digits) { buf in
             var k = 24
             while magnitude > 0 {
                 k -= 1
@@ -46,9 +46,7 @@ package enum JSONWriter {
                 buf[k] = UInt8(ascii: "-")
             }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[k...]))
-            return 24 - k
         }
-        _ = count
     }
 
     /// Writes the shortest text that reads back as the same double.

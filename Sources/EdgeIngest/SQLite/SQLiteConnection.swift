@@ -72,7 +72,6 @@ final class SQLiteConnection {
         }
     }
 
-    var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Maps an SQLite result code to an error that says what to do.
     func error(_ rc: Int32, detail: String, doing: String) -> EdgeIngestError {

@@ -73,10 +73,13 @@ package final class Uploader: Sendable {
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: Int(Int64(settings.lingerMilliseconds) - age))
                 continue
             }
+            // Read before sending: a resume() that comes while this batch
+            // is being refused still ends the hold it leads to.
+            let generation = resumeGeneration.load(ordering: .sequentiallyConsistent)
             switch try process(lease, transport: transport, maxBytes: &maxBytes, stop: stop, deadline: nil) {
             case .acknowledged: continue
             case .stopped: break
-            case .held: hold(stop: stop)
+            case .held: hold(stop: stop, since: generation)
             }
         }
         try finalDrain(transport: transport, maxBytes: &maxBytes)
@@ -96,18 +99,15 @@ package final class Uploader: Sendable {
         logger.info("Uploader stopped", metadata: ["ingest.queued": "\(left)"])
     }
 
-    /// Waits out a hold: the hold time, a ``resume()`` or the stop signal.
-    private func hold(stop: StopSignal) {
-        let generation = resumeGeneration.load(ordering: .sequentiallyConsistent)
+    /// Waits out a hold: the hold time, a ``resume()`` since `generation`,
+    /// or the stop signal.
+    private func hold(stop: StopSignal, since generation: UInt64) {
         let until = monotonicSeconds() + Double(settings.holdMilliseconds) / 1000
+        // A wake-up from a resume() older than `generation` is drained and
+        // the wait goes on.
         while monotonicSeconds() < until, resumeGeneration.load(ordering: .sequentiallyConsistent) == generation {
             let left = Int((until - monotonicSeconds()) * 1000) + 1
-            state.expectProgress(within: min(left, Self.idleRecheckMilliseconds))
-            switch Readiness.wait(fd: resumeSignal.readFD, stop: stop, timeoutMs: Int32(max(1, min(left, Self.idleRecheckMilliseconds)))) {
-            case .stopped: return
-            case .readable: resumeSignal.drain()
-            case .timeout: break
-            }
+            if case .stopped = waitForWork(wake: resumeSignal, stop: stop, milliseconds: left) { return }
         }
     }
 
@@ -308,8 +308,8 @@ package final class Uploader: Sendable {
         }
     }
 
-    /// Waits for new readings (a wake-up from a committer), the stop
-    /// signal, or `milliseconds`.
+    /// Waits for a wake-up (new readings from a committer, or a
+    /// ``resume()``), the stop signal, or `milliseconds`.
     private func waitForWork(wake: StopSignal, stop: StopSignal, milliseconds: Int) -> Readiness {
         state.expectProgress(within: milliseconds)
         let result = Readiness.wait(fd: wake.readFD, stop: stop, timeoutMs: Int32(max(1, milliseconds)))

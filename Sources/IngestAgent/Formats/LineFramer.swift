@@ -22,11 +22,11 @@ struct LineFramer {
     private var discarding = false
     private var discardedBytes = 0
 
-    init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0, firstLineNumber: Int = 1) {
+    init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0) {
         self.delimiter = delimiter
         self.maxLineBytes = maxLineBytes
         self.committedOffset = startOffset
-        self.nextLineNumber = firstLineNumber
+        self.nextLineNumber = 1
     }
 
     /// Bytes of the incomplete line seen so far (counted, not necessarily held).

@@ -30,11 +30,11 @@ struct ReadingRouter {
         var type = defaultType
         for field in line.fields where ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
             guard case .string(let name) = field.value else {
-                throw LineRejection(reason: "unknown_type", message: "field '_type' must be a string naming a declared record type")
+                throw LineRejection(reason: ValidationFailure.Reason.unknownType.description, message: "field '_type' must be a string naming a declared record type")
             }
             guard let named = typesByName[name] else {
                 throw LineRejection(
-                    reason: "unknown_type",
+                    reason: ValidationFailure.Reason.unknownType.description,
                     message: "record type \(quotedName(name)) is not declared (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
                 )
             }

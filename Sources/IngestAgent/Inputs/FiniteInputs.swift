@@ -21,8 +21,8 @@ final class FiniteInputs: Sendable {
     }
     private let state: Mutex<State>
 
-    init(count: Int) {
-        state = Mutex(State(running: count, group: nil))
+    init() {
+        state = Mutex(State(running: 0, group: nil))
     }
 
     /// The group to shut down; set once, before it runs.
@@ -34,7 +34,8 @@ final class FiniteInputs: Sendable {
     /// gracefully after the last one, and returns only once its own graceful
     /// shutdown has come (or the task is cancelled).
     func wrap(_ input: any Service) -> any Service {
-        Wrapped(input: input, inputs: self)
+        state.withLock { $0.running += 1 }
+        return Wrapped(input: input, inputs: self)
     }
 
     fileprivate func inputEnded() async {

@@ -46,8 +46,4 @@ public final class InputCounters: Sendable {
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 

@@ -108,8 +108,7 @@ struct LineIngestor {
         if let source = positionSource {
             positions.append(SourcePosition(source: source, position: positionEncoder(committedOffset)))
         }
-        var counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
-        counts["lines." + settings.name] = Int64(pendingLines)
+        let counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         try committer.submit(batch, positions, counts)
         let accepted = Int64(batch.count)
         let rejections = pendingRejections

@@ -4,7 +4,7 @@ import FoundationEssentials
 /// What `ingestd status --json` prints: the agent's observable state (the
 /// seeds' AsyncOpen states) and every counter. Written by the running agent
 /// to `<state_directory>/status.json`.
-public struct AgentStatus: Codable, Sendable {
+public struct AgentStatus: Codable, Sendable, Equatable {
     /// The uploader's state — idle, uploading, backing_off, waiting_for_user,
     /// client_reset, error — or stopped (written at exit). See `openState`
     /// for the AsyncOpen view of it.
@@ -38,7 +38,7 @@ public struct AgentStatus: Codable, Sendable {
     /// Batches sent again after a failure.
     public var uploadResends: Int64?
 
-    public struct LastUpload: Codable, Sendable {
+    public struct LastUpload: Codable, Sendable, Equatable {
         public var at: String
         public var outcome: String
     }

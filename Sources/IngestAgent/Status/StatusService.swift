@@ -66,19 +66,17 @@ struct StatusService: Service {
     /// first seconds after a change keep the status file fresh.
     static let quietBeforeIdleMilliseconds = 10_000
 
-    /// What tells a busy agent from an idle one between two rounds.
+    /// What tells a busy agent from an idle one between two rounds: the
+    /// whole status but for what moves with the clock alone.
     struct Activity: Equatable {
-        var counters: [Int64]
-        var state: String
-        var problem: String?
+        var status: AgentStatus
 
         init(_ status: AgentStatus) {
-            counters = [
-                status.acceptedTotal, status.rejectedTotal, status.uploadedTotal, status.droppedTotal,
-                Int64(status.queuedRecords), Int64(status.uploadRequests ?? 0),
-            ] + status.inputs.map { $0.linesRead }
-            state = status.state
-            problem = status.problem
+            var still = status
+            still.updatedAt = ""
+            still.oldestAgeSeconds = nil
+            for i in still.inputs.indices { still.inputs[i].heartbeatAt = 0 }
+            self.status = still
         }
     }
 
