@@ -160,8 +160,9 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
     @Test func inMemoryQueueSharesByIdentifierAndLeavesNoFile() async throws {
         let dir = try TemporaryDirectory()
         let before = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath)
+        let identifier = "test-\(UUID())"
         let configuration = QueueConfiguration(
-            location: .inMemory(identifier: "test-\(UUID())"), objectTypes: [try declaredWeatherSensor()]
+            location: .inMemory(identifier: identifier), objectTypes: [try declaredWeatherSensor()]
         )
         do {
             let a = try DurableQueue.open(configuration)
@@ -175,6 +176,8 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
         #expect(try fresh.statistics().queuedRecords == 0)
         let after = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath)
         #expect(Set(after) == Set(before))
+        // Nor a file named after the identifier where SQLite keeps temporary files.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).allSatisfy { !$0.contains(identifier) })
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 

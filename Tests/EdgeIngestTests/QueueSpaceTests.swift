@@ -37,6 +37,36 @@ import Testing
         #expect(QueueFile(path).size <= afterDrain)
         #expect(try queue.statistics().queuedRecords == 1000)
     }
+
+    /// Half drained, the queue keeps its free pages for reuse (nothing is
+    /// reclaimed while draining); compact-on-launch gives them back, at once.
+    @Test func compactOnLaunchGivesTheFreePagesBack() async throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("queue.sqlite")
+        var configuration = try fileConfiguration(dir)
+        configuration.shouldCompactOnLaunch = nil
+        do {
+            let queue = try DurableQueue.open(configuration)
+            for b in 0..<40 { try await queue.append(try weatherRecords(1000, start: b * 1000)) }
+            for _ in 0..<20 {
+                let lease = try #require(try queue.take(maxRecords: 1000))
+                try queue.acknowledge(lease)
+            }
+            queue.close()
+        }
+        let beforeLaunch = QueueFile(path).size
+        let asked = Mutex<(Int64, Int64)?>(nil)
+        configuration.shouldCompactOnLaunch = { total, used in
+            asked.withLock { $0 = (total, used) }
+            return true
+        }
+        let queue = try DurableQueue.open(configuration)
+        let (total, used) = try #require(asked.withLock { $0 })
+        #expect(used < total * 3 / 4, "about half the file was free: \(used) of \(total) bytes in use")
+        #expect(QueueFile(path).size < beforeLaunch * 3 / 4, "\(QueueFile(path).size) bytes after compacting, \(beforeLaunch) before")
+        #expect(try queue.statistics().queuedRecords == 20_000)
+        queue.close()
+    }
 }
 
 struct QueueFile {

@@ -23,7 +23,7 @@ import Testing
         let export = try fixture.run(["dead-letter", "export", "--out", out])
         #expect(export.status == 0)
         let exported = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n")
-        #expect(exported.count == 1)
+        try #require(exported.count == 1)
         let line = try JSONSerialization.jsonObject(with: Data(exported[0].utf8)) as! [String: Any]
         #expect((line["record"] as? [String: Any])?["deviceId"] as? String == "POISON")
         #expect(line["reason"] as? String == "refused by the backend: HTTP 400")

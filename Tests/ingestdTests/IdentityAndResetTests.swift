@@ -105,7 +105,7 @@ import Testing
         #expect(agent.terminate() == 0)
         let backups = try FileManager.default.contentsOfDirectory(atPath: fixture.stateDirectory + "/client-reset-backups")
             .filter { $0.hasSuffix(".ingest.sqlite") }
-        #expect(backups.count == 1)
+        try #require(backups.count == 1)
         let kept = try fixture.queuedLinesAt(fixture.stateDirectory + "/client-reset-backups/" + backups[0])
         #expect(kept.count == 7)
         #expect(kept.allSatisfy { $0.contains("\"_id\"") })

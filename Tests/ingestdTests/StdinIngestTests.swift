@@ -48,6 +48,7 @@ import Testing
         // …and kept in the rejects file with the line itself.
         let rejects = try fixture.rejects()
         #expect(rejects.map { $0["line"] as? Int } == [2, 4, 5, 6, 9, 10])
+        try #require(rejects.count == 6)
         #expect(rejects[0]["raw"] as? String == #"{"deviceId":"WX1","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#)
         #expect(rejects[2]["raw_hex"] as? String == "7b22fffe227d")
         #expect(rejects[3]["raw_bytes"] as? Int == 1000)
@@ -68,7 +69,7 @@ import Testing
         let result = try fixture.run(["run", "--format", "csv"], stdin: Data(csv.utf8))
         #expect(result.status == 0, "\(result.stderr)")
         let queued = try fixture.queuedLines()
-        #expect(queued.count == 3)
+        try #require(queued.count == 3)
         #expect(queued[1].contains(#""deviceId":"WX,2","temperatureInFahrenheit":70,"#))
         let status = try fixture.status()
         #expect(status["rejected_by_reason"] as? [String: Int] == ["type_mismatch": 1, "malformed_csv": 1])
@@ -112,6 +113,7 @@ import Testing
         let process = Process()
         process.executableURL = IngestdBinary.url
         process.arguments = ["run", "--config", fixture.configPath]
+        process.environment = IngestdBinary.environment
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         let err = Pipe()
         process.standardError = err

@@ -188,10 +188,7 @@ public final class DurableQueue: Sendable {
                 )
             }
             try store.setMeta("key_check", cipher.keyCheck)
-            if configuration.location.path != nil {
-                try store.db.execute("VACUUM")
-                try store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            }
+            if configuration.location.path != nil { try store.compactFile() }
         }
         store.cipher = cipher
     }
@@ -261,7 +258,7 @@ public final class DurableQueue: Sendable {
         guard let predicate = configuration.shouldCompactOnLaunch, configuration.location.path != nil else { return }
         let usage = try store.pageUsage()
         guard predicate(usage.totalBytes, usage.totalBytes - usage.freeBytes) else { return }
-        try store.db.execute("VACUUM")
+        try store.compactFile()
         let after = try store.pageUsage()
         logger.info(
             "Compacted the queue file on launch",

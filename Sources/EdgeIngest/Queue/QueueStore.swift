@@ -318,6 +318,15 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         return PageUsage(totalBytes: pages * pageSize, freeBytes: free * pageSize)
     }
 
+    /// Rewrites the file with only its live pages and gives the space back
+    /// now: `VACUUM` writes the new file into the WAL, and the checkpoint
+    /// copies it home and truncates both files (without it the file keeps
+    /// its size until a later checkpoint).
+    func compactFile() throws {
+        try db.execute("VACUUM")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
     /// Returns free pages to the file system when that is cheap.
     ///
     /// A FIFO frees pages at the front of the file. SQLite's incremental
