@@ -5,7 +5,7 @@ Records every _id it stores and counts duplicates, so a test can prove
 "every reading delivered, none lost". Prints "PORT <n>" once listening on
 127.0.0.1 (port 0 = chosen by the kernel). GET /stats returns the counts.
 
-Faults, each for the first N POSTs (or all with --always-status):
+Faults: the first three apply to the first N POSTs; the others to every POST that matches:
   --fail N --fail-status S --retry-after SECONDS   answer S (e.g. 503, 429)
   --reset N                                        close the connection, no answer
   --slow N --slow-ms MS                            store, then answer after MS
