@@ -10,43 +10,28 @@ pointing at a live loopback receiver, so libcurl is loaded as in production.
 """
 import json, os, socket, subprocess, sys, tempfile, threading, time
 
-BINARY, RECEIVER_URL, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-QUEUED = int(sys.argv[4]) if len(sys.argv) > 4 else 1_000_000
+BINARY, RECEIVER_URL, WORK, BASE_CONFIG, READINGS = sys.argv[1:6]
 IDLE_SECONDS = int(os.environ.get("IDLE_SECONDS", "60"))
-
-CONFIG = """
-[agent]
-log_target = "stderr"
-log_level = "warning"
-[queue]
-max_bytes = 1073741824
-[types.WeatherSensor]
-deviceId = "string"
-temperatureInFahrenheit = "double"
-barometricPressureInHg = "double"
-windSpeedInMph = "int"
-[[inputs]]
-kind = "stdin"
-"""
 
 
 def config(path, upload):
-    with open(path, "w") as f:
-        f.write(CONFIG)
+    """bench/lib.sh's base configuration, a stdin input, and [upload] if given."""
+    with open(BASE_CONFIG) as base, open(path, "w") as f:
+        f.write(base.read())
+        f.write('[[inputs]]\nkind = "stdin"\n')
         if upload:
             f.write(f'[upload]\nurl = "{upload}"\n')
     return path
 
 
-def fill(state, n):
-    """Queues n readings with no [upload] section, through the same binary."""
+def fill(state):
+    """Queues READINGS with no [upload] section, through the same binary."""
     cfg = config(os.path.join(WORK, "fill.toml"), None)
-    lines = "".join(
-        f'{{"deviceId":"WX{i % 100}","temperatureInFahrenheit":{60 + i % 30}.{i % 10},"barometricPressureInHg":29.65,"windSpeedInMph":{i % 40}}}\n'
-        for i in range(n)
-    )
     env = dict(os.environ, STATE_DIRECTORY=state)
-    subprocess.run([BINARY, "run", "--config", cfg], input=lines.encode(), env=env, check=True)
+    with open(READINGS, "rb") as readings:
+        subprocess.run([BINARY, "run", "--config", cfg], stdin=readings, env=env, check=True)
+    with open(READINGS, "rb") as readings:
+        return sum(1 for _ in readings)
 
 
 def memory(pid):
@@ -88,7 +73,6 @@ def run_case(label, state, upload):
     started = time.monotonic()
     agent = subprocess.Popen([BINARY, "run", "--config", cfg], stdin=read_end, env=env, stderr=open(os.path.join(WORK, "agent.log"), "w"))
     os.close(read_end)
-    env["WATCHDOG_PID"] = str(agent.pid)
     # Read every notification, as systemd does: sd_notify blocks when the
     # socket's buffer is full, so a reader that stops reading stalls the agent.
     ready = threading.Event()
@@ -139,8 +123,8 @@ empty = tempfile.mkdtemp(dir=WORK)
 results.append(run_case("empty queue, upload configured", empty, RECEIVER_URL))
 results.append(run_case("empty queue, no upload", tempfile.mkdtemp(dir=WORK), None))
 full = tempfile.mkdtemp(dir=WORK)
-fill(full, QUEUED)
+queued = fill(full)
 # The receiver is down for this case ("offline for weeks"): everything stays queued.
-results.append(run_case(f"{QUEUED:,} queued, backend unreachable", full, "http://127.0.0.1:9/ingest"))
+results.append(run_case(f"{queued:,} queued, backend unreachable", full, "http://127.0.0.1:9/ingest"))
 for r in results:
     print(json.dumps(r))

@@ -9,10 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 queued=${1:-1000000}
 dir=${2:-/tmp/edgeingest-bench-footprint}
+# Start clean, but only ever delete a directory this script made.
+if [ -e "$dir" ] && [ ! -e "$dir/.edgeingest-bench" ]; then
+    echo "footprint.sh: '$dir' exists and was not made by this script; name another directory" >&2
+    exit 1
+fi
 rm -rf "$dir"
 mkdir -p "$dir"
+touch "$dir/.edgeingest-bench"
 . bench/lib.sh
-scripts/build-release.sh dist >/dev/null 2>&1
+scripts/build-release.sh dist >/dev/null
 machine_line
 echo "stripped binary: $(stat -c %s dist/ingestd) bytes ($(numfmt --to=iec --suffix=B "$(stat -c %s dist/ingestd)"))"
 python3 Tests/Support/ingest-test-server.py --fast --port-file "$dir/port" >/dev/null 2>&1 &
@@ -20,4 +26,6 @@ server=$!
 trap 'kill -9 $server 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
 port=$(cut -d' ' -f1 "$dir/port")
-python3 bench/footprint.py "$PWD/dist/ingestd" "http://127.0.0.1:$port/ingest/v1/batches" "$dir" "$queued"
+base_config > "$dir/base.toml"
+make_input "$dir/readings.ndjson" "$queued"
+python3 bench/footprint.py "$PWD/dist/ingestd" "http://127.0.0.1:$port/ingest/v1/batches" "$dir" "$dir/base.toml" "$dir/readings.ndjson"

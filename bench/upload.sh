@@ -49,6 +49,11 @@ measure() {  # $1 = label, $2 = config, $3 = stdin file, $4 = expected receiver 
     local queued; queued=$(.build/release/ingestd status --state-directory "$dir/state" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["queued_records"])' || true)
     awk -v l="$1" -v n="$4" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" -v got="$got" -v q="$queued" \
         'BEGIN { printf "%s: %d readings in %.2f s = %d readings/s; agent CPU %.2f s (%.2f s per million); peak RSS %.1f MB; received %d, left queued %s\n", l, n, e - s, n / (e - s), u + sy, (u + sy) * 1000000 / n, rss / 1024, got, q }'
+    # A run that lost readings or left them queued measured something else.
+    if [ "$got" -lt "$4" ] || [ "$queued" != 0 ]; then
+        echo "$1: the receiver got $got of $4 readings and $queued are left queued: this run does not count" >&2
+        exit 1
+    fi
 }
 
 for gz in false true; do

@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
 done

@@ -7,6 +7,9 @@
 #
 # Every subcommand (and sub-subcommand) gets a section with its help verbatim.
 set -euo pipefail
+case "${1:-}" in
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+esac
 binary="${1:-dist/ingestd}"
 [ -x "$binary" ] || { echo "help-to-man.sh: '$binary' is not an executable" >&2; exit 1; }
 

@@ -29,7 +29,7 @@ deb=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --deb) deb="$2"; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
 done
@@ -56,7 +56,7 @@ ok "the example configuration is the one conffile"
 work="$(mktemp -d /tmp/ingestd-package-test.XXXXXX)"
 cleanup() { umount -R "$work" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-dpkg-deb -x "$deb" "$work/extracted" 2>/dev/null || { mkdir -p "$work/extracted"; dpkg-deb -x "$deb" "$work/extracted"; }
+dpkg-deb -x "$deb" "$work/extracted"
 binary="$work/extracted/usr/bin/ingestd"
 allowed='^(libc\.so\.6|libm\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libsqlite3\.so\.0|libcurl\.so\.4|libcrypto\.so\.3|libz\.so\.1|libsystemd\.so\.0)$'
 needed="$(objdump -p "$binary" | awk '/NEEDED/ { print $2 }')"
@@ -67,9 +67,10 @@ echo "# stripped binary: $(stat -c %s "$binary") bytes"
 
 # --- A throwaway root: overlay over /, toolchain hidden ----------------------
 export deb work
-unshare --mount --propagation private bash -euo pipefail -s <<'NAMESPACE' || fail "the checks in the throwaway root failed (see above)"
-mount -t tmpfs tmpfs "$work/layers" 2>/dev/null || { mkdir -p "$work/layers"; mount -t tmpfs tmpfs "$work/layers"; }
-mkdir -p "$work/layers/upper" "$work/layers/work" "$work/root"
+unshare --mount --pid --fork --propagation private bash -euo pipefail -s <<'NAMESPACE' || fail "the checks in the throwaway root failed (see above)"
+mkdir -p "$work/layers" "$work/root"
+mount -t tmpfs tmpfs "$work/layers"
+mkdir -p "$work/layers/upper" "$work/layers/work"
 mount -t overlay overlay -o "lowerdir=/,upperdir=$work/layers/upper,workdir=$work/layers/work" "$work/root"
 root="$work/root"
 [ -d "$root/opt/swift" ] && mount -t tmpfs tmpfs "$root/opt/swift"
@@ -118,16 +119,18 @@ not json
 inside "mkdir -p -m 0700 /var/lib/ingestd && printf '%s\n' '$readings' | STATE_DIRECTORY=/var/lib/ingestd ingestd run --config /etc/ingestd/ingestd.toml --log-target stderr 2>/tmp/run.log" ||
     { inside 'cat /tmp/run.log' >&2; fail "the installed ingestd did not take piped readings"; }
 status="$(inside 'rc=0; STATE_DIRECTORY=/var/lib/ingestd ingestd status --config /etc/ingestd/ingestd.toml --json || rc=$?; [ $rc = 3 ]')" || fail "ingestd status did not report a stopped agent (exit 3)"
-printf '%s' "$status" | grep -q '"accepted_total" *: *3' || fail "status does not count 3 accepted readings: $status"
-printf '%s' "$status" | grep -q '"rejected_total" *: *1' || fail "status does not count 1 rejected line: $status"
+printf '%s' "$status" | grep -Eq '"accepted_total" *: *3([^0-9]|$)' || fail "status does not count 3 accepted readings: $status"
+printf '%s' "$status" | grep -Eq '"rejected_total" *: *1([^0-9]|$)' || fail "status does not count 1 rejected line: $status"
 inside '[ -s /var/lib/ingestd/queue.sqlite ]' || fail "no queue file in /var/lib/ingestd"
 ok "3 readings queued and 1 bad line rejected by the installed binary"
 
+inside 'umask 077 && echo secret > /etc/ingestd/credentials/upload-token' || fail "cannot place a credential"
 inside 'dpkg -r ingestd >/dev/null' || fail "dpkg -r failed"
 inside '[ ! -e /usr/bin/ingestd ] && [ ! -e /lib/systemd/system/ingestd.service ] && [ ! -e /usr/share/man/man8/ingestd.8.gz ]' || fail "dpkg -r left the package's files"
-inside '[ -f /etc/ingestd/ingestd.toml ] && [ -s /var/lib/ingestd/queue.sqlite ]' || fail "dpkg -r removed the configuration or the queue (only a purge may)"
+inside '[ -f /etc/ingestd/ingestd.toml ] && [ -s /etc/ingestd/credentials/upload-token ] && [ -s /var/lib/ingestd/queue.sqlite ]' ||
+    fail "dpkg -r removed the configuration, a credential or the queue (only a purge may)"
 inside '[ "$(dpkg-query -W -f "\${Status}" ingestd)" = "deinstall ok config-files" ]' || fail "after dpkg -r the package is not in config-files state"
-ok "dpkg -r: program gone, configuration and queue kept"
+ok "dpkg -r: program gone, configuration, credentials and queue kept"
 
 inside 'dpkg -P ingestd >/dev/null' || fail "dpkg -P failed"
 inside '[ ! -e /etc/ingestd ] && [ ! -e /var/lib/ingestd ]' || fail "dpkg -P left /etc/ingestd or /var/lib/ingestd"

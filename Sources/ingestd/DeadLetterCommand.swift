@@ -49,7 +49,8 @@ struct DeadLetterCommand: ParsableCommand {
         func run() throws {
             let letters = try DeadLetterCommand.openQueue(options).deadLetters()
             let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
+            // An existing file keeps its mode through O_CREAT: the records are private.
+            guard fd >= 0, fchmod(fd, 0o600) == 0 else {
                 printError("Cannot write '\(out)': \(String(cString: strerror(errno))).")
                 throw ExitCodes.ioError
             }

@@ -23,7 +23,8 @@ struct Ingestd: AsyncParsableCommand {
 
             Exit codes: 0 success; 1 unhealthy (status); 3 agent not running (status); \
             64 bad command-line usage; 65 bad data (a damaged queue file); \
-            74 I/O error (queue unavailable, disk full); 78 configuration error.
+            74 I/O error (queue unavailable; readings that a full disk kept from \
+            being committed before a stop); 78 configuration error.
             """,
         version: EdgeIngestVersion.current,
         subcommands: [
