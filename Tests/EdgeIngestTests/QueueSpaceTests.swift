@@ -5,6 +5,20 @@ import Synchronization
 import Testing
 
 @Suite struct QueueSpaceTests {
+    /// Opens with a compact-on-launch predicate that always compacts and
+    /// returns what it was asked: the file's total and used bytes.
+    func openCompacting(_ configuration: QueueConfiguration) throws -> (DurableQueue, total: Int64, used: Int64) {
+        var configuration = configuration
+        let asked = Mutex<(Int64, Int64)?>(nil)
+        configuration.shouldCompactOnLaunch = { total, used in
+            asked.withLock { $0 = (total, used) }
+            return true
+        }
+        let queue = try DurableQueue.open(configuration)
+        let (total, used) = try #require(asked.withLock { $0 })
+        return (queue, total, used)
+    }
+
     @Test func drainingReturnsSpaceAndCompactOnLaunchShrinksTheFile() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("queue.sqlite")
@@ -26,13 +40,7 @@ import Testing
         let afterDrain = QueueFile(path).size
         #expect(afterDrain < peak / 2)  // incremental vacuum gave pages back while draining
 
-        let asked = Mutex<(Int64, Int64)?>(nil)
-        configuration.shouldCompactOnLaunch = { total, used in
-            asked.withLock { $0 = (total, used) }
-            return true
-        }
-        let queue = try DurableQueue.open(configuration)
-        let (total, used) = try #require(asked.withLock { $0 })
+        let (queue, total, used) = try openCompacting(configuration)
         #expect(used <= total)
         #expect(QueueFile(path).size <= afterDrain)
         #expect(try queue.statistics().queuedRecords == 1000)
@@ -55,13 +63,7 @@ import Testing
             queue.close()
         }
         let beforeLaunch = QueueFile(path).size
-        let asked = Mutex<(Int64, Int64)?>(nil)
-        configuration.shouldCompactOnLaunch = { total, used in
-            asked.withLock { $0 = (total, used) }
-            return true
-        }
-        let queue = try DurableQueue.open(configuration)
-        let (total, used) = try #require(asked.withLock { $0 })
+        let (queue, total, used) = try openCompacting(configuration)
         #expect(used < total * 3 / 4, "about half the file was free: \(used) of \(total) bytes in use")
         #expect(QueueFile(path).size < beforeLaunch * 3 / 4, "\(QueueFile(path).size) bytes after compacting, \(beforeLaunch) before")
         #expect(try queue.statistics().queuedRecords == 20_000)
