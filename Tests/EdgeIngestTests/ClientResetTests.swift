@@ -85,9 +85,10 @@ import TestSupport
         let s = try await setUp(.manual(errorHandler: { error, _ in reported.withLock { $0.append("\(error.code)") } }))
         try writeSensors(s.realm, 6, from: 5)
         #expect(eventually { s.realm.pendingClientReset != nil })
-        #expect(reported.withLock { $0 } == ["client_reset_required"])
+        // The handler runs just after the reset is marked pending (so it may resolve it at once).
+        #expect(eventually { reported.withLock { $0 } == ["client_reset_required"] })
         #expect(try s.realm.statistics().queuedRecords == 6)
-        #expect(s.realm.uploadState?.state == "error")
+        #expect(eventually { s.realm.uploadState?.state == "error" })
         try s.realm.resolveClientReset(discard: false)
         try await s.realm.waitForUpload(timeout: .seconds(10))
         #expect(try s.backend.stats()["unique"] as? Int == 11)
@@ -111,7 +112,7 @@ import TestSupport
         let s = try await setUp(.recoverUnsyncedChanges(), recoverable: false)
         try writeSensors(s.realm, 2, from: 5)
         #expect(eventually { s.realm.pendingClientReset != nil })
-        #expect(reported.withLock { $0 }.contains("client_reset_required key-0"))
+        #expect(eventually { reported.withLock { $0 }.contains("client_reset_required key-0") })
         #expect(try s.realm.statistics().queuedRecords == 2)
         // The operator chooses to discard, with a backup.
         var backup = IngestConfiguration()
