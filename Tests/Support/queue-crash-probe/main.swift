@@ -1,7 +1,10 @@
 // A child process for the queue's crash tests. Not installed.
 //
-//   queue-crash-probe append PATH FIRST_BATCH   append batches forever, printing
+//   queue-crash-probe append PATH FIRST_BATCH [DURABILITY]
+//                                               append batches forever, printing
 //                                               "committed <batch> <count>" after each
+//                                               (DURABILITY: power_loss_safe, the
+//                                               default, or crash_safe)
 //   queue-crash-probe --hold-check PATH         exit 0 if the queue opens, 3 if not
 //
 // Batch b holds records whose deviceId is "b<b>-<count>" and whose
@@ -28,9 +31,10 @@ func write(_ text: String, to fd: Int32) {
     text.withUTF8 { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
 }
 
-func configuration(_ path: String) -> QueueConfiguration {
+func configuration(_ path: String, durability: Durability = .powerLossSafe) -> QueueConfiguration {
     var c = QueueConfiguration(location: .file(path: path), objectTypes: [weatherSensor])
     c.maxBytes = nil
+    c.durability = durability
     return c
 }
 
@@ -45,7 +49,12 @@ case "--hold-check":
         exit(3)
     }
 case "append":
-    let queue = try DurableQueue.open(configuration(arguments[2]))
+    let durability = arguments.count > 4 ? Durability(name: arguments[4]) : .powerLossSafe
+    guard let durability else {
+        write("queue-crash-probe: unknown durability \(arguments[4])\n", to: 2)
+        exit(2)
+    }
+    let queue = try DurableQueue.open(configuration(arguments[2], durability: durability))
     var batch = Int(arguments[3])!
     var rng = SystemRandomNumberGenerator()
     while true {
@@ -62,6 +71,6 @@ case "append":
         batch += 1
     }
 default:
-    write("usage: queue-crash-probe append PATH FIRST_BATCH | --hold-check PATH\n", to: 2)
+    write("usage: queue-crash-probe append PATH FIRST_BATCH [DURABILITY] | --hold-check PATH\n", to: 2)
     exit(2)
 }
