@@ -37,4 +37,18 @@ import Testing
         }
         #expect(failures.isEmpty, "\(failures.prefix(5))")
     }
+
+    /// Found by Fuzz/NDJSONFuzz.swift: years past 999,999 were written modulo
+    /// a million (a different instant, silently).
+    @Test(arguments: [
+        (Int64(0), "1970-01-01T00:00:00.000Z"),
+        (253_402_300_800_000, "+010000-01-01T00:00:00.000Z"),
+        (-62_167_219_200_001, "-000001-12-31T23:59:59.999Z"),
+        (62_167_219_192_000_010, "+1971970-10-02T21:46:40.010Z"),
+    ])
+    func timestampsKeepEveryDigitOfTheYear(milliseconds: Int64, text: String) {
+        var out: [UInt8] = []
+        Timestamp.appendISO8601(milliseconds: milliseconds, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == text)
+    }
 }

@@ -11,6 +11,30 @@ import Testing
         return line.fields.map { (line.keyString($0), $0.value) }
     }
 
+    /// Found by Fuzz/NDJSONFuzz.swift: an undeclared `_type` was cut at 32
+    /// characters, but one character can carry any number of combining
+    /// marks, so the message could quote a whole line.
+    @Test func anUndeclaredTypeNameIsQuotedShortAndEscaped() throws {
+        let type = try RecordType(name: "WeatherSensor", fields: [.init(name: "deviceId", type: .string)])
+        let router = ReadingRouter(types: [type], defaultType: "WeatherSensor", inputName: "test")
+        for name in ["a" + String(repeating: "\u{301}", count: 300), String(repeating: "x\\\"\n", count: 200)] {
+            var parser = NDJSONParser()
+            var line = ParsedLine()
+            var json: [UInt8] = []
+            JSONWriter.appendString(name, to: &json)
+            let bytes = Array(#"{"_type":"#.utf8) + json + Array("}".utf8)
+            try bytes.withUnsafeBytes { try parser.parse($0, into: &line) }
+            #expect(throws: LineRejection.self) { try router.route(line) }
+            do {
+                _ = try router.route(line)
+            } catch {
+                #expect(error.reason == "unknown_type")
+                #expect(error.message.utf8.count < 200, "\(error.message.utf8.count) bytes")
+                #expect(!error.message.contains("\n"))
+            }
+        }
+    }
+
     @Test func flatObjectWithEveryValueKind() throws {
         let fields = try parse(#" {"s":"a\"b\u00e9\ud83d\ude00","i":-42,"d":2.5e1,"t":true,"f":false,"n":null,"o":{"x":[1,{"y":"}"}]},"a":[1,2]} "#)
         #expect(fields.map(\.0) == ["s", "i", "d", "t", "f", "n", "o", "a"])

@@ -50,4 +50,17 @@ import Testing
             (error as? TOMLError)?.description == message
         }
     }
+
+    /// Found by Fuzz/TOMLFuzz.swift: nesting recursed without a bound, and
+    /// ~38,000 levels crashed `ingestd check-config` with a stack overflow.
+    @Test(arguments: [100, 40_000])
+    func deepNestingIsAnErrorNotACrash(levels: Int) {
+        let text = "a = " + String(repeating: "[", count: levels) + String(repeating: "]", count: levels)
+        #expect {
+            try TOMLDocument.parse(text)
+        } throws: { error in
+            (error as? TOMLError)?.description == "line 1: arrays and inline tables nest more than 64 levels deep"
+        }
+        #expect(throws: Never.self) { try TOMLDocument.parse("a = " + String(repeating: "[", count: 64) + String(repeating: "]", count: 64)) }
+    }
 }

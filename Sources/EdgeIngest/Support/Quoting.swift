@@ -1,10 +1,11 @@
 /// The longest excerpt of an offending value that an error message quotes.
-let quotedValueLimit = 32
+package let quotedValueLimit = 32
 
 /// Quotes `text` for an error message, truncated to ``quotedValueLimit``
-/// characters with an ellipsis, control characters escaped, so that a
-/// message names what was wrong without copying a payload into the log.
-func quoted(_ text: some StringProtocol) -> String {
+/// Unicode scalars with an ellipsis (scalars, not characters: one character
+/// can carry any number of combining marks), control characters escaped, so
+/// that a message names what was wrong without copying a payload into the log.
+package func quoted(_ text: some StringProtocol) -> String {
     var out = "\""
     var count = 0
     for scalar in text.unicodeScalars {

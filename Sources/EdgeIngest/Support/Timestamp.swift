@@ -101,8 +101,17 @@ enum Timestamp {
             out.append(contentsOf: digits)
         }
         if y < 0 || y > 9999 {
+            // ISO 8601 expanded years: a sign and at least six digits; every
+            // digit of the year, never a truncated one (Fuzz/NDJSONFuzz.swift
+            // found years past 999,999 written modulo a million).
             out.append(y < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
-            put(abs(y), 6)
+            var width = 6
+            var rest = abs(y) / 1_000_000
+            while rest > 0 {
+                width += 1
+                rest /= 10
+            }
+            put(abs(y), width)
         } else {
             put(y, 4)
         }

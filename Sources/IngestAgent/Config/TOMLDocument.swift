@@ -181,8 +181,16 @@ private struct TOMLParser {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D
     }
 
-    mutating func parseValue() throws -> TOMLValue {
+    /// How deep arrays and inline tables may nest. A configuration never needs
+    /// more than a few levels; without a bound, a crafted file could exhaust the
+    /// stack (found by Fuzz/TOMLFuzz.swift).
+    static let maxNesting = 64
+
+    mutating func parseValue(depth: Int = 0) throws -> TOMLValue {
         guard !atEnd else { throw error("expected a value") }
+        guard depth < TOMLParser.maxNesting else {
+            throw error("arrays and inline tables nest more than \(TOMLParser.maxNesting) levels deep")
+        }
         let valueLine = line
         switch current {
         case UInt8(ascii: "\""):
@@ -201,7 +209,7 @@ private struct TOMLParser {
                     i += 1
                     break
                 }
-                items.append(try parseValue())
+                items.append(try parseValue(depth: depth + 1))
                 skipBlank()
                 guard !atEnd else { throw error("unterminated array") }
                 if current == UInt8(ascii: ",") {
@@ -225,7 +233,7 @@ private struct TOMLParser {
                 guard !atEnd, current == UInt8(ascii: "=") else { throw error("expected '=' in inline table") }
                 i += 1
                 skipSpaces()
-                var value = try parseValue()
+                var value = try parseValue(depth: depth + 1)
                 value.line = valueLine
                 try TOMLParser.insert(&table, at: [], keys: keys, value: value)
                 skipSpaces()

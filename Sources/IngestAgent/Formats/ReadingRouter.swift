@@ -35,7 +35,7 @@ struct ReadingRouter {
             guard let named = typesByName[name] else {
                 throw LineRejection(
                     reason: ValidationFailure.Reason.unknownType.description,
-                    message: "record type \(quotedName(name)) is not declared (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
+                    message: "record type \(quoted(name)) is not declared (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
                 )
             }
             type = named
@@ -67,7 +67,4 @@ struct ReadingRouter {
         }
     }
 
-    private func quotedName(_ name: String) -> String {
-        "'" + String(name.prefix(32)) + (name.count > 32 ? "…" : "") + "'"
-    }
 }
