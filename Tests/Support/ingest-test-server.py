@@ -14,6 +14,11 @@ Faults: the first three apply to the first N POSTs; the others to every POST tha
   --always-status S                                answer S to everything (nothing stored)
   --reject-device DEVICE                           store the batch but reject that record in the 200 body
   --tls-cert PEM --tls-key PEM [--client-ca PEM]   serve HTTPS (and require client certificates)
+Content identity (fault-injection suite): --key-field NAME counts distinct values of that
+  field ("content_unique") and how often a value arrives under a new _id
+  ("content_duplicates": a reading duplicated before it was queued, which _id
+  dedup cannot catch); /stats also reports their "content_min"/"content_max" when numeric
+  after a non-digit prefix (e.g. deviceId "S17" → 17).
 
 Identity (docs/PROTOCOL.md, "Identity"): POST /auth/v1/apps/<app>/login|refresh|logout.
   --auth                      batches need "Authorization: Bearer <access token>" (else 401)
@@ -51,12 +56,15 @@ p.add_argument("--auth", action="store_true")
 p.add_argument("--token-ttl", type=int, default=3600)
 p.add_argument("--api-key", action="append", default=[])
 p.add_argument("--account", action="append", default=[])
+p.add_argument("--key-field", default=None)
 args = p.parse_args()
 
 lock = threading.RLock()
 state = {"requests": 0, "unique": 0, "duplicates": 0, "ids": set(), "keys": set(), "key_repeats": 0,
          "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set(), "via": set(),
-         "logins": 0, "refreshes": 0, "logouts": 0, "sessions": set(), "reset_demands": 0}
+         "logins": 0, "refreshes": 0, "logouts": 0, "sessions": set(), "reset_demands": 0,
+         "content_unique": 0, "content_duplicates": 0, "content_min": None, "content_max": None}
+content = {}  # --key-field value → the _id it first arrived with
 tokens = {"access": {}, "refresh": {}, "refuse_refresh": False, "lost": set(), "recoverable": True}
 
 
@@ -212,6 +220,18 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     state["ids"].add(r["_id"])
                     state["unique"] += 1
+                    if args.key_field is not None:
+                        value = r.get(args.key_field)
+                        if value in content:
+                            state["content_duplicates"] += 1
+                        else:
+                            content[value] = r["_id"]
+                            state["content_unique"] += 1
+                            digits = str(value).lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
+                            if digits.isdigit():
+                                n = int(digits)
+                                state["content_min"] = n if state["content_min"] is None else min(n, state["content_min"])
+                                state["content_max"] = n if state["content_max"] is None else max(n, state["content_max"])
         if args.slow and n <= args.slow:
             time.sleep(args.slow_ms / 1000)
         reply = json.dumps({"accepted": len(records) - len(rejected), "rejected": rejected}).encode()

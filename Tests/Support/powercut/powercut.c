@@ -15,6 +15,9 @@
 //                                     rebuilt at open)
 //   POWERCUT_LOG=/dir/powercut        where images and logs go:
 //                                     <basename>.durable, <basename>.pending
+//   POWERCUT_SYNC_DELAY_US=N          optional: a slow disk; each sync of a
+//                                     tracked file waits N µs first, so a kill
+//                                     lands more often while writes are unsynced
 //
 // After `kill -9`, Tests/Support/powercut.py "cut" rebuilds each file from
 // its durable image plus a random part of the pending writes (each kept, lost
@@ -54,6 +57,7 @@ static signed char fdFile[MAX_FDS];  // fd → index into files + 1, 0 = not tra
 static const char *trackedPrefix;
 static const char *logDirectory;
 static int ready;
+static useconds_t syncDelay;
 
 static int (*real_open)(const char *, int, ...);
 static int (*real_openat)(int, const char *, int, ...);
@@ -84,6 +88,8 @@ __attribute__((constructor)) static void setup(void) {
     trackedPrefix = getenv("POWERCUT_PATH");
     logDirectory = getenv("POWERCUT_LOG");
     ready = trackedPrefix && *trackedPrefix && logDirectory && *logDirectory;
+    const char *delay = getenv("POWERCUT_SYNC_DELAY_US");
+    syncDelay = delay ? (useconds_t)strtoul(delay, NULL, 10) : 0;
 }
 
 static void fail(const char *what, const char *path) {
@@ -380,6 +386,7 @@ int ftruncate64(int fd, off64_t size) {
 int fsync(int fd) {
     TrackedFile *file = trackedFile(fd);
     if (!file) return real_fsync(fd);
+    if (syncDelay) usleep(syncDelay);  // outside the lock: other threads go on writing
     pthread_mutex_lock(&lock);
     int r = real_fsync(fd);
     if (r == 0) synced(file);
@@ -390,6 +397,7 @@ int fsync(int fd) {
 int fdatasync(int fd) {
     TrackedFile *file = trackedFile(fd);
     if (!file) return real_fdatasync(fd);
+    if (syncDelay) usleep(syncDelay);  // outside the lock: other threads go on writing
     pthread_mutex_lock(&lock);
     int r = real_fdatasync(fd);
     if (r == 0) synced(file);

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The fault-injection suite: WeatherSensor readings through the built ingestd
+into a loopback backend that records every _id, under faults.
+
+usage: scripts/fault-suite.py [--full] [--binary PATH] [--only NAME]... [--seed N]
+                              [--markdown FILE] [--keep] [--quiet]
+
+Every scenario appends numbered readings (deviceId "S0", "S1", …) to a file
+the agent follows (file input: its offsets commit with the readings, so a
+restart resumes exactly), streams them to Tests/Support/ingest-test-server.py
+and ends with the same checks:
+  lost         readings written − distinct readings received       must be 0
+  duplicates   a reading received under two different _ids         must be 0
+               (a duplicate that _id dedup at the backend cannot catch)
+  re-sends     the same _id received again (counted, allowed: the backend
+               dedups by _id, docs/PROTOCOL.md)
+  queue        empty at the end; the agent's persistent counters agree:
+               accepted == uploaded == readings written, nothing rejected,
+               dropped or dead-lettered; the last agent exits 0 on SIGTERM
+
+Scenarios (short / --full):
+  kill9      SIGKILL at a random moment, 10 / 100 rounds, while readings are
+             appended, committed, uploaded and acknowledged (the backend
+             answers 30 ms after storing, so kills also land between the
+             store and the acknowledgement)
+  powercut   the same with a power cut after each kill, 10 / 100 rounds: the
+             agent runs over Tests/Support/powercut (LD_PRELOAD) and its queue
+             files are rebuilt from what was fsynced plus a random part of
+             the unsynced writes (kept, lost or torn at 512-byte sectors); each
+             fsync takes 40 ms more (a slow SD card), so cuts often land
+             while writes are unsynced
+  down       the backend unreachable (connection refused) for 15 s / 10 min
+             with the default retry settings while readings keep coming:
+             nothing lost, the upload resumes by itself, and the attempts made
+             while down stay few (no hot loop): at most 10 + seconds/5
+  flapping   a faulty proxy (Tests/Support/faulty-proxy.py) between agent and
+             backend: up ~1.5 s / down ~0.7 s, connections reset at random
+             mid-request or mid-answer, random delays; 20,000 / 200,000 readings
+
+Options:
+  --full           the full run (about 25 minutes; the short one about 1.5)
+  --binary PATH    the ingestd to test (default: .build/debug/ingestd)
+  --only NAME      run only this scenario (repeatable)
+  --seed N         seed for every random choice (default: from the time; printed)
+  --markdown FILE  also write the results table (Markdown) to FILE
+  --keep           keep the work directories (printed) for a post-mortem
+  --quiet          no progress lines, only the table
+
+Exit status: 0 every scenario passed, 1 a scenario failed (the table and the
+agent's log tail say which check), 2 usage or set-up error.
+Needs python3, a C compiler (cc, or the Swift toolchain's clang) for the
+power-cut layer, and loopback networking. Run as any user.
+"""
+import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUPPORT = os.path.join(ROOT, "Tests", "Support")
+HERMETIC_DROP = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "INVOCATION_ID",
+                 "CREDENTIALS_DIRECTORY", "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID",
+                 "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                 "no_proxy", "NO_PROXY", "LD_PRELOAD"]
+QUIET = False
+
+
+def say(text):
+    if not QUIET:
+        print(text, file=sys.stderr, flush=True)
+
+
+class Failure(Exception):
+    pass
+
+
+def reading(n):
+    return ('{"deviceId":"S%d","temperatureInFahrenheit":%d.5,"barometricPressureInHg":29.65,'
+            '"windSpeedInMph":%d}\n' % (n, 50 + n % 40, n % 60))
+
+
+def http(method, url, timeout=5):
+    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return answer.read()
+
+
+class Peer:
+    """A helper process that prints "PORT n" (and maybe "CONTROL n") when ready."""
+
+    def __init__(self, argv, log):
+        self.log = open(log, "ab")
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, env=dict(os.environ))
+        self.ports = {}
+        deadline = time.time() + 15
+        while time.time() < deadline and "PORT" not in self.ports:
+            line = self.process.stdout.readline().decode()
+            if not line:
+                raise Failure(f"{argv[1]} did not start (see {log})")
+            key, _, value = line.strip().partition(" ")
+            self.ports[key] = int(value)
+        # Faulty proxy: CONTROL follows PORT.
+        if "faulty-proxy" in argv[1]:
+            line = self.process.stdout.readline().decode()
+            key, _, value = line.strip().partition(" ")
+            self.ports[key] = int(value)
+
+    def stop(self):
+        self.process.kill()  # Python's http.server can ignore SIGTERM while serving
+        self.process.wait()
+        self.log.close()
+
+
+class Backend(Peer):
+    def __init__(self, work, extra=()):
+        super().__init__([sys.executable, os.path.join(SUPPORT, "ingest-test-server.py"), "--port", "0",
+                          "--key-field", "deviceId", *extra], os.path.join(work, "backend.log"))
+        self.port = self.ports["PORT"]
+
+    def stats(self):
+        return json.loads(http("GET", f"http://127.0.0.1:{self.port}/stats"))
+
+
+class Proxy(Peer):
+    def __init__(self, work, upstream, extra=()):
+        super().__init__([sys.executable, os.path.join(SUPPORT, "faulty-proxy.py"), "--port", "0",
+                          "--upstream", f"127.0.0.1:{upstream}", *extra], os.path.join(work, "proxy.log"))
+        self.port, self.control = self.ports["PORT"], self.ports["CONTROL"]
+
+    def command(self, what):
+        return http("POST", f"http://127.0.0.1:{self.control}/{what}")
+
+    def stats(self):
+        return json.loads(http("GET", f"http://127.0.0.1:{self.control}/stats"))
+
+
+class Writer(threading.Thread):
+    """Appends readings 0..<total to FILE at about `rate` per second, in chunks."""
+
+    def __init__(self, path, total, rate):
+        super().__init__(daemon=True)
+        self.path, self.total, self.rate, self.written = path, total, rate, 0
+
+    def run(self):
+        chunk = max(1, self.rate // 20)
+        start = time.time()
+        with open(self.path, "ab", buffering=0) as f:
+            while self.written < self.total:
+                n = min(chunk, self.total - self.written)
+                f.write("".join(reading(i) for i in range(self.written, self.written + n)).encode())
+                self.written += n
+                delay = start + self.written / self.rate - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+
+
+class Agent:
+    def __init__(self, binary, config, log, preload=None):
+        env = {k: v for k, v in os.environ.items() if k not in HERMETIC_DROP}
+        if preload:
+            env.update(preload)
+        self.log = open(log, "ab")
+        self.process = subprocess.Popen([binary, "run", "--config", config], stdin=subprocess.DEVNULL,
+                                        stdout=self.log, stderr=self.log, env=env)
+
+    def kill9(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.log.close()
+
+    def stop(self, timeout=60):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            code = "hung"
+        self.log.close()
+        return code
+
+
+class Scenario:
+    def __init__(self, name, binary, rng, keep):
+        self.name, self.binary, self.rng = name, binary, rng
+        self.work = tempfile.mkdtemp(prefix=f"ingestd-fault-{name}-")
+        self.keep = keep
+        os.makedirs(os.path.join(self.work, "in"))
+        self.state = os.path.join(self.work, "state")
+        self.input = os.path.join(self.work, "in", "readings.ndjson")
+        self.agent_log = os.path.join(self.work, "agent.log")
+        self.result = {"scenario": name}
+
+    def config(self, url, upload="", retry="retry_base_ms = 50\nretry_cap_ms = 1000"):
+        path = os.path.join(self.work, "ingestd.toml")
+        with open(path, "w") as f:
+            f.write(f"""[agent]
+state_directory = "{self.state}"
+rejects_file = "{self.work}/rejects.ndjson"
+log_target = "stderr"
+status_interval_ms = 200
+
+[upload]
+url = "{url}"
+linger_ms = 50
+{retry}
+{upload}
+
+[types.WeatherSensor]
+deviceId = "string"
+temperatureInFahrenheit = "double"
+barometricPressureInHg = "double"
+windSpeedInMph = "int"
+
+[[inputs]]
+kind = "file"
+paths = ["{self.work}/in/*.ndjson"]
+poll_interval_ms = 50
+""")
+        return path
+
+    def status(self):
+        try:
+            with open(os.path.join(self.state, "status.json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def tail(self, lines=15):
+        try:
+            with open(self.agent_log, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def finish(self, backend, config, total, timeout=120):
+        """A last agent without faults delivers the rest; then every check."""
+        agent = Agent(self.binary, config, self.agent_log)
+        deadline = time.time() + timeout
+        stats = backend.stats()
+        status = self.status()
+        while time.time() < deadline:
+            stats, status = backend.stats(), self.status()
+            # This agent's own status (not the last one's), once it is running.
+            if status.get("pid") != agent.process.pid:
+                time.sleep(0.05)
+                continue
+            if (stats["content_unique"] >= total and status.get("queued_records") == 0
+                    and status.get("uploaded_total") == status.get("accepted_total") == total):
+                break
+            time.sleep(0.2)
+        code = agent.stop()
+        status = self.status()
+        r = self.result
+        r.update(readings=total, received=stats["content_unique"], lost=total - stats["content_unique"],
+                 duplicates=stats["content_duplicates"], resends=stats["duplicates"], requests=stats["requests"])
+        problems = []
+        if r["lost"]:
+            problems.append(f"{r['lost']} readings lost")
+        if r["duplicates"]:
+            problems.append(f"{r['duplicates']} readings arrived under two _ids")
+        if stats["content_unique"] and (stats["content_min"] != 0 or stats["content_max"] != total - 1):
+            problems.append(f"received readings S{stats['content_min']}…S{stats['content_max']}, written S0…S{total - 1}")
+        for key, want in (("queued_records", 0), ("accepted_total", total), ("uploaded_total", total),
+                          ("rejected_total", 0), ("dropped_total", 0), ("dead_letter_records", 0)):
+            if status.get(key) != want:
+                problems.append(f"status {key} = {status.get(key)}, expected {want}")
+        if code != 0:
+            problems.append(f"the last agent exited {code} on SIGTERM")
+        r["checks"] = "pass" if not problems else "; ".join(problems)
+        if problems:
+            raise Failure("; ".join(problems) + "\n--- agent log (tail) ---\n" + self.tail())
+
+    def cleanup(self):
+        if self.keep:
+            say(f"  kept {self.work}")
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
+
+
+def crash_rounds(s, rounds, total, powercut):
+    backend = Backend(s.work, ["--slow", "1000000000", "--slow-ms", "30"])
+    try:
+        config = s.config(f"http://127.0.0.1:{backend.port}/ingest/v1/batches")
+        preload = None
+        cut_ops = 0
+        if powercut:
+            library = os.path.join(s.work, "libpowercut.so")
+            subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
+            log_dir = os.path.join(s.work, "powercut")
+            os.makedirs(log_dir)
+            os.makedirs(s.state, exist_ok=True)
+            preload = {"LD_PRELOAD": library, "POWERCUT_PATH": os.path.join(s.state, "queue.sqlite"),
+                       "POWERCUT_LOG": log_dir, "POWERCUT_SYNC_DELAY_US": "40000"}
+        # The writer runs through every round: about 0.55 s per round plus start-up.
+        writer = Writer(s.input, total, max(1000, int(total / (rounds * 0.75))))
+        writer.start()
+        for round in range(rounds):
+            agent = Agent(s.binary, config, s.agent_log, preload)
+            time.sleep(s.rng.uniform(0.05, 1.0))
+            agent.kill9()
+            if powercut:
+                out = subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "cut", log_dir,
+                                      "--dir", s.state, "--seed", str(s.rng.randrange(1 << 30))],
+                                     check=True, capture_output=True, text=True).stdout
+                for line in out.splitlines():
+                    cut_ops += sum(int(f.split("=")[1]) for f in line.split()[2:])
+            if round % 10 == 9:
+                say(f"  {s.name}: round {round + 1}/{rounds}, {writer.written} written, "
+                    f"{backend.stats()['content_unique']} received")
+        writer.join()
+        s.result.update(rounds=rounds)
+        if powercut:
+            s.result["unsynced_ops_cut"] = cut_ops
+        s.finish(backend, config, total)
+    finally:
+        backend.stop()
+
+
+def backend_down(s, seconds, before, during, after):
+    backend = Backend(s.work)
+    proxy = Proxy(s.work, backend.port)
+    try:
+        # The default retry settings (retry_base_ms 500, retry_cap_ms 60000).
+        config = s.config(f"http://127.0.0.1:{proxy.port}/ingest/v1/batches", retry="")
+        agent = Agent(s.binary, config, s.agent_log)
+        Writer(s.input, before, 5000).run()
+        deadline = time.time() + 60
+        while backend.stats()["content_unique"] < before and time.time() < deadline:
+            time.sleep(0.1)
+        if backend.stats()["content_unique"] < before:
+            raise Failure("the backend never got the first readings\n" + s.tail())
+        time.sleep(1)  # let the status file catch up
+        requests_before = s.status().get("upload_requests", 0)
+        proxy.command("down")
+        say(f"  down: backend unreachable for {seconds} s")
+        writer = Writer(s.input, before + during, max(1, during // max(1, seconds - 2)))
+        writer.written = before
+        writer.start()
+        time.sleep(seconds)
+        time.sleep(0.5)
+        requests_down = s.status().get("upload_requests", 0) - requests_before
+        proxy.command("up")
+        up_at = time.time()
+        writer.join()
+        total = before + during + after
+        tail = Writer(s.input, total, 5000)
+        tail.written = before + during
+        tail.run()
+        while backend.stats()["content_unique"] < total and time.time() < up_at + 120:
+            time.sleep(0.2)
+        recovered = time.time() - up_at
+        code = agent.stop()
+        if code != 0:
+            raise Failure(f"the agent exited {code} on SIGTERM\n" + s.tail())
+        bound = 10 + seconds // 5
+        s.result.update(rounds=1, down_seconds=seconds, attempts_while_down=requests_down,
+                        resumed_after_s=round(recovered, 1))
+        s.finish(backend, config, total)
+        if requests_down > bound or requests_down < 2:
+            s.result["checks"] = f"{requests_down} attempts while down (expected 2…{bound})"
+            raise Failure(s.result["checks"])
+        if recovered > 90:
+            s.result["checks"] = f"upload resumed only {recovered:.0f} s after the backend came back"
+            raise Failure(s.result["checks"])
+    finally:
+        proxy.stop()
+        backend.stop()
+
+
+def flapping(s, total, seconds):
+    backend = Backend(s.work)
+    proxy = Proxy(s.work, backend.port, ["--flap-up-ms", "1500", "--flap-down-ms", "700",
+                                         "--reset-probability", "0.02", "--delay-ms-max", "20",
+                                         "--seed", str(s.rng.randrange(1 << 30))])
+    try:
+        config = s.config(f"http://127.0.0.1:{proxy.port}/ingest/v1/batches",
+                          upload="connect_timeout_ms = 1000\ntimeout_ms = 3000\nmax_records = 500")
+        agent = Agent(s.binary, config, s.agent_log)
+        writer = Writer(s.input, total, max(1000, total // seconds))
+        writer.start()
+        writer.join()
+        deadline = time.time() + 120
+        while backend.stats()["content_unique"] < total and time.time() < deadline:
+            time.sleep(0.2)
+        faults = proxy.stats()
+        code = agent.stop()
+        if code != 0:
+            raise Failure(f"the agent exited {code} on SIGTERM\n" + s.tail())
+        s.result.update(rounds=1, proxy_resets=faults.get("resets_injected", 0) + faults.get("down_resets", 0), proxy_down_phases=faults.get("down_phases", 0))
+        # The proxy keeps flapping: the last agent goes straight to the backend.
+        s.finish(backend, s.config(f"http://127.0.0.1:{backend.port}/ingest/v1/batches"), total)
+    finally:
+        proxy.stop()
+        backend.stop()
+
+
+SCENARIOS = {
+    "kill9": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False),
+    "powercut": lambda s, full: crash_rounds(s, 100 if full else 10, 100_000 if full else 10_000, True),
+    "down": lambda s, full: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
+    "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15),
+}
+
+COLUMNS = ["scenario", "rounds", "readings", "received", "lost", "duplicates", "resends", "requests", "checks",
+           "details"]
+
+
+def table(results):
+    rows = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    for r in results:
+        details = ", ".join(f"{k}={v}" for k, v in r.items() if k not in COLUMNS)
+        rows.append("| " + " | ".join(str(r.get(c, "")) if c != "details" else details for c in COLUMNS) + " |")
+    return "\n".join(rows)
+
+
+def main():
+    global QUIET
+    p = argparse.ArgumentParser(usage=argparse.SUPPRESS, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter, add_help=True)
+    p.add_argument("--full", action="store_true")
+    p.add_argument("--binary", default=os.path.join(ROOT, ".build", "debug", "ingestd"))
+    p.add_argument("--only", action="append", choices=sorted(SCENARIOS))
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--markdown")
+    p.add_argument("--keep", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args()
+    QUIET = args.quiet
+    if not os.access(args.binary, os.X_OK):
+        print(f"fault-suite: no ingestd at {args.binary}: build it first (swift build) or pass --binary", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else int(time.time())
+    say(f"fault-suite: {'full' if args.full else 'short'} run, seed {seed}, binary {args.binary}")
+    results, failed = [], False
+    for name in args.only or list(SCENARIOS):
+        s = Scenario(name, args.binary, random.Random(f"{seed}-{name}"), args.keep)
+        started = time.time()
+        say(f"{name}: running")
+        try:
+            SCENARIOS[name](s, args.full)
+        except Failure as error:
+            failed = True
+            s.result.setdefault("checks", "FAIL")
+            print(f"{name}: FAIL: {error}", file=sys.stderr)
+            s.keep = True
+        except Exception as error:  # a harness error is a failure too, never a pass
+            failed = True
+            s.result["checks"] = f"harness error: {error!r}"
+            print(f"{name}: harness error: {error!r}\n--- agent log (tail) ---\n{s.tail()}", file=sys.stderr)
+            s.keep = True
+        s.result["seconds"] = round(time.time() - started)
+        results.append(s.result)
+        s.cleanup()
+        say(f"{name}: {s.result.get('checks')} ({s.result['seconds']} s)")
+    text = table(results)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(f"Seed {seed}, {'full' if args.full else 'short'} run, {time.strftime('%Y-%m-%d')}\n\n{text}\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
