@@ -7,15 +7,17 @@ make_input() {
     fi
 }
 
-# base_config: an agent configuration for benchmarks (quiet logs, 1 GiB queue, WeatherSensor).
+# base_config: an agent configuration for benchmarks (quiet logs, WeatherSensor, a
+# queue bound of QUEUE_MAX_BYTES, default 1 GiB: ~7 M readings; a fill beyond the
+# bound blocks, as overflow_policy "block" says, and the benchmark would wait for ever).
 base_config() {
-    cat <<'TOML'
+    cat <<TOML
 [agent]
 log_target = "stderr"
 log_level = "warning"
 stats_interval_seconds = 0
 [queue]
-max_bytes = 1073741824
+max_bytes = ${QUEUE_MAX_BYTES:-1073741824}
 [types.WeatherSensor]
 deviceId = "string"
 temperatureInFahrenheit = "double"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # stdin → durable queue, one command: 1,000,000 WeatherSensor NDJSON lines
 # piped into `ingestd run` (release build, default durability), repeated 3
-# times on a fresh state directory. Prints readings/s and peak RSS per run.
+# times on a fresh state directory. Prints readings/s, peak RSS, CPU and bytes
+# on disk per reading per run, and each rate as a share of this machine's raw
+# SQLite append limit for the same layout measured in the same run
+# (bench/sqlite-limit/layout.c: one row per 1000-reading batch, synchronous=FULL).
 #
 #   bench/stdin.sh [LINES] [DIR]
 set -euo pipefail
@@ -15,14 +18,19 @@ input="$dir/readings.ndjson"
 make_input "$input" "$lines"
 base_config > "$dir/bench.toml"
 machine_line
+gcc -O2 bench/sqlite-limit/layout.c -lsqlite3 -o "$dir/sqlite-limit"
+limit=$("$dir/sqlite-limit" "$dir/raw.sqlite" 1 FULL | sed -n 's/.* append \([0-9]*\)\/s.*/\1/p')
+rm -f "$dir"/raw.sqlite*
+echo "raw SQLite append limit (same layout, synchronous=FULL): $limit readings/s"
 for run in 1 2 3; do
     rm -rf "$dir/state"
     start=$(date +%s.%N)
     /usr/bin/time -f "%M %U %S" -o "$dir/time.txt" .build/release/ingestd run --config "$dir/bench.toml" --state-directory "$dir/state" < "$input"
     end=$(date +%s.%N)
     read -r rss user sys < "$dir/time.txt"
-    awk -v n="$lines" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" \
-        'BEGIN { printf "run: %d readings in %.2f s = %d readings/s, peak RSS %.1f MB, CPU %.2f s user + %.2f s sys\n", n, e - s, n / (e - s), rss / 1024, u, sy }'
+    bytes=$(cat "$dir"/state/queue.sqlite* | wc -c)
+    awk -v n="$lines" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" -v limit="$limit" -v b="$bytes" \
+        'BEGIN { printf "run: %d readings in %.2f s = %d readings/s (%.0f %% of the raw SQLite limit), peak RSS %.1f MB, CPU %.2f s user + %.2f s sys, %d bytes on disk per reading\n", n, e - s, n / (e - s), 100 * n / (e - s) / limit, rss / 1024, u, sy, b / n }'
 done
 queued=$(.build/release/ingestd status --state-directory "$dir/state" --json | grep -o '"accepted_total" : [0-9]*' || true)
 echo "last run: $queued"

@@ -39,7 +39,11 @@ import Testing
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
         agent.write(UploadTests.readings(0..<30))
         #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 10 }, "\(agent.stderr.suffix(1500))")
-        usleep(300_000)  // the input is now parked behind a commit waiting for space
+        // The input is now parked behind a commit waiting for space, and says so,
+        // once, in the log and in status.
+        #expect(eventually { agent.stderr.contains("The queue is full; this input is paused") }, "\(agent.stderr.suffix(1500))")
+        #expect(eventually { ((try? fixture.status())?["inputs"] as? [[String: Any]])?.first?["problem"] as? String ?? "" != "" })
+        #expect(agent.stderr.components(separatedBy: "The queue is full; this input is paused").count == 2)
         kill(agent.process.processIdentifier, SIGTERM)
         let exited = eventually(timeout: 20) { !agent.process.isRunning }
         #expect(exited, "the agent still waits for queue space 20 s after SIGTERM\n\(agent.stderr.suffix(1500))")

@@ -62,6 +62,22 @@ import Testing
         #expect(agent.stderr.contains("Upload failed; retrying with backoff"))
     }
 
+    /// A queue at its bound under overflow_policy "block" pauses the input
+    /// (said once) and resumes it when uploads free space (said once).
+    @Test func aFullQueuePausesTheInputUntilUploadsFreeSpace() throws {
+        let backend = try TestBackend(["--fail", "6", "--fail-status", "503"])
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"\(backend.url)\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 300\nmax_records = 10",
+            queue: "max_records = 20\noverflow_policy = \"block\"\ncommit_max_records = 5\ncommit_interval_ms = 20\n"
+        )
+        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<200), expected: 200)
+        #expect(agent.terminate() == 0)
+        #expect(status["dropped_total"] as? Int == 0)
+        #expect(agent.stderr.components(separatedBy: "The queue is full; this input is paused").count >= 2, "\(agent.stderr.suffix(2000))")
+        #expect(agent.stderr.contains("The queue has room again; this input resumed"), "\(agent.stderr.suffix(2000))")
+        #expect(try backend.stats()["unique"] as? Int == 200)
+    }
+
     @Test func statusShowsBackingOffUntilWithTheReason() throws {
         let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
         let fixture = try Self.fixture(backend, retryBase: 2000, retryCap: 4000)

@@ -24,18 +24,28 @@ extension DurableQueue {
     ///   ``OverflowPolicy/block``, ``EdgeIngestError/Code/storage`` on disk
     ///   errors), or `CancellationError` if the task is cancelled while
     ///   waiting for space (nothing is stored then).
+    ///   - onWaitForSpace: called once, before the append first waits for
+    ///     space (a full queue under ``OverflowPolicy/block``), so a caller
+    ///     can say that its producer is paused.
     @discardableResult
     public func append(
         _ records: [Record],
         positions: [SourcePosition] = [],
-        counters: [String: Int64] = [:]
+        counters: [String: Int64] = [:],
+        onWaitForSpace: (@Sendable () -> Void)? = nil
     ) async throws -> AppendResult {
         let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
         let sizes = batch.recordSizes
+        var waited = false
         while true {
             switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters) {
             case .done(let result): return result
-            case .wait(let generation): try await waitForSpace(since: generation)
+            case .wait(let generation):
+                if !waited {
+                    waited = true
+                    onWaitForSpace?()
+                }
+                try await waitForSpace(since: generation)
             }
         }
     }

@@ -20,6 +20,12 @@ final class QueueCommitter: Sendable {
     private let control = Mutex<(stopping: Bool, inFlight: Task<Void, Never>?)>((false, nil))
     private let idle = DispatchSemaphore(value: 1)
     private let failure = Mutex<(any Error)?>(nil)
+    /// Whether the input is paused by a full queue (overflow policy
+    /// `block`), and when that was last logged: said when it starts and when
+    /// an append finds room again, never per batch while the queue stays at
+    /// its bound, and at most once a minute when a queue hovering at its
+    /// bound pauses and resumes with every upload.
+    private let pausedForSpace = Mutex((paused: false, logged: false, lastLogged: ContinuousClock.Instant?.none))
 
     init(queue: DurableQueue, counters: InputCounters, stop: StopSignal, committed: StopSignal? = nil, logger: Logger? = nil) {
         self.queue = queue
@@ -45,7 +51,12 @@ final class QueueCommitter: Sendable {
             var attempt = 0
             while true {
                 do {
-                    try await queue.append(records, positions: positions, counters: appCounters)
+                    let waited = Mutex(false)
+                    try await queue.append(records, positions: positions, counters: appCounters) { [self] in
+                        waited.withLock { $0 = true }
+                        queueFull()
+                    }
+                    if !waited.withLock({ $0 }) { queueHasRoom() }
                     if !records.isEmpty { committed?.stop() }
                     if attempt > 0 {
                         counters.update { $0.problem = nil }
@@ -79,6 +90,37 @@ final class QueueCommitter: Sendable {
             return control.stopping
         }
         if stopNow { task.cancel() }
+    }
+
+    private func queueFull() {
+        let log = pausedForSpace.withLock { state -> Bool? in
+            guard !state.paused else { return nil }
+            state.paused = true
+            let now = ContinuousClock.now
+            state.logged = state.lastLogged.map { now - $0 >= .seconds(60) } ?? true
+            if state.logged { state.lastLogged = now }
+            return state.logged
+        }
+        guard let log else { return }
+        let bound = [queue.configuration.maxBytes.map { "\($0) bytes" }, queue.configuration.maxRecords.map { "\($0) records" }]
+            .compactMap { $0 }.joined(separator: ", ")
+        counters.update { $0.problem = "the queue is full (\(bound)); overflow_policy \"block\" pauses this input until uploads free space" }
+        guard log else { return }
+        logger?.warning(
+            "The queue is full; this input is paused until uploads free space (overflow_policy \"block\": nothing is dropped). Raise [queue] max_bytes/max_records or check the upload if this lasts.",
+            metadata: ["ingest.input": "\(counters.snapshot.name)", "ingest.queue_bound": "\(bound)"]
+        )
+    }
+
+    private func queueHasRoom() {
+        let log = pausedForSpace.withLock { state -> Bool? in
+            guard state.paused else { return nil }
+            state.paused = false
+            return state.logged
+        }
+        guard let log else { return }
+        counters.update { $0.problem = nil }
+        if log { logger?.notice("The queue has room again; this input resumed", metadata: ["ingest.input": "\(counters.snapshot.name)"]) }
     }
 
     /// Stopping while a batch cannot be committed: say exactly what is lost.
