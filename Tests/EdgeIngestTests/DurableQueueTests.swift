@@ -192,6 +192,33 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
         withExtendedLifetime(queue) {}
     }
 
+    /// A lock held only for a moment — a child forked by this process holds
+    /// the queue's flock until its exec — delays an open, never refuses it.
+    @Test func aQueueLockedForAMomentOpensOnceItIsFree() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            try await queue.append(try weatherRecords(1))
+            queue.close()
+        }
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = ["--exclusive", dir.file("queue.sqlite"), "sleep", "0.3"]
+        try holder.run()
+        // Wait until the holder really has the lock, then open.
+        var held = false
+        for _ in 0..<100 where !held {
+            let fd = open(dir.file("queue.sqlite"), O_RDONLY | O_CLOEXEC)
+            held = flock(fd, LOCK_EX | LOCK_NB) != 0
+            close(fd)
+            if !held { usleep(2_000) }
+        }
+        try #require(held, "flock(1) never took the lock")
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(try queue.statistics().queuedRecords == 1)
+        holder.waitUntilExit()
+    }
+
     @Test func emptyObjectTypesAreAConfigurationError() throws {
         let dir = try TemporaryDirectory()
         let error = try #require(throws: EdgeIngestError.self) {

@@ -24,12 +24,25 @@ package enum QueueFile {
 
     /// Takes an exclusive `flock` on the file, held until `fd` is closed, so
     /// that two processes never append to one queue. Returns the descriptor.
-    static func lock(path: String) throws -> Int32 {
+    ///
+    /// A lock that is taken is retried for up to `patienceMilliseconds`
+    /// before the queue counts as in use: a child process forked by this one
+    /// (an app spawning a helper, a test starting a server) shares the
+    /// descriptor — and the flock — from `fork` until its `exec` closes it
+    /// (O_CLOEXEC), so a queue closed and reopened at that moment would
+    /// otherwise be refused by its own process.
+    static func lock(path: String, patienceMilliseconds: Int = 1_000) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw EdgeIngestError(.queueUnavailable, "Cannot open the queue file '\(path)': \(errnoText()).")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        var waited = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK, waited < patienceMilliseconds {
+                usleep(10_000)
+                waited += 10
+                continue
+            }
             let reason = errno == EWOULDBLOCK ? "another process has it open (is another ingestd running with this queue?)" : errnoText()
             close(fd)
             throw EdgeIngestError(.queueUnavailable, "The queue '\(path)' is in use: \(reason).")
