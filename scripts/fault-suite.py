@@ -38,7 +38,7 @@ Scenarios (short / --full):
              mid-request or mid-answer, random delays; 20,000 / 200,000 readings
 
 Options:
-  --full           the full run (about 25 minutes; the short one about 1.5)
+  --full           the full run (about 16 minutes; the short one about 1)
   --binary PATH    the ingestd to test (default: .build/debug/ingestd)
   --only NAME      run only this scenario (repeatable)
   --seed N         seed for every random choice (default: from the time; printed)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fault-injection suite in one command (docs/RELIABILITY.md).
 #
-#   scripts/fault-suite.sh            short run (~3 minutes; what CI runs)
+#   scripts/fault-suite.sh            short run (~4 minutes; CI runs the same parts)
 #   scripts/fault-suite.sh --full     full run (~35 minutes): release binary,
 #                                     100 kill -9 and 100 power-cut rounds, the
 #                                     backend down for 10 minutes, 200,000

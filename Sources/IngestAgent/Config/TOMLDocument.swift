@@ -62,6 +62,11 @@ public struct TOMLError: Error, Sendable, CustomStringConvertible {
 }
 
 public enum TOMLDocument {
+    /// How deep arrays and inline tables may nest. A configuration never needs
+    /// more than a few levels; without a bound, a crafted file could exhaust the
+    /// stack (found by Fuzz/TOMLFuzz.swift).
+    static let maxNesting = 64
+
     /// Parses `text` into its root table.
     public static func parse(_ text: String) throws -> TOMLTable {
         var parser = TOMLParser(bytes: Array(text.utf8))
@@ -181,15 +186,10 @@ private struct TOMLParser {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D
     }
 
-    /// How deep arrays and inline tables may nest. A configuration never needs
-    /// more than a few levels; without a bound, a crafted file could exhaust the
-    /// stack (found by Fuzz/TOMLFuzz.swift).
-    static let maxNesting = 64
-
     mutating func parseValue(depth: Int = 0) throws -> TOMLValue {
         guard !atEnd else { throw error("expected a value") }
-        guard depth < TOMLParser.maxNesting else {
-            throw error("arrays and inline tables nest more than \(TOMLParser.maxNesting) levels deep")
+        guard depth < TOMLDocument.maxNesting else {
+            throw error("arrays and inline tables nest more than \(TOMLDocument.maxNesting) levels deep")
         }
         let valueLine = line
         switch current {
