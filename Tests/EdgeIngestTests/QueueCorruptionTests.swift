@@ -19,12 +19,8 @@ import Testing
     @Test func foreignSQLiteDatabaseIsRefused() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("other.sqlite")
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);"]
-        try sqlite.run()
-        sqlite.waitUntilExit()
-        try #require(sqlite.terminationStatus == 0)
+        let sqlite = try runTool("/usr/bin/sqlite3", [path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);"])
+        try #require(sqlite.status == 0, "\(sqlite.output)")
         let error = try #require(throws: EdgeIngestError.self) { try DurableQueue.open(try fileConfiguration(dir, "other.sqlite")) }
         #expect(error.code == .queueCorrupt)
         #expect(error.message.contains("is an SQLite database but not an EdgeIngest queue"))
@@ -50,11 +46,8 @@ import Testing
             try await queue.append(try weatherRecords(3))
             queue.close()
         }
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [dir.file("queue.sqlite"), "UPDATE segments SET ids = x'00';"]
-        try sqlite.run()
-        sqlite.waitUntilExit()
+        let damage = try runTool("/usr/bin/sqlite3", [dir.file("queue.sqlite"), "UPDATE segments SET ids = x'00';"])
+        try #require(damage.status == 0, "\(damage.output)")
         let queue = try DurableQueue.open(try fileConfiguration(dir))
         let error = try #require(throws: EdgeIngestError.self) { try queue.take(maxRecords: 10) }
         #expect(error.code == .queueCorrupt)

@@ -7,14 +7,7 @@ import Testing
 /// space returns. The queue lives on a small tmpfs the test mounts (root).
 @Suite(.serialized) struct DiskFullTests {
     static func sh(_ command: String) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        (try? runTool("/bin/sh", ["-c", command]))?.status ?? -1
     }
 
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))

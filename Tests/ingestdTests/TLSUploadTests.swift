@@ -27,14 +27,7 @@ struct TestPKI {
     }
 
     static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw POSIXError(.EIO) }
+        guard try runTool("/usr/bin/openssl", arguments).status == 0 else { throw POSIXError(.EIO) }
     }
 }
 

@@ -20,17 +20,8 @@ import Testing
         return unit
     }
 
-    func analyze(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    func analyze(_ arguments: [String]) throws -> ToolResult {
+        try runTool("/usr/bin/systemd-analyze", arguments)
     }
 
     func exposure(of unit: String) throws -> Double {
