@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Simulate a power cut below a process (see powercut/powercut.c).
 
-  powercut.py build OUT.so             compile the LD_PRELOAD layer (cc or clang)
-  powercut.py cut LOG_DIR [--seed N]   after the process was killed with SIGKILL:
-                                       rebuild every tracked file from its durable
-                                       image plus a random part of its unsynced
-                                       writes, delete its -shm, empty LOG_DIR
+  powercut.py build OUT.so                        compile the LD_PRELOAD layer (cc, clang or gcc)
+  powercut.py cut LOG_DIR --dir DIR [--seed N]    after the process was killed with SIGKILL:
+                                                  rebuild every tracked file (in DIR) from its
+                                                  durable image plus a random part of its
+                                                  unsynced writes, delete its -shm, empty LOG_DIR
 
 Run the process with LD_PRELOAD=OUT.so POWERCUT_PATH=<queue file> POWERCUT_LOG=<dir>.
 Each unsynced write is kept (40 %), lost (30 %) or torn: only some of its
 512-byte sectors reach the disk (30 %); an unsynced truncation happens or not.
-Prints one line per file: name, durable bytes, pending operations kept/lost/torn.
+Writes of a sync the process was still recording when it died were synced:
+they are all applied.
+Prints one line per file (name, durable bytes, unsynced operations kept/lost/torn),
+then "total kept=K lost=L torn=T" over all files.
 """
 import argparse, os, random, shutil, struct, subprocess, sys
 
@@ -42,20 +45,42 @@ def operations(log):
             at += 17
 
 
-def cut(log_dir, seed, tracked_dir=None):
+def truncate(image, size):
+    """ftruncate: shrinks, or grows with zeros."""
+    if size < len(image):
+        del image[size:]
+    else:
+        image.extend(b"\0" * (size - len(image)))
+
+
+def write(image, offset, data):
+    if len(image) < offset + len(data):
+        image.extend(b"\0" * (offset + len(data) - len(image)))
+    image[offset:offset + len(data)] = data
+
+
+def cut(log_dir, seed, tracked_dir):
     rng = random.Random(seed)
+    totals = [0, 0, 0]
     names = sorted(n[:-len(".durable")] for n in os.listdir(log_dir) if n.endswith(".durable"))
     for name in names:
-        durable = os.path.join(log_dir, name + ".durable")
-        pending = os.path.join(log_dir, name + ".pending")
+        durable, pending, syncing = (os.path.join(log_dir, f"{name}.{kind}") for kind in ("durable", "pending", "syncing"))
         with open(durable, "rb") as f:
             image = bytearray(f.read())
+        # A sync had returned for these: replay them whole (re-applying what
+        # the layer had already copied into the image changes nothing).
+        if os.path.exists(syncing):
+            for kind, offset, data in operations(syncing):
+                if kind == "T":
+                    truncate(image, offset)
+                else:
+                    write(image, offset, data)
         kept = lost = torn = 0
         if os.path.exists(pending):
             for kind, offset, data in operations(pending):
                 if kind == "T":
                     if rng.random() < 0.5:
-                        del image[offset:]
+                        truncate(image, offset)
                         kept += 1
                     else:
                         lost += 1
@@ -63,30 +88,29 @@ def cut(log_dir, seed, tracked_dir=None):
                 roll = rng.random()
                 if roll < 0.3:
                     lost += 1
-                    continue
-                if len(image) < offset + len(data):
-                    image.extend(b"\0" * (offset + len(data) - len(image)))
-                if roll < 0.7:
-                    image[offset:offset + len(data)] = data
+                elif roll < 0.7:
+                    write(image, offset, data)
                     kept += 1
-                    continue
-                torn += 1
-                start = offset
-                while start < offset + len(data):
-                    end = min((start // SECTOR + 1) * SECTOR, offset + len(data))
-                    if rng.random() < 0.5:
-                        image[start:end] = data[start - offset:end - offset]
-                    start = end
+                else:
+                    torn += 1
+                    start = offset
+                    while start < offset + len(data):
+                        end = min((start // SECTOR + 1) * SECTOR, offset + len(data))
+                        if rng.random() < 0.5:
+                            write(image, start, data[start - offset:end - offset])
+                        start = end
         target = os.path.join(tracked_dir, name)
         with open(target, "wb") as f:
             f.write(image)
         print(f"{name} durable={os.path.getsize(durable)} kept={kept} lost={lost} torn={torn}")
-        os.unlink(durable)
-        if os.path.exists(pending):
-            os.unlink(pending)
+        totals = [totals[0] + kept, totals[1] + lost, totals[2] + torn]
+        for sidecar in (durable, pending, syncing):
+            if os.path.exists(sidecar):
+                os.unlink(sidecar)
         shm = os.path.join(tracked_dir, name + "-shm")
         if os.path.exists(shm):
             os.unlink(shm)
+    print(f"total kept={totals[0]} lost={totals[1]} torn={totals[2]}")
 
 
 def main():

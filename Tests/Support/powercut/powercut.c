@@ -173,8 +173,9 @@ static int isTracked(const char *path) {
 
 // Before the real open: a file seen for the first time gets its durable
 // image from what is on disk now (an O_TRUNC must not have emptied it yet).
-static int beforeOpen(const char *path) {
+static int beforeOpen(const char *path, int *existed) {
     if (!isTracked(path)) return -1;
+    *existed = access(path, F_OK) == 0;
     pthread_mutex_lock(&lock);
     int index = track(path);
     pthread_mutex_unlock(&lock);
@@ -183,8 +184,17 @@ static int beforeOpen(const char *path) {
 
 static void logOperation(TrackedFile *file, char kind, int64_t offset, const void *bytes, int64_t length);
 
-static void afterOpen(int fd, int index, int flags) {
-    if (fd < 0 || index < 0) return;
+static void forget(const char *path);
+
+// After the real open: a descriptor of a tracked file is followed; a failed
+// open of a file that did not exist (SQLite probing for a -journal) leaves no
+// record, or the cut would create a file that never was.
+static void afterOpen(int fd, int index, int flags, int existed, const char *path) {
+    if (index < 0) return;
+    if (fd < 0) {
+        if (!existed) forget(path);
+        return;
+    }
     if (fd >= MAX_FDS) { errno = EMFILE; fail("descriptor out of range for", files[index].path); }
     pthread_mutex_lock(&lock);
     fdFile[fd] = (signed char)(index + 1);
@@ -202,15 +212,17 @@ static void forget(const char *path) {
         char durable[4400], pending[4400];
         sidecar(durable, sizeof durable, &files[i], "durable");
         sidecar(pending, sizeof pending, &files[i], "pending");
+        char syncing[4400];
+        sidecar(syncing, sizeof syncing, &files[i], "syncing");
         real_unlink(durable);
         real_unlink(pending);
+        real_unlink(syncing);
+        // Remove entry i by moving the last entry into its place.
         for (int fd = 0; fd < MAX_FDS; fd++) {
             if (fdFile[fd] == i + 1) fdFile[fd] = 0;
-            else if (fdFile[fd] > i + 1) fdFile[fd]--;
+            else if (fdFile[fd] == fileCount) fdFile[fd] = (signed char)(i + 1);
         }
         files[i] = files[fileCount - 1];
-        for (int fd = 0; fd < MAX_FDS; fd++)
-            if (fdFile[fd] == fileCount) fdFile[fd] = (signed char)(i + 1);
         fileCount--;
         break;
     }
@@ -239,22 +251,30 @@ static void logOperation(TrackedFile *file, char kind, int64_t offset, const voi
 
 // A sync returned: everything pending for this file is now durable.
 static void synced(TrackedFile *file) {
-    char pending[4400], durable[4400];
+    char pending[4400], durable[4400], syncing[4400];
     sidecar(pending, sizeof pending, file, "pending");
     sidecar(durable, sizeof durable, file, "durable");
-    int log = real_open(pending, O_RDWR | O_CLOEXEC);
+    sidecar(syncing, sizeof syncing, file, "syncing");
+    // Atomically: the pending writes become "syncing" (all durable: the cut
+    // applies them in full if the process dies before they are in the
+    // image), and a new empty pending log starts.
+    if (rename(pending, syncing) != 0) fail("cannot rename", pending);
+    int fresh = real_open(pending, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fresh < 0) fail("cannot create", pending);
+    real_close(fresh);
+    int log = real_open(syncing, O_RDONLY | O_CLOEXEC);
     int image = real_open(durable, O_WRONLY | O_CLOEXEC);
-    if (log < 0) fail("cannot open", pending);
+    if (log < 0) fail("cannot open", syncing);
     if (image < 0) fail("cannot open", durable);
     struct stat st;
-    if (fstat(log, &st) != 0) fail("cannot stat", pending);
+    if (fstat(log, &st) != 0) fail("cannot stat", syncing);
     char *all = malloc((size_t)st.st_size + 1);
-    if (!all) fail("out of memory replaying", pending);
+    if (!all) fail("out of memory replaying", syncing);
     off_t got = 0;
     while (got < st.st_size) {
         ssize_t n = pread(log, all + got, (size_t)(st.st_size - got), got);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) fail("cannot read", pending);
+        if (n <= 0) fail("cannot read", syncing);
         got += n;
     }
     for (off_t at = 0; at + 17 <= st.st_size;) {
@@ -270,9 +290,9 @@ static void synced(TrackedFile *file) {
         }
     }
     free(all);
-    if (real_ftruncate(log, 0) != 0) fail("cannot truncate", pending);
     real_close(log);
     real_close(image);
+    if (real_unlink(syncing) != 0) fail("cannot remove", syncing);
 }
 
 static mode_t modeArgument(int flags, va_list ap) {
@@ -284,9 +304,10 @@ int open(const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int index = beforeOpen(path);
+    int existed = 0;
+    int index = beforeOpen(path, &existed);
     int fd = real_open(path, flags, mode);
-    afterOpen(fd, index, flags);
+    afterOpen(fd, index, flags, existed, path);
     return fd;
 }
 
@@ -295,9 +316,10 @@ int open64(const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int index = beforeOpen(path);
+    int existed = 0;
+    int index = beforeOpen(path, &existed);
     int fd = real_open(path, flags | O_LARGEFILE, mode);
-    afterOpen(fd, index, flags);
+    afterOpen(fd, index, flags, existed, path);
     return fd;
 }
 
@@ -306,9 +328,10 @@ int openat(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int index = (path[0] == '/') ? beforeOpen(path) : -1;
+    int existed = 0;
+    int index = (path[0] == '/') ? beforeOpen(path, &existed) : -1;
     int fd = real_openat(dirfd, path, flags, mode);
-    afterOpen(fd, index, flags);
+    afterOpen(fd, index, flags, existed, path);
     return fd;
 }
 
@@ -317,9 +340,10 @@ int openat64(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int index = (path[0] == '/') ? beforeOpen(path) : -1;
+    int existed = 0;
+    int index = (path[0] == '/') ? beforeOpen(path, &existed) : -1;
     int fd = real_openat(dirfd, path, flags | O_LARGEFILE, mode);
-    afterOpen(fd, index, flags);
+    afterOpen(fd, index, flags, existed, path);
     return fd;
 }
 
@@ -332,10 +356,20 @@ int close(int fd) {
     return real_close(fd);
 }
 
-ssize_t pwrite(int fd, const void *bytes, size_t count, off_t offset) {
-    TrackedFile *file = trackedFile(fd);
-    if (!file) return real_pwrite(fd, bytes, count, offset);
+// The tracked file behind `fd`, with the lock held; NULL (lock not held)
+// when `fd` is not tracked. Looked up under the lock: forget() may move
+// entries of the table.
+static TrackedFile *lockTracked(int fd) {
+    if (!trackedFile(fd)) return NULL;
     pthread_mutex_lock(&lock);
+    TrackedFile *file = trackedFile(fd);
+    if (!file) pthread_mutex_unlock(&lock);
+    return file;
+}
+
+ssize_t pwrite(int fd, const void *bytes, size_t count, off_t offset) {
+    TrackedFile *file = lockTracked(fd);
+    if (!file) return real_pwrite(fd, bytes, count, offset);
     ssize_t n = real_pwrite(fd, bytes, count, offset);
     if (n > 0) logOperation(file, 'W', offset, bytes, n);
     pthread_mutex_unlock(&lock);
@@ -343,9 +377,8 @@ ssize_t pwrite(int fd, const void *bytes, size_t count, off_t offset) {
 }
 
 ssize_t pwrite64(int fd, const void *bytes, size_t count, off64_t offset) {
-    TrackedFile *file = trackedFile(fd);
+    TrackedFile *file = lockTracked(fd);
     if (!file) return real_pwrite64(fd, bytes, count, offset);
-    pthread_mutex_lock(&lock);
     ssize_t n = real_pwrite64(fd, bytes, count, offset);
     if (n > 0) logOperation(file, 'W', offset, bytes, n);
     pthread_mutex_unlock(&lock);
@@ -353,9 +386,8 @@ ssize_t pwrite64(int fd, const void *bytes, size_t count, off64_t offset) {
 }
 
 ssize_t write(int fd, const void *bytes, size_t count) {
-    TrackedFile *file = trackedFile(fd);
+    TrackedFile *file = lockTracked(fd);
     if (!file) return real_write(fd, bytes, count);
-    pthread_mutex_lock(&lock);
     off_t offset = lseek(fd, 0, SEEK_CUR);
     ssize_t n = real_write(fd, bytes, count);
     if (n > 0) logOperation(file, 'W', offset, bytes, n);
@@ -364,9 +396,8 @@ ssize_t write(int fd, const void *bytes, size_t count) {
 }
 
 int ftruncate(int fd, off_t size) {
-    TrackedFile *file = trackedFile(fd);
+    TrackedFile *file = lockTracked(fd);
     if (!file) return real_ftruncate(fd, size);
-    pthread_mutex_lock(&lock);
     int r = real_ftruncate(fd, size);
     if (r == 0) logOperation(file, 'T', size, NULL, 0);
     pthread_mutex_unlock(&lock);
@@ -374,36 +405,31 @@ int ftruncate(int fd, off_t size) {
 }
 
 int ftruncate64(int fd, off64_t size) {
-    TrackedFile *file = trackedFile(fd);
+    TrackedFile *file = lockTracked(fd);
     if (!file) return real_ftruncate64(fd, size);
-    pthread_mutex_lock(&lock);
     int r = real_ftruncate64(fd, size);
     if (r == 0) logOperation(file, 'T', size, NULL, 0);
     pthread_mutex_unlock(&lock);
     return r;
 }
 
-int fsync(int fd) {
-    TrackedFile *file = trackedFile(fd);
-    if (!file) return real_fsync(fd);
-    if (syncDelay) usleep(syncDelay);  // outside the lock: other threads go on writing
-    pthread_mutex_lock(&lock);
-    int r = real_fsync(fd);
+// A sync that returned makes everything pending for the file durable. The
+// optional delay (a slow disk) comes first, outside the lock, so other
+// threads go on writing meanwhile.
+static int syncTracked(int fd, int (*sync)(int)) {
+    if (!trackedFile(fd)) return sync(fd);
+    if (syncDelay) usleep(syncDelay);
+    TrackedFile *file = lockTracked(fd);
+    if (!file) return sync(fd);
+    int r = sync(fd);
     if (r == 0) synced(file);
     pthread_mutex_unlock(&lock);
     return r;
 }
 
-int fdatasync(int fd) {
-    TrackedFile *file = trackedFile(fd);
-    if (!file) return real_fdatasync(fd);
-    if (syncDelay) usleep(syncDelay);  // outside the lock: other threads go on writing
-    pthread_mutex_lock(&lock);
-    int r = real_fdatasync(fd);
-    if (r == 0) synced(file);
-    pthread_mutex_unlock(&lock);
-    return r;
-}
+int fsync(int fd) { return syncTracked(fd, real_fsync); }
+
+int fdatasync(int fd) { return syncTracked(fd, real_fdatasync); }
 
 int unlink(const char *path) {
     int r = real_unlink(path);
