@@ -64,7 +64,7 @@ state = {"requests": 0, "unique": 0, "duplicates": 0, "ids": set(), "keys": set(
          "bodies_gzip": 0, "statuses": {}, "types": set(), "auth": set(), "via": set(),
          "logins": 0, "refreshes": 0, "logouts": 0, "sessions": set(), "reset_demands": 0,
          "content_unique": 0, "content_duplicates": 0, "content_min": None, "content_max": None}
-content = {}  # --key-field value → the _id it first arrived with
+content = set()  # --key-field values seen
 tokens = {"access": {}, "refresh": {}, "refuse_refresh": False, "lost": set(), "recoverable": True}
 
 
@@ -225,13 +225,13 @@ class Handler(BaseHTTPRequestHandler):
                         if value in content:
                             state["content_duplicates"] += 1
                         else:
-                            content[value] = r["_id"]
+                            content.add(value)
                             state["content_unique"] += 1
                             digits = str(value).lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
                             if digits.isdigit():
-                                n = int(digits)
-                                state["content_min"] = n if state["content_min"] is None else min(n, state["content_min"])
-                                state["content_max"] = n if state["content_max"] is None else max(n, state["content_max"])
+                                number = int(digits)
+                                state["content_min"] = number if state["content_min"] is None else min(number, state["content_min"])
+                                state["content_max"] = number if state["content_max"] is None else max(number, state["content_max"])
         if args.slow and n <= args.slow:
             time.sleep(args.slow_ms / 1000)
         reply = json.dumps({"accepted": len(records) - len(rejected), "rejected": rejected}).encode()
