@@ -9,34 +9,38 @@
 #
 # Checks: the binary links only Debian's shared libraries and runs with no
 # toolchain and an empty LD_LIBRARY_PATH; dpkg -i installs it without
-# starting or enabling anything; ingestd --version, the man page,
+# starting or enabling anything (a recording systemctl stands in for systemd's:
+# only daemon-reload may be asked for); ingestd --version, the man page,
 # check-config on the installed conffile, systemd-analyze verify of the
 # installed unit; readings piped through the installed binary are queued;
-# dpkg -r keeps configuration and queue, dpkg -P removes them; after the
+# dpkg -r stops the service and keeps configuration and queue, dpkg -P removes them; after the
 # purge no file of the package is left anywhere.
-# Needs root (mount, chroot); re-runs itself with sudo when it is not.
-# Exit codes: 0 every check passed, 1 a check failed (the failure is printed).
+# Needs root (mount, chroot): the package is built as the calling user, then
+# the checks re-run this script with sudo when it is not root.
+# Exit codes: 0 every check passed, 1 a check failed (the failure is printed),
+# 2 bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 
-if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || { echo "test-package.sh: needs root (mount and chroot) and there is no sudo" >&2; exit 1; }
-    exec sudo -E "$0" "$@"
-fi
-
 deb=""
 while [ $# -gt 0 ]; do
     case "$1" in
-        --deb) deb="$2"; shift 2 ;;
+        --deb) [ $# -ge 2 ] || { echo "test-package.sh: --deb needs a file" >&2; exit 2; }; deb="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-        *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+        *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+# Build as the calling user (sudo would reset PATH, losing the toolchain, and
+# leave root-owned build directories behind), then check as root.
 if [ -z "$deb" ]; then
     deb="$(scripts/build-deb.sh | tail -1)"
 fi
 [ -f "$deb" ] || { echo "test-package.sh: no package at '$deb'" >&2; exit 1; }
+if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "test-package.sh: needs root (mount and chroot) and there is no sudo" >&2; exit 1; }
+    exec sudo "$0" --deb "$(realpath "$deb")"
+fi
 
 checks=0
 ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
@@ -94,13 +98,21 @@ snapshot() {
 }
 
 inside '! command -v swift && [ ! -e /opt/swift/usr/bin/swift ]' || fail "the toolchain is still visible"
+# Pretend systemd is the init (the maintainer scripts only talk to systemctl
+# then) and put a systemctl in place that records what it is asked to do.
+mkdir -p "$root/run/systemd/system"
+printf '#!/bin/sh\necho "$*" >> /tmp/systemctl.log\n' > "$root/usr/bin/systemctl"
+chmod 0755 "$root/usr/bin/systemctl"
 before="$(snapshot)"
 
 inside 'dpkg -i /tmp/ingestd.deb >/dev/null' || fail "dpkg -i failed"
 ok "dpkg -i"
 inside '[ "$(dpkg-query -W -f "\${Status}" ingestd)" = "install ok installed" ]' || fail "dpkg does not list ingestd as installed"
-inside '[ ! -e /etc/systemd/system/multi-user.target.wants/ingestd.service ] && ! pgrep -x ingestd >/dev/null' || fail "the install enabled or started the service"
-ok "nothing enabled or started on install"
+inside 'grep -qx -- "--system daemon-reload" /tmp/systemctl.log' || fail "postinst did not reload systemd (did it see /run/systemd/system?)"
+asked="$(inside 'grep -Ev "^--system daemon-reload$" /tmp/systemctl.log || true')"
+[ -z "$asked" ] || fail "the install asked systemctl for more than a daemon-reload: $asked"
+inside '[ -z "$(find /etc/systemd/system -name ingestd.service)" ] && ! pgrep -x ingestd >/dev/null' || fail "the install enabled or started the service"
+ok "nothing enabled or started on install (systemctl was asked for: daemon-reload)"
 inside 'ldd /usr/bin/ingestd | grep -q "not found" && exit 1; ldd /usr/bin/ingestd | grep -q swift && exit 1; exit 0' || fail "ldd finds a missing or toolchain library"
 inside '[ "$(ingestd --version)" = "'"$(dpkg-deb -f "$deb" Version)"'" ]' || fail "ingestd --version does not print the package version"
 ok "ingestd --version without the toolchain"
@@ -126,6 +138,7 @@ ok "3 readings queued and 1 bad line rejected by the installed binary"
 
 inside 'umask 077 && echo secret > /etc/ingestd/credentials/upload-token' || fail "cannot place a credential"
 inside 'dpkg -r ingestd >/dev/null' || fail "dpkg -r failed"
+inside 'grep -qx "stop ingestd.service" /tmp/systemctl.log' || fail "dpkg -r did not stop the service"
 inside '[ ! -e /usr/bin/ingestd ] && [ ! -e /lib/systemd/system/ingestd.service ] && [ ! -e /usr/share/man/man8/ingestd.8.gz ]' || fail "dpkg -r left the package's files"
 inside '[ -f /etc/ingestd/ingestd.toml ] && [ -s /etc/ingestd/credentials/upload-token ] && [ -s /var/lib/ingestd/queue.sqlite ]' ||
     fail "dpkg -r removed the configuration, a credential or the queue (only a purge may)"
