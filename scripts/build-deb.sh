@@ -14,7 +14,8 @@
 # minimum: no start on install, stop on removal, state removed on purge only.
 # Depends: is computed by dpkg-shlibdeps from the binary's own NEEDED list,
 # so it names exactly the shared libraries the binary links.
-# Prints the path of the .deb on its last line. Exit codes: 0 built, 1 failed.
+# Prints the path of the .deb on its last line. Exit codes: 0 built, 1 failed,
+# 2 bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root_dir="$PWD"
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
         --binary) binary="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-        *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+        *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 if [ -z "$binary" ]; then

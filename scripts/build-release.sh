@@ -9,8 +9,12 @@
 # Writes OUT_DIR/ingestd (stripped) and OUT_DIR/ingestd.debug (its debug
 # symbols, for symbolizing a crash: gdb -s ingestd.debug -e ingestd).
 # Builds in .build-release/ so it never disturbs the debug build of `swift test`.
-# Exit codes: 0 built, 1 the build or a tool failed.
+# Exit codes: 0 built, 1 the build or a tool failed, 2 bad usage.
 set -euo pipefail
+case "${1:-}" in
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -*) echo "build-release.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 out="${1:-dist}"
 mkdir -p "$out"
