@@ -29,6 +29,12 @@ Scenarios (short / --full):
              the unsynced writes (kept, lost or torn at 512-byte sectors); each
              fsync takes 40 ms more (a slow SD card), so cuts often land
              while writes are unsynced
+  archive    kill9 with the SQLite archive sink (upload.sink = "sqlite") as
+             the backend: the archive file must hold every reading once
+             (its _id primary key makes re-sends invisible: not counted);
+             the archive's fsyncs take 40 ms more (power-cut layer, no cuts)
+             so kills land after a batch reached the archive and before the
+             queue deleted it
   down       the backend unreachable (connection refused) for 15 s / 10 min
              with the default retry settings while readings keep coming:
              nothing lost, the upload resumes by itself, and the attempts made
@@ -57,7 +63,7 @@ Needs python3, a C compiler (cc, or the Swift toolchain's clang) for the
 power-cut layer, and loopback networking. Runs as any user (the disk-full
 test of scripts/fault-suite.sh needs root and is skipped otherwise).
 """
-import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, urllib.request
+import argparse, json, os, random, shutil, signal, sqlite3, subprocess, sys, tempfile, threading, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUPPORT = os.path.join(ROOT, "Tests", "Support")
@@ -132,6 +138,34 @@ class Proxy(Peer):
         return json.loads(http("GET", f"http://127.0.0.1:{self.control}/stats"))
 
 
+class Archive:
+    """The SQLite archive sink's file, read like the backend's /stats: the
+    content key is deviceId ("S<n>"); `_id` is the table's primary key, so a
+    re-sent record cannot appear twice and re-sends are not countable."""
+
+    def __init__(self, work):
+        self.path = os.path.join(work, "archive.sqlite")
+
+    def stats(self):
+        empty = {"content_unique": 0, "content_duplicates": 0, "duplicates": "n/a", "requests": "n/a",
+                 "content_min": None, "content_max": None}
+        if not os.path.exists(self.path):
+            return empty
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+        try:
+            row = db.execute("SELECT count(*), count(DISTINCT deviceId), min(CAST(substr(deviceId, 2) AS INTEGER)),"
+                             " max(CAST(substr(deviceId, 2) AS INTEGER)) FROM WeatherSensor").fetchone()
+        except sqlite3.OperationalError:  # the table is created with the first batch
+            return empty
+        finally:
+            db.close()
+        return {**empty, "content_unique": row[1], "content_duplicates": row[0] - row[1],
+                "content_min": row[2], "content_max": row[3]}
+
+    def stop(self):
+        pass
+
+
 class Writer(threading.Thread):
     """Appends readings 0..<total to FILE at about `rate` per second, in chunks."""
 
@@ -196,6 +230,7 @@ class Scenario:
         self.result = {"scenario": name}
 
     def config(self, url, upload="", retry="retry_base_ms = 50\nretry_cap_ms = 1000"):
+        """url None: the upload section names its sink in `upload` instead."""
         path = os.path.join(self.work, "ingestd.toml")
         with open(path, "w") as f:
             f.write(f"""[agent]
@@ -205,7 +240,7 @@ log_target = "stderr"
 status_interval_ms = 200
 {f'[queue]{chr(10)}durability = "{self.durability}"{chr(10)}' if self.durability else ""}
 [upload]
-url = "{url}"
+{f'url = "{url}"' if url else ""}
 linger_ms = 50
 {retry}
 {upload}
@@ -282,19 +317,28 @@ poll_interval_ms = 50
             shutil.rmtree(self.work, ignore_errors=True)
 
 
-def crash_rounds(s, rounds, total, powercut):
-    backend = Backend(s.work, ["--slow", "1000000000", "--slow-ms", "30"])
-    try:
+def crash_rounds(s, rounds, total, powercut, archive=False):
+    if archive:
+        backend = Archive(s.work)
+        config = s.config(None, upload=f'sink = "sqlite"\npath = "{backend.path}"')
+    else:
+        backend = Backend(s.work, ["--slow", "1000000000", "--slow-ms", "30"])
         config = s.config(f"http://127.0.0.1:{backend.port}/ingest/v1/batches")
+    try:
         preload = None
         dropped = 0  # unsynced operations the cuts lost or tore
-        if powercut:
+        if powercut or archive:
             library = os.path.join(s.work, "libpowercut.so")
             subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
             log_dir = os.path.join(s.work, "powercut")
             os.makedirs(log_dir)
             os.makedirs(s.state, exist_ok=True)
-            preload = {"LD_PRELOAD": library, "POWERCUT_PATH": os.path.join(s.state, "queue.sqlite"),
+            # With the archive the layer only slows the archive's fsyncs (no
+            # cuts): a kill during one lands after the batch reached the
+            # archive file (a kill loses no written data) and before the
+            # queue deleted it, so the batch comes again after the restart.
+            tracked = backend.path if archive else os.path.join(s.state, "queue.sqlite")
+            preload = {"LD_PRELOAD": library, "POWERCUT_PATH": tracked,
                        "POWERCUT_LOG": log_dir, "POWERCUT_SYNC_DELAY_US": "40000"}
         # The writer runs through every round: about 0.55 s per round plus start-up.
         writer = Writer(s.input, total, max(1000, int(total / (rounds * 0.75))))
@@ -415,6 +459,7 @@ def flapping(s, total, seconds):
 SCENARIOS = {
     "kill9": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False),
     "powercut": lambda s, full: crash_rounds(s, 100 if full else 10, 100_000 if full else 10_000, True),
+    "archive": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False, archive=True),
     "down": lambda s, full: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
     "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15),
 }

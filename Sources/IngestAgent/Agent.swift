@@ -45,7 +45,7 @@ public struct Agent: Sendable {
             let hooks = AgentUploadHooks(configuration: configuration, queue: queue, logger: logger)
             let uploader = Uploader(
                 queue: queue, settings: upload, state: uploadState, hooks: try hooks.make(app: try hooks.makeApp()),
-                userAgent: "ingestd/\(EdgeIngestVersion.current)", logger: logger
+                userAgent: "ingestd/\(EdgeIngestVersion.current)", logger: logger, sink: configuration.sinkFactory
             )
             services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
         }

@@ -19,7 +19,9 @@ struct CheckConfigCommand: ParsableCommand {
             print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
             print("  inputs: " + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }.joined(separator: ", "))
             print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.overflowPolicy), durability \(configuration.durability)")
-            if let upload = configuration.upload {
+            if let upload = configuration.upload, case .sqliteArchive(let archive) = configuration.sink {
+                print("  upload: SQLite archive \(archive), \(upload.maxRecords) records per batch")
+            } else if let upload = configuration.upload {
                 print("  upload: \(upload.http.url), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
             } else {
                 print("  upload: none (readings stay queued)")

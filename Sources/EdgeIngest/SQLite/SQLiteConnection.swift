@@ -6,9 +6,11 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     /// The path or in-memory name, for error messages.
     let displayName: String
+    /// What the database is to the user, for error messages: "queue", "archive".
+    let role: String
 
     /// Opens (creating if needed) a database. `path` may be `:memory:`.
-    init(path: String, displayName: String) throws {
+    init(path: String, displayName: String, role: String = "queue") throws {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -17,11 +19,12 @@ final class SQLiteConnection {
             if let db { sqlite3_close_v2(db) }
             throw EdgeIngestError(
                 .queueUnavailable,
-                "Cannot open the queue '\(displayName)': \(detail). Check that the directory exists and is writable by this user."
+                "Cannot open the \(role) '\(displayName)': \(detail). Check that the directory exists and is writable by this user."
             )
         }
         handle = db
         self.displayName = displayName
+        self.role = role
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 5_000)
     }
@@ -29,6 +32,9 @@ final class SQLiteConnection {
     deinit {
         sqlite3_close_v2(handle)
     }
+
+    /// Rows changed by the last statement.
+    var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Runs one or more statements that return no rows.
     func execute(_ sql: String) throws {
@@ -80,25 +86,25 @@ final class SQLiteConnection {
         case SQLITE_FULL:
             return EdgeIngestError(
                 .diskFull,
-                "The disk holding the queue '\(displayName)' is full (\(detail)). Free space, or lower the queue's max_bytes so the overflow policy applies first."
+                "The disk holding the \(role) '\(displayName)' is full (\(detail)). Free space\(role == "queue" ? ", or lower the queue's max_bytes so the overflow policy applies first" : "")."
             )
         case SQLITE_NOTADB, SQLITE_CORRUPT:
             return EdgeIngestError(
                 .queueCorrupt,
-                "The queue file '\(displayName)' is damaged or not a database (\(detail)). It was left untouched: move it away to start a new queue, or open it with quarantine enabled."
+                "The \(role) file '\(displayName)' is damaged or not a database (\(detail)). It was left untouched: move it away to start a new \(role)\(role == "queue" ? ", or open it with quarantine enabled" : "")."
             )
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH:
             return EdgeIngestError(
                 .queueUnavailable,
-                "The queue '\(displayName)' cannot be written (\(detail)). Check the permissions of the file and its directory."
+                "The \(role) '\(displayName)' cannot be written (\(detail)). Check the permissions of the file and its directory."
             )
         case SQLITE_BUSY, SQLITE_LOCKED:
             return EdgeIngestError(
                 .queueUnavailable,
-                "The queue '\(displayName)' is locked by another connection (\(detail)). Is another ingestd using the same queue?"
+                "The \(role) '\(displayName)' is locked by another connection (\(detail)). Is another ingestd using the same \(role)?"
             )
         default:
-            return EdgeIngestError(.storage, "SQLite failed while \(doing) on the queue '\(displayName)': \(detail) (code \(rc)).")
+            return EdgeIngestError(.storage, "SQLite failed while \(doing) on the \(role) '\(displayName)': \(detail) (code \(rc)).")
         }
     }
 }
@@ -118,6 +124,14 @@ final class SQLiteStatement {
 
     func bind(_ index: Int32, _ value: Int64) {
         sqlite3_bind_int64(stmt, index, value)
+    }
+
+    func bind(_ index: Int32, double value: Double) {
+        sqlite3_bind_double(stmt, index, value)
+    }
+
+    func bindNull(_ index: Int32) {
+        sqlite3_bind_null(stmt, index)
     }
 
     func bind(_ index: Int32, _ value: String) {

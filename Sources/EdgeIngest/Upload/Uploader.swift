@@ -29,14 +29,21 @@ package final class Uploader: Sendable {
     static let idleRecheckMilliseconds = 10_000
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
+    /// Builds the sink on the upload thread; nil: the ingest protocol to
+    /// `settings.http.url`.
+    let makeSink: SinkFactory?
 
-    package init(queue: DurableQueue, settings: UploadSettings, state: UploadState, hooks: UploadHooks, userAgent: String, logger: Logger) {
+    package init(
+        queue: DurableQueue, settings: UploadSettings, state: UploadState, hooks: UploadHooks, userAgent: String, logger: Logger,
+        sink: SinkFactory? = nil
+    ) {
         self.queue = queue
         self.settings = settings
         self.state = state
         self.hooks = hooks
         self.userAgent = userAgent
         self.logger = logger
+        self.makeSink = sink
     }
 
     /// Ends a hold early (new credentials, an operator's reset): the next
@@ -53,9 +60,13 @@ package final class Uploader: Sendable {
     /// timeout. Blocking: run it on its own thread. `wake` is signalled by
     /// producers after each commit.
     package func run(stop: StopSignal, wake: StopSignal) throws {
-        let transport = try CurlTransport(settings: settings.http, userAgent: userAgent)
+        let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
         var maxBytes = settings.maxBytes
-        logger.info("Uploading to the backend", metadata: ["ingest.url": "\(settings.http.url)", "ingest.gzip": "\(settings.http.gzip)"])
+        if makeSink == nil {
+            logger.info("Uploading to the backend", metadata: ["ingest.url": "\(settings.http.url)", "ingest.gzip": "\(settings.http.gzip)"])
+        } else {
+            logger.info("Delivering to the sink", metadata: ["ingest.sink": "\(sink)"])
+        }
         while !stop.isStopped {
             state.expectProgress(within: 0)
             guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true) else {
@@ -76,24 +87,24 @@ package final class Uploader: Sendable {
             // Read before sending: a resume() that comes while this batch
             // is being refused still ends the hold it leads to.
             let generation = resumeGeneration.load(ordering: .sequentiallyConsistent)
-            switch try process(lease, transport: transport, maxBytes: &maxBytes, stop: stop, deadline: nil) {
+            switch try process(lease, sink: sink, maxBytes: &maxBytes, stop: stop, deadline: nil) {
             case .acknowledged: continue
             case .stopped: break
             case .held: hold(stop: stop, since: generation)
             }
         }
-        try finalDrain(transport: transport, maxBytes: &maxBytes)
+        try finalDrain(sink: sink, maxBytes: &maxBytes)
     }
 
     /// On shutdown: upload what is queued until it is empty or the
     /// shutdown timeout passes; no retries. What is left stays queued.
-    private func finalDrain(transport: CurlTransport, maxBytes: inout Int) throws {
+    private func finalDrain(sink: any BatchSink, maxBytes: inout Int) throws {
         let deadline = monotonicSeconds() + Double(settings.shutdownTimeoutMilliseconds) / 1000
         let never = StopSignal()
         while monotonicSeconds() < deadline, state.snapshot.state != "error", state.snapshot.state != "waiting_for_user",
             let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
         {
-            guard try process(lease, transport: transport, maxBytes: &maxBytes, stop: never, deadline: deadline) == .acknowledged else { break }
+            guard try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, deadline: deadline) == .acknowledged else { break }
         }
         let left = (try? queue.statistics().queuedRecords) ?? 0
         logger.info("Uploader stopped", metadata: ["ingest.queued": "\(left)"])
@@ -113,7 +124,7 @@ package final class Uploader: Sendable {
 
     /// Sends one lease, bisecting and retrying as the answers require, and
     /// acknowledges it when every part is stored or dead-lettered.
-    private func process(_ lease: QueueLease, transport: CurlTransport, maxBytes: inout Int, stop: StopSignal, deadline: Double?) throws -> LeaseResult {
+    private func process(_ lease: QueueLease, sink: any BatchSink, maxBytes: inout Int, stop: StopSignal, deadline: Double?) throws -> LeaseResult {
         let segment = lease.segments[0]
         var work: [Range<Int>] = [0..<lease.recordCount]
         var deadLetters: [Int: String] = [:]
@@ -154,14 +165,12 @@ package final class Uploader: Sendable {
             if let credentialsOffline {
                 outcome = .retry(reason: credentialsOffline, retryAfterSeconds: nil)
             } else {
-                do {
-                    let response = try transport.post(lease.payload(records: range), headers: headers)
-                    outcome = ResponseClassifier.classify(
-                        status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: range.count
+                outcome = sink.deliver(
+                    SinkBatch(
+                        type: segment.type, schemaVersion: segment.schemaVersion, idempotencyKey: key,
+                        payload: lease.payload(records: range), recordCount: range.count, headers: headers
                     )
-                } catch let error as TransportError {
-                    outcome = .retry(reason: error.message, retryAfterSeconds: nil)
-                }
+                )
             }
             // The final drain at shutdown takes only clean successes: no retries, no bisection.
             if deadline != nil, !outcome.isStored {

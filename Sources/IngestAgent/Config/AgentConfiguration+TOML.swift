@@ -56,7 +56,7 @@ struct ConfigurationDecoder {
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
         "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id",
+        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path",
     ]
 
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
@@ -106,12 +106,18 @@ struct ConfigurationDecoder {
         }
         if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) { c.statsIntervalSeconds = Int(n) }
         if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) { c.statusIntervalMilliseconds = Int(n) }
-        c.upload = decodeUpload(table(root["upload"], "upload"), environment: environment)
+        if let (upload, sink) = decodeUpload(table(root["upload"], "upload"), environment: environment) {
+            c.upload = upload
+            c.sink = sink
+        }
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.schemaVersion)
         if c.auth != nil, c.upload == nil {
             problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
+        }
+        if c.auth != nil, c.upload != nil, c.sink != .ingestProtocol {
+            problem(root["auth"], "auth", "only applies to sink = \"ingest\": a local sink needs no login")
         }
         if c.auth != nil, c.upload?.http.bearerToken != nil {
             problem(root["auth"], "auth", "and upload.token_file (or the upload-token credential) both give credentials: keep one")
@@ -212,9 +218,15 @@ struct ConfigurationDecoder {
 
     // MARK: Upload
 
-    mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> UploadSettings? {
+    mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> (UploadSettings, SinkSettings)? {
         guard let t else { return nil }
         rejectUnknown(t, known: Self.uploadKeys, prefix: "upload.")
+        guard let sink = decodeSink(t) else { return nil }
+        if sink != .ingestProtocol {
+            // Batching, retries and shutdown apply to every sink; the
+            // HTTP settings stay empty (the uploader does not read them).
+            return (decodeBatching(t, into: UploadSettings(http: HTTPSettings(url: ""), clientID: hostName())), sink)
+        }
         guard let url = string(t["url"], "upload.url") else {
             problem(nil, "upload.url", "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\"")
             return nil
@@ -256,7 +268,35 @@ struct ConfigurationDecoder {
                 problem(t["token_file"], "upload.token_file", "'\(tokenPath)' cannot be read: \(String(cString: strerror(errno)))")
             }
         }
-        var u = UploadSettings(http: http, clientID: hostName())
+        return (decodeBatching(t, into: UploadSettings(http: http, clientID: hostName())), sink)
+    }
+
+    /// `upload.sink` and what it needs; nil after a problem. HTTP-only keys
+    /// next to another sink are problems: they would silently do nothing.
+    mutating func decodeSink(_ t: TOMLTable) -> SinkSettings? {
+        let name = t["sink"].flatMap { string($0, "upload.sink") } ?? "ingest"
+        switch name {
+        case "ingest":
+            if t["path"] != nil { problem(t["path"], "upload.path", "is for sink = \"sqlite\"; the ingest sink sends to upload.url") }
+            return .ingestProtocol
+        case "sqlite":
+            for key in SinkSettings.httpKeys.sorted() where t[key] != nil {
+                problem(t[key], "upload.\(key)", "only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path")
+            }
+            guard let path = string(t["path"], "upload.path"), !path.isEmpty else {
+                problem(t["sink"], "upload.path", "is required with sink = \"sqlite\": the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\"")
+                return nil
+            }
+            return .sqliteArchive(path: path)
+        default:
+            problem(t["sink"], "upload.sink", "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\"")
+            return nil
+        }
+    }
+
+    /// The keys every sink shares: batch size, linger, retries, shutdown.
+    mutating func decodeBatching(_ t: TOMLTable, into settings: UploadSettings) -> UploadSettings {
+        var u = settings
         if let v = t["max_records"], let n = integer(v, "upload.max_records", min: 1) { u.maxRecords = Int(n) }
         if let v = t["max_bytes"], let n = integer(v, "upload.max_bytes", min: 1024) { u.maxBytes = Int(n) }
         if let v = t["linger_ms"], let n = integer(v, "upload.linger_ms", min: 0) { u.lingerMilliseconds = Int(n) }

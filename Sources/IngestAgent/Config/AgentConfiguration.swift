@@ -39,6 +39,8 @@ public struct AgentConfiguration: Sendable {
     public var statusIntervalMilliseconds = 1000
     /// Where readings stream to; nil keeps them queued (no `[upload]` section).
     public var upload: UploadSettings?
+    /// Where `[upload]` delivers: the ingest protocol (default) or a local archive.
+    public var sink: SinkSettings = .ingestProtocol
     /// Log in to the backend (an `[auth]` section) instead of a static token.
     public var auth: AuthSettings?
     /// What a client reset demanded by the backend does.

@@ -1,0 +1,40 @@
+/// Where confirmed records go: the ``Uploader`` hands a sink one batch of
+/// records of one type at a time and deletes them from the queue only when
+/// the sink says they are stored.
+///
+/// A sink never throws for a failed delivery: it answers with the
+/// ``UploadOutcome`` that says what to do (retry, bisect, hold, …), so every
+/// sink shares the uploader's backoff, dead-letter and hold behaviour.
+/// A sink is created and used on the uploader's thread only.
+///
+/// ```swift
+/// struct PrintingSink: BatchSink {
+///     var description: String { "stdout" }
+///     func deliver(_ batch: SinkBatch) -> UploadOutcome {
+///         print(String(decoding: batch.payload, as: UTF8.self), terminator: "")
+///         return .stored(rejected: [])
+///     }
+/// }
+/// ```
+package protocol BatchSink: AnyObject, CustomStringConvertible {
+    /// Stores `batch` or says why not. Must be idempotent by `_id`: the
+    /// same records come again after a lost acknowledgement or a crash.
+    func deliver(_ batch: SinkBatch) -> UploadOutcome
+}
+
+/// One delivery attempt: records of one type, as the NDJSON the queue holds
+/// (each line a flat JSON object with `_id`, ending in "\n").
+package struct SinkBatch {
+    /// The record type of every record.
+    package var type: String
+    package var schemaVersion: Int64
+    /// Stays the same across retries of the same records (docs/PROTOCOL.md).
+    package var idempotencyKey: String
+    package var payload: ArraySlice<UInt8>
+    package var recordCount: Int
+    /// Credentials and protocol headers for HTTP sinks; others ignore them.
+    package var headers: [(String, String)]
+}
+
+/// Builds the sink on the uploader's thread when it starts.
+package typealias SinkFactory = @Sendable () throws -> any BatchSink

@@ -1,0 +1,39 @@
+import EdgeIngest
+
+/// Where `[upload]` delivers confirmed records (`upload.sink`).
+///
+/// ```toml
+/// [upload]
+/// sink = "sqlite"                            # the embedded default backend
+/// path = "/var/lib/ingestd/archive.sqlite"
+/// ```
+public enum SinkSettings: Sendable, Equatable {
+    /// `sink = "ingest"` (the default): the ingest protocol over HTTP to
+    /// `upload.url` — an EdgeIngest backend or another ingestd.
+    case ingestProtocol
+    /// `sink = "sqlite"`: a table per record type in the SQLite file at `path`.
+    case sqliteArchive(path: String)
+
+    /// The names `upload.sink` accepts.
+    static let names = ["ingest", "sqlite"]
+
+    /// Keys of `[upload]` that only an HTTP sink reads.
+    static let httpKeys: Set<String> = [
+        "url", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path", "client_certificate", "client_key", "proxy",
+        "headers", "token_file",
+    ]
+}
+
+extension AgentConfiguration {
+    /// Builds the configured sink on the upload thread; nil for the ingest
+    /// protocol, which the uploader builds from `upload` itself.
+    var sinkFactory: SinkFactory? {
+        switch sink {
+        case .ingestProtocol:
+            return nil
+        case .sqliteArchive(let path):
+            let types = self.types
+            return { SQLiteArchiveSink(path: path, types: types) }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `upload.sink = "sqlite"`: ingestd as its own backend, through the built
+/// binary. kill -9 over the archive is the fault suite's `archive` scenario
+/// (FaultSuiteTests).
+@Suite struct ArchiveSinkTests {
+    static func archiveRows(_ path: String, _ sql: String) throws -> String {
+        let result = try runTool("/usr/bin/sqlite3", [path, sql])
+        #expect(result.status == 0, "\(result.output)")
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func pipedReadingsEndUpInTheArchiveOnceAndLeaveTheQueue() throws {
+        let probe = try TemporaryDirectory()
+        let archive = probe.file("archive.sqlite")
+        let fixture = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"\(archive)\"\nlinger_ms = 20\nmax_records = 400\n")
+        let readings = (0..<2500).map { reading($0 % 40, device: "A\($0)") + "\n" }.joined() + "not json\n"
+        let result = try fixture.run(["run"], stdin: Data(readings.utf8))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("SQLite archive \(archive)"), "\(result.stderr.suffix(2000))")
+        #expect(try Self.archiveRows(archive, "SELECT count(*), count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "2500|2500|2500")
+        #expect(try Self.archiveRows(archive, "SELECT typeof(windSpeedInMph), typeof(temperatureInFahrenheit) FROM WeatherSensor LIMIT 1") == "integer|real")
+        let status = try fixture.status()
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(status["uploaded_total"] as? Int == 2500)
+        #expect(status["rejected_total"] as? Int == 1)
+        #expect(try fixture.queuedLines().isEmpty)
+    }
+
+    @Test func checkConfigShowsTheArchive() throws {
+        let fixture = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"/srv/archive.sqlite\"\nmax_records = 300\n")
+        let result = try fixture.run(["check-config"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("  upload: SQLite archive /srv/archive.sqlite, 300 records per batch"), "\(result.stdout)")
+    }
+
+    @Test func checkConfigNamesWhatASinkNeedsAndWhatItIgnores() throws {
+        let cases: [(upload: String, expected: String)] = [
+            ("sink = \"sqlite\"", "upload.path: is required with sink = \"sqlite\""),
+            ("sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
+             "upload.gzip: only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path"),
+            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, got \"kafka\""),
+            ("url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"", "upload.path: is for sink = \"sqlite\""),
+        ]
+        for (upload, expected) in cases {
+            let fixture = try AgentFixture("\n[upload]\n" + upload + "\n")
+            let result = try fixture.run(["check-config"])
+            #expect(result.status == 78, "\(upload)")
+            #expect(result.stderr.contains(expected), "\(upload) → \(result.stderr)")
+        }
+        let both = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\n")
+        #expect(try both.run(["check-config"]).stderr.contains("upload.url: only applies to sink = \"ingest\""))
+    }
+}
