@@ -21,6 +21,9 @@ struct CheckConfigCommand: ParsableCommand {
             print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.overflowPolicy), durability \(configuration.durability)")
             if let upload = configuration.upload, case .sqliteArchive(let archive) = configuration.sink {
                 print("  upload: SQLite archive \(archive), \(upload.maxRecords) records per batch")
+            } else if let upload = configuration.upload, case .clickHouse(let database, let table) = configuration.sink {
+                let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")
+                print("  upload: ClickHouse \(upload.http.url) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip)")
             } else if let upload = configuration.upload {
                 print("  upload: \(upload.http.url), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
             } else {

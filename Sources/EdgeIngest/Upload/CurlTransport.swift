@@ -94,7 +94,10 @@ public final class CurlTransport {
 
     /// POSTs `body` with `headers` (plus the configured ones) and returns
     /// the response, or throws ``TransportError`` for network failures.
-    public func post(_ body: ArraySlice<UInt8>, headers: [(String, String)]) throws -> HTTPResponse {
+    /// `url` replaces the configured URL for this request (a sink whose
+    /// URL names the table, say); the connection is still reused.
+    public func post(_ body: ArraySlice<UInt8>, headers: [(String, String)], url: String? = nil) throws -> HTTPResponse {
+        try set(CURLOPT_URL, url ?? settings.url)
         var list: UnsafeMutablePointer<curl_slist>?
         var all = headers
         all.append(("Expect", ""))  // no 100-continue round trip before each batch

@@ -56,7 +56,7 @@ struct ConfigurationDecoder {
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
         "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path",
+        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table",
     ]
 
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
@@ -222,7 +222,7 @@ struct ConfigurationDecoder {
         guard let t else { return nil }
         rejectUnknown(t, known: Self.uploadKeys, prefix: "upload.")
         guard let sink = decodeSink(t) else { return nil }
-        if sink != .ingestProtocol {
+        if case .sqliteArchive = sink {
             // Batching, retries and shutdown apply to every sink; the
             // HTTP settings stay empty (the uploader does not read them).
             return (decodeBatching(t, into: UploadSettings(http: HTTPSettings(url: ""), clientID: hostName())), sink)
@@ -275,10 +275,16 @@ struct ConfigurationDecoder {
     /// next to another sink are problems: they would silently do nothing.
     mutating func decodeSink(_ t: TOMLTable) -> SinkSettings? {
         let name = t["sink"].flatMap { string($0, "upload.sink") } ?? "ingest"
+        for (key, owner) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key }) where owner != name && t[key] != nil {
+            problem(t[key], "upload.\(key)", "is for sink = \"\(owner)\"; this [upload] has sink = \"\(name)\"")
+        }
         switch name {
         case "ingest":
-            if t["path"] != nil { problem(t["path"], "upload.path", "is for sink = \"sqlite\"; the ingest sink sends to upload.url") }
             return .ingestProtocol
+        case "clickhouse":
+            let database = identifier(t["database"], "upload.database")
+            let table = identifier(t["table"], "upload.table")
+            return .clickHouse(database: database, table: table)
         case "sqlite":
             for key in SinkSettings.httpKeys.sorted() where t[key] != nil {
                 problem(t[key], "upload.\(key)", "only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path")
@@ -292,6 +298,19 @@ struct ConfigurationDecoder {
             problem(t["sink"], "upload.sink", "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\"")
             return nil
         }
+    }
+
+    /// A table or database name: letters, digits and underscores, not
+    /// starting with a digit (what every engine takes unquoted).
+    mutating func identifier(_ value: TOMLValue?, _ key: String) -> String? {
+        guard let name = string(value, key) else { return nil }
+        let plain = !name.isEmpty && name.utf8.count <= 128 && name.utf8.first.map { !(48...57).contains($0) } == true
+            && name.utf8.allSatisfy { $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+        guard plain else {
+            problem(value, key, "must be a plain name (letters, digits, _; not starting with a digit), got \"\(name.prefix(40))\"")
+            return nil
+        }
+        return name
     }
 
     /// The keys every sink shares: batch size, linger, retries, shutdown.

@@ -13,9 +13,14 @@ public enum SinkSettings: Sendable, Equatable {
     case ingestProtocol
     /// `sink = "sqlite"`: a table per record type in the SQLite file at `path`.
     case sqliteArchive(path: String)
+    /// `sink = "clickhouse"`: `INSERT … FORMAT JSONEachRow` over HTTP to
+    /// `upload.url`, into `database.table` (default: the record type's name).
+    case clickHouse(database: String?, table: String?)
 
     /// The names `upload.sink` accepts.
-    static let names = ["ingest", "sqlite"]
+    static let names = ["ingest", "sqlite", "clickhouse"]
+    /// Keys of `[upload]` that only some sinks read, and which.
+    static let sinkOnlyKeys: [String: String] = ["path": "sqlite", "database": "clickhouse", "table": "clickhouse"]
 
     /// Keys of `[upload]` that only an HTTP sink reads.
     static let httpKeys: Set<String> = [
@@ -34,6 +39,9 @@ extension AgentConfiguration {
         case .sqliteArchive(let path):
             let types = self.types
             return { SQLiteArchiveSink(path: path, types: types) }
+        case .clickHouse(let database, let table):
+            guard let http = upload?.http else { return nil }
+            return { try ClickHouseSink(settings: http, database: database, table: table, userAgent: "ingestd/\(EdgeIngestVersion.current)") }
         }
     }
 }

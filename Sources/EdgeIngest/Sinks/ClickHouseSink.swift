@@ -1,0 +1,106 @@
+/// ClickHouse over its HTTP interface: each batch is one
+/// `INSERT INTO db.table FORMAT JSONEachRow` whose body is the queued NDJSON
+/// as is (gzip when `upload.gzip`), one table per record type.
+///
+/// Exactly once needs the table's help: retries of a batch carry the same
+/// `insert_deduplication_token` (the batch's idempotency key), which a
+/// MergeTree table with `non_replicated_deduplication_window` (or a
+/// Replicated one) uses to drop a repeated insert; a `ReplacingMergeTree`
+/// ordered by `_id` removes what slips through (a batch re-cut differently
+/// after a restart) at merge time — query with `FINAL` to see it deduplicated.
+///
+/// ```toml
+/// [upload]
+/// sink = "clickhouse"
+/// url = "http://127.0.0.1:8123/"
+/// database = "telemetry"          # default: the server's default database
+/// table = "weather"               # default: the record type's name
+/// headers = { "X-ClickHouse-User" = "ingest" }
+/// ```
+///
+/// Errors: ClickHouse puts `Code: N` at the start of an error body. Codes
+/// that mean the configuration is wrong (unknown table, database or column,
+/// authentication, read-only) hold the queue; the rest go through
+/// ``ResponseClassifier`` (bad data → bisect and dead-letter, others retried).
+package final class ClickHouseSink: BatchSink {
+    let transport: CurlTransport
+    let database: String?
+    let table: String?
+
+    /// ClickHouse codes that no retry or bisection can fix.
+    static let configurationCodes: [Int: String] = [
+        16: "no such column in the table", 60: "unknown table", 81: "unknown database", 62: "syntax error in the insert",
+        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token",
+        164: "the user is read-only", 192: "unknown user", 193: "wrong password", 194: "a password is required",
+        497: "access denied", 516: "authentication failed",
+    ]
+
+    package init(settings: HTTPSettings, database: String?, table: String?, userAgent: String) throws {
+        transport = try CurlTransport(settings: settings, userAgent: userAgent)
+        self.database = database
+        self.table = table
+    }
+
+    package var description: String { "ClickHouse \(transport.settings.url)" }
+
+    /// The insert for records of `type`.
+    package func query(type: String) -> String {
+        let target = (database.map { Self.quoted($0) + "." } ?? "") + Self.quoted(table ?? type)
+        return "INSERT INTO \(target) FORMAT JSONEachRow"
+    }
+
+    package func url(for batch: SinkBatch) -> String {
+        let base = transport.settings.url
+        return base + (base.contains("?") ? "&" : "?") + "query=" + percentEncoded(query(type: batch.type))
+            + "&insert_deduplication_token=" + percentEncoded(batch.idempotencyKey)
+    }
+
+    package func deliver(_ batch: SinkBatch) -> UploadOutcome {
+        do {
+            let response = try transport.post(batch.payload, headers: [("Content-Type", "application/x-ndjson")], url: url(for: batch))
+            return Self.classify(status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: batch.recordCount)
+        } catch let error as TransportError {
+            return .retry(reason: error.message, retryAfterSeconds: nil)
+        } catch {
+            return .retry(reason: "\(error)", retryAfterSeconds: nil)
+        }
+    }
+
+    /// What a ClickHouse answer means. Pure, for table tests.
+    package static func classify(status: Int, retryAfter: String?, body: [UInt8], batchSize: Int) -> UploadOutcome {
+        if !(200..<300).contains(status), let code = ResponseClassifier.clickHouseCode(body) {
+            if let meaning = configurationCodes[code] {
+                return .hold(reason: "ClickHouse code \(code) (\(meaning)): fix the table or the credentials in [upload]")
+            }
+            // Newer servers answer data errors with 400, older ones with 500.
+            if status == 400 || ResponseClassifier.clickHouseBadData.contains(code) {
+                return .badBatch(reason: "ClickHouse code \(code)")
+            }
+        }
+        // A 2xx from ClickHouse has no per-record rejections to read.
+        if (200..<300).contains(status) { return .stored(rejected: []) }
+        return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: body, batchSize: batchSize)
+    }
+
+    /// A ClickHouse identifier in backquotes (names are checked to be plain
+    /// words when the configuration is read; this is belt and braces).
+    static func quoted(_ name: String) -> String {
+        "`" + name.split(separator: "`", omittingEmptySubsequences: false).joined(separator: "``") + "`"
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+func percentEncoded(_ text: String) -> String {
+    let hex = Array("0123456789ABCDEF".utf8)
+    var out: [UInt8] = []
+    for b in text.utf8 {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            out.append(b)
+        default:
+            out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
+}
