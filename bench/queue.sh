@@ -2,7 +2,9 @@
 # Queue benchmark, one command: builds in release mode, measures this
 # machine's raw SQLite limit for the same layout (bench/sqlite-limit), then
 # the EdgeIngest queue, each on 1,000,000 WeatherSensor readings in batches
-# of 1000, on the file system holding DIR.
+# of 1000, on the file system holding DIR; last, the drain into the SQLite
+# archive sink (one row per reading, the raw one-row-per-reading figure is
+# its limit).
 #
 #   bench/queue.sh [DIR]        (default /tmp/edgeingest-bench)
 set -euo pipefail
@@ -25,3 +27,5 @@ echo "--- EdgeIngest queue (power_loss_safe)"
 .build/release/queue-bench --dir "$dir"
 echo "--- EdgeIngest queue (crash_safe)"
 .build/release/queue-bench --dir "$dir" --durability crash_safe
+echo "--- EdgeIngest queue drained into the SQLite archive sink (upload.sink = \"sqlite\")"
+.build/release/queue-bench --dir "$dir" --archive

@@ -43,9 +43,10 @@ public struct Agent: Sendable {
         // for a bounded time.
         if let upload = configuration.upload {
             let hooks = AgentUploadHooks(configuration: configuration, queue: queue, logger: logger)
+            let userAgent = "ingestd/\(EdgeIngestVersion.current)"
             let uploader = Uploader(
                 queue: queue, settings: upload, state: uploadState, hooks: try hooks.make(app: try hooks.makeApp()),
-                userAgent: "ingestd/\(EdgeIngestVersion.current)", logger: logger, sink: configuration.sinkFactory
+                userAgent: userAgent, logger: logger, sink: configuration.sinkFactory(for: upload, userAgent: userAgent)
             )
             services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
         }

@@ -2,11 +2,13 @@
 // drain them (take a lease + acknowledge) until empty.
 //
 //   swift run -c release queue-bench [--records N] [--batch B] [--dir DIR]
-//       [--durability power_loss_safe|crash_safe] [--repeat R]
+//       [--durability power_loss_safe|crash_safe] [--repeat R] [--archive]
 //
 // Runs the whole append + drain R times (default 3) on a fresh file and
 // prints, per phase, the median readings/s with the range, and the bytes on
-// disk per reading.
+// disk per reading. With --archive each drained lease is first delivered to
+// the SQLite archive sink (upload.sink = "sqlite") in DIR/archive.sqlite:
+// the drain rate is then the archive's rate.
 import EdgeIngest
 
 #if canImport(Glibc)
@@ -36,7 +38,9 @@ let batchSize = Int(option("--batch", "1000"))!
 let dir = option("--dir", "/tmp/edgeingest-queue-bench")
 let durability = Durability(name: option("--durability", "power_loss_safe"))!
 let repeats = Int(option("--repeat", "3"))!
+let toArchive = CommandLine.arguments.contains("--archive")
 let path = dir + "/queue.sqlite"
+let archivePath = dir + "/archive.sqlite"
 
 let weatherSensor = try RecordType(
     name: "WeatherSensor",
@@ -90,16 +94,26 @@ func runOnce() async throws -> Run {
         b += 1
     }
     let stats = try queue.statistics()
+    for suffix in ["", "-wal", "-shm"] { unlink(archivePath + suffix) }
+    let archive = toArchive ? SQLiteArchiveSink(path: archivePath, types: [weatherSensor]) : nil
     let d0 = seconds()
     var drained = 0
     while let lease = try queue.take(maxRecords: batchSize) {
+        if let archive {
+            let batch = SinkBatch(
+                type: lease.segments[0].type, schemaVersion: 0, idempotencyKey: lease.id,
+                payload: lease.payload(records: 0..<lease.recordCount), recordCount: lease.recordCount, headers: []
+            )
+            let outcome = archive.deliver(batch)
+            precondition(outcome == .stored(rejected: []), "the archive answered \(outcome)")
+        }
         drained += lease.recordCount
         try queue.acknowledge(lease)
     }
     let d1 = seconds()
     precondition(drained == appended, "drained \(drained) of \(appended)")
     queue.close()
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix); unlink(archivePath + suffix) }
     return Run(
         validate: Double(appended) / validateTime, append: Double(appended) / appendTime,
         drain: Double(drained) / (d1 - d0), bytesPerReading: stats.fileBytes / Int64(appended),
@@ -115,7 +129,7 @@ func summary(_ values: [Double]) -> String {
     return "\(Int(sorted[sorted.count / 2])) readings/s (median of \(sorted.count); range \(Int(sorted.first!))–\(Int(sorted.last!)))"
 }
 print("append   \(total) readings, batches of \(batchSize), \(durability): \(summary(runs.map(\.append)))")
-print("drain    take + acknowledge, batches of \(batchSize): \(summary(runs.map(\.drain)))")
+print("drain    take + \(toArchive ? "deliver to the SQLite archive + " : "")acknowledge, batches of \(batchSize): \(summary(runs.map(\.drain)))")
 print("validate building + validating the records: \(summary(runs.map(\.validate)))")
 print("disk     \(runs[0].bytesPerReading) bytes/reading on disk (file + WAL), \(runs[0].payloadPerReading) bytes/reading of encoded records")
 print("memory   peak RSS \(peakRSSKiB() / 1024) MiB")

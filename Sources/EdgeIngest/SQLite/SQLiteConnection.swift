@@ -126,12 +126,12 @@ final class SQLiteStatement {
         sqlite3_bind_int64(stmt, index, value)
     }
 
-    func bind(_ index: Int32, double value: Double) {
-        sqlite3_bind_double(stmt, index, value)
-    }
-
-    func bindNull(_ index: Int32) {
-        sqlite3_bind_null(stmt, index)
+    /// Binds UTF-8 text without copying; `bytes` must outlive the step.
+    func bind(_ index: Int32, text bytes: UnsafeRawBufferPointer) {
+        sqlite3_bind_text(
+            stmt, index, (bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+            edgeingest_sqlite_static()
+        )
     }
 
     func bind(_ index: Int32, _ value: String) {

@@ -34,6 +34,15 @@ package struct SinkBatch {
     package var recordCount: Int
     /// Credentials and protocol headers for HTTP sinks; others ignore them.
     package var headers: [(String, String)]
+
+    package init(type: String, schemaVersion: Int64, idempotencyKey: String, payload: ArraySlice<UInt8>, recordCount: Int, headers: [(String, String)] = []) {
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.idempotencyKey = idempotencyKey
+        self.payload = payload
+        self.recordCount = recordCount
+        self.headers = headers
+    }
 }
 
 /// Builds the sink on the uploader's thread when it starts.

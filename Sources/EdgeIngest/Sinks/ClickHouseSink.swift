@@ -56,19 +56,14 @@ package final class ClickHouseSink: BatchSink {
     }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
-        do {
-            let response = try transport.post(batch.payload, headers: [("Content-Type", "application/x-ndjson")], url: url(for: batch))
-            return Self.classify(status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: batch.recordCount)
-        } catch let error as TransportError {
-            return .retry(reason: error.message, retryAfterSeconds: nil)
-        } catch {
-            return .retry(reason: "\(error)", retryAfterSeconds: nil)
-        }
+        transport.deliver(batch, headers: [("Content-Type", "application/x-ndjson")], url: url(for: batch), classify: Self.classify)
     }
 
     /// What a ClickHouse answer means. Pure, for table tests.
     package static func classify(status: Int, retryAfter: String?, body: [UInt8], batchSize: Int) -> UploadOutcome {
-        if !(200..<300).contains(status), let code = ResponseClassifier.clickHouseCode(body) {
+        // A 2xx from ClickHouse has no per-record rejections to read.
+        if (200..<300).contains(status) { return .stored(rejected: []) }
+        if let code = ResponseClassifier.clickHouseCode(body) {
             if let meaning = configurationCodes[code] {
                 return .hold(reason: "ClickHouse code \(code) (\(meaning)): fix the table or the credentials in [upload]")
             }
@@ -77,8 +72,6 @@ package final class ClickHouseSink: BatchSink {
                 return .badBatch(reason: "ClickHouse code \(code)")
             }
         }
-        // A 2xx from ClickHouse has no per-record rejections to read.
-        if (200..<300).contains(status) { return .stored(rejected: []) }
         return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: body, batchSize: batchSize)
     }
 

@@ -2,21 +2,29 @@
 /// or another `ingestd` relaying upstream. One reused libcurl handle.
 package final class IngestProtocolSink: BatchSink {
     let transport: CurlTransport
-    let url: String
 
     package init(settings: HTTPSettings, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
-        url = settings.url
     }
 
-    package var description: String { url }
+    package var description: String { "\(transport.settings.url) (gzip \(transport.settings.gzip))" }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
+        transport.deliver(batch, headers: batch.headers, classify: ResponseClassifier.classify)
+    }
+}
+
+extension CurlTransport {
+    /// POSTs a batch and turns the answer into an outcome with `classify`
+    /// (status, Retry-After, body, batch size); a network failure is a
+    /// passing one: retry.
+    func deliver(
+        _ batch: SinkBatch, headers: [(String, String)], url: String? = nil,
+        classify: (Int, String?, [UInt8], Int) -> UploadOutcome
+    ) -> UploadOutcome {
         do {
-            let response = try transport.post(batch.payload, headers: batch.headers)
-            return ResponseClassifier.classify(
-                status: response.status, retryAfter: response.headers["retry-after"], body: response.body, batchSize: batch.recordCount
-            )
+            let response = try post(batch.payload, headers: headers, url: url)
+            return classify(response.status, response.headers["retry-after"], response.body, batch.recordCount)
         } catch let error as TransportError {
             return .retry(reason: error.message, retryAfterSeconds: nil)
         } catch {

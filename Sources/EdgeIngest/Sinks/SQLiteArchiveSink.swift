@@ -5,6 +5,9 @@
 ///
 /// The archive commits (WAL, `synchronous=FULL`) before the uploader deletes
 /// the records from the queue, so a power cut loses nothing in between.
+/// Each queued JSON line is bound as is and taken apart by SQLite's own
+/// `json_extract`: no decoding in Swift (3.1× faster than JSONDecoder was;
+/// docs/BENCHMARKS.md, "Drained into the SQLite archive sink").
 /// Tables are created on first use; a field added to a type later becomes
 /// a new column (`ALTER TABLE … ADD COLUMN`), older rows hold NULL there.
 ///
@@ -23,8 +26,11 @@ package final class SQLiteArchiveSink: BatchSink {
     let path: String
     let types: [String: RecordType]
     private var connection: SQLiteConnection?
-    /// Prepared inserts per type name, for the open connection.
-    private var inserts: [String: (statement: SQLiteStatement, columns: [String])] = [:]
+    /// The prepared insert per type name, for the open connection.
+    private var inserts: [String: SQLiteStatement] = [:]
+    /// Tells a line that was not inserted as a duplicate (valid, has an
+    /// `_id`) from one that is not a record at all.
+    private var isRecord: SQLiteStatement?
 
     /// Records stored and `_id`s already present, since this sink was made.
     package private(set) var storedCount = 0
@@ -41,40 +47,38 @@ package final class SQLiteArchiveSink: BatchSink {
         guard let type = types[batch.type] else {
             return .hold(reason: "the SQLite archive has no declaration of record type '\(batch.type)': declare it under [types]")
         }
-        var rows: [[String: RawFieldValue]] = []
-        rows.reserveCapacity(batch.recordCount)
-        var start = batch.payload.startIndex
-        while start < batch.payload.endIndex {
-            let end = batch.payload[start...].firstIndex(of: UInt8(ascii: "\n")) ?? batch.payload.endIndex
-            guard let values = try? batch.payload[start..<end].withUnsafeBytes({ try StoredRecordDecoder.decode($0) }) else {
-                return .badBatch(reason: "record \(rows.count) of the batch is not a flat JSON object")
-            }
-            rows.append(values)
-            start = end + 1
-        }
         do {
             let db = try open()
             let insert = try insertStatement(for: type, in: db)
-            let (stored, duplicates) = try db.transaction { () throws -> (Int, Int) in
+            let check = try isRecordStatement(in: db)
+            let stored = try db.transaction { () throws -> Int in
                 var stored = 0
-                for (index, row) in rows.enumerated() {
-                    guard case .string(let id)? = row[RecordType.primaryKey] else {
-                        throw ArchiveRecordError(index: index)
+                var index = 0
+                try batch.payload.withUnsafeBytes { bytes in
+                    var start = 0
+                    while start < bytes.count {
+                        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                        let line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                        insert.bind(1, text: line)
+                        try insert.run()
+                        if db.changes == 1 {
+                            stored += 1
+                        } else {
+                            check.bind(1, text: line)
+                            defer { check.reset() }
+                            guard try check.step(), check.int64(0) == 1 else { throw ArchiveRecordError(index: index) }
+                        }
+                        index += 1
+                        start = end + 1
                     }
-                    insert.statement.bind(1, id)
-                    for (offset, column) in insert.columns.enumerated() {
-                        bind(row[column] ?? .null, at: Int32(offset + 2), of: insert.statement)
-                    }
-                    try insert.statement.run()
-                    stored += db.changes
                 }
-                return (stored, rows.count - stored)
+                return stored
             }
             storedCount += stored
-            duplicateCount += duplicates
+            duplicateCount += batch.recordCount - stored
             return .stored(rejected: [])
         } catch let error as ArchiveRecordError {
-            return .badBatch(reason: "record \(error.index) of the batch has no _id")
+            return .badBatch(reason: "record \(error.index) of the batch is not a JSON object with an _id")
         } catch let error as EdgeIngestError {
             close()
             if error.code == .queueCorrupt { return .hold(reason: error.message) }
@@ -87,18 +91,6 @@ package final class SQLiteArchiveSink: BatchSink {
 
     private struct ArchiveRecordError: Error { let index: Int }
 
-    private func bind(_ value: RawFieldValue, at index: Int32, of statement: SQLiteStatement) {
-        switch value {
-        case .null, .unsupported: statement.bindNull(index)
-        case .bool(let b): statement.bind(index, b ? 1 : 0)
-        case .int(let i): statement.bind(index, i)
-        case .double(let d): statement.bind(index, double: d)
-        case .string(let s), .text(let s): statement.bind(index, s)
-        case .objectId(let id): statement.bind(index, id.hexString)
-        case .timestamp(let ms): statement.bind(index, ms)
-        }
-    }
-
     private func open() throws -> SQLiteConnection {
         if let connection { return connection }
         let db = try SQLiteConnection(path: path, displayName: path, role: "archive")
@@ -109,35 +101,52 @@ package final class SQLiteArchiveSink: BatchSink {
 
     private func close() {
         inserts = [:]
+        isRecord = nil
         connection = nil
     }
 
-    /// Creates or widens the type's table and prepares its insert.
-    private func insertStatement(for type: RecordType, in db: SQLiteConnection) throws -> (statement: SQLiteStatement, columns: [String]) {
+    private func isRecordStatement(in db: SQLiteConnection) throws -> SQLiteStatement {
+        if let isRecord { return isRecord }
+        let statement = try db.prepare("SELECT CASE WHEN json_valid(?1) THEN json_type(?1, '$._id') END = 'text'")
+        isRecord = statement
+        return statement
+    }
+
+    /// Creates or widens the type's table and prepares its insert, which
+    /// takes one queued JSON line (parameter 1) and inserts its `_id` and
+    /// declared fields; a line that is not JSON or has no `_id` inserts
+    /// nothing (as a duplicate does).
+    private func insertStatement(for type: RecordType, in db: SQLiteConnection) throws -> SQLiteStatement {
         if let prepared = inserts[type.name] { return prepared }
         let table = Self.quoted(type.name)
-        let columns = type.fields.map(\.name).filter { $0 != RecordType.primaryKey }
-        let definitions = ["\"_id\" TEXT PRIMARY KEY NOT NULL"] + type.fields.filter { $0.name != RecordType.primaryKey }.map {
-            "\(Self.quoted($0.name)) \(Self.columnType($0.type))"
-        }
+        // RecordType.fields never holds _id: it is every record's primary key.
+        let definitions = ["\"_id\" TEXT PRIMARY KEY NOT NULL"] + type.fields.map { "\(Self.quoted($0.name)) \(Self.columnType($0.type))" }
         try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         var existing = Set<String>()
         let info = try db.prepare("SELECT name FROM pragma_table_info(?)")
         info.bind(1, type.name)
         while try info.step() { existing.insert(info.string(0)) }
-        for field in type.fields where field.name != RecordType.primaryKey && !existing.contains(field.name) {
+        for field in type.fields where !existing.contains(field.name) {
             try db.execute("ALTER TABLE \(table) ADD COLUMN \(Self.quoted(field.name)) \(Self.columnType(field.type))")
         }
-        let names = (["_id"] + columns).map(Self.quoted).joined(separator: ", ")
-        let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-        let statement = try db.prepare("INSERT OR IGNORE INTO \(table) (\(names)) VALUES (\(marks))")
-        inserts[type.name] = (statement, columns)
-        return (statement, columns)
+        let names = ([RecordType.primaryKey] + type.fields.map(\.name))
+        let values = names.map { "json_extract(?1, \(Self.jsonPath($0)))" }
+        let statement = try db.prepare(
+            "INSERT OR IGNORE INTO \(table) (\(names.map(Self.quoted).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
+                + " WHERE CASE WHEN json_valid(?1) THEN json_type(?1, '$._id') END = 'text'"
+        )
+        inserts[type.name] = statement
+        return statement
     }
 
     /// An SQL identifier in double quotes, inner quotes doubled.
     static func quoted(_ name: String) -> String {
         "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+    }
+
+    /// `'$."name"'`: the JSON path of a top-level key as an SQL string literal.
+    static func jsonPath(_ name: String) -> String {
+        "'$.\"" + name.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "\"'"
     }
 
     static func columnType(_ type: FieldType) -> String {

@@ -62,11 +62,7 @@ package final class Uploader: Sendable {
     package func run(stop: StopSignal, wake: StopSignal) throws {
         let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
         var maxBytes = settings.maxBytes
-        if makeSink == nil {
-            logger.info("Uploading to the backend", metadata: ["ingest.url": "\(settings.http.url)", "ingest.gzip": "\(settings.http.gzip)"])
-        } else {
-            logger.info("Delivering to the sink", metadata: ["ingest.sink": "\(sink)"])
-        }
+        logger.info("Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {
             state.expectProgress(within: 0)
             guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true) else {

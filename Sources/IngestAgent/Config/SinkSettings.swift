@@ -30,9 +30,9 @@ public enum SinkSettings: Sendable, Equatable {
 }
 
 extension AgentConfiguration {
-    /// Builds the configured sink on the upload thread; nil for the ingest
-    /// protocol, which the uploader builds from `upload` itself.
-    var sinkFactory: SinkFactory? {
+    /// Builds the configured sink for `upload` on the upload thread; nil for
+    /// the ingest protocol, which the uploader builds from `upload` itself.
+    func sinkFactory(for upload: UploadSettings, userAgent: String) -> SinkFactory? {
         switch sink {
         case .ingestProtocol:
             return nil
@@ -40,8 +40,8 @@ extension AgentConfiguration {
             let types = self.types
             return { SQLiteArchiveSink(path: path, types: types) }
         case .clickHouse(let database, let table):
-            guard let http = upload?.http else { return nil }
-            return { try ClickHouseSink(settings: http, database: database, table: table, userAgent: "ingestd/\(EdgeIngestVersion.current)") }
+            let http = upload.http
+            return { try ClickHouseSink(settings: http, database: database, table: table, userAgent: userAgent) }
         }
     }
 }
