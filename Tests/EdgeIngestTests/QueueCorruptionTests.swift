@@ -19,8 +19,7 @@ import Testing
     @Test func foreignSQLiteDatabaseIsRefused() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("other.sqlite")
-        let sqlite = try runTool("/usr/bin/sqlite3", [path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);"])
-        try #require(sqlite.status == 0, "\(sqlite.output)")
+        _ = try sqlite3(path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);")  // throws if sqlite3 fails
         let error = try #require(throws: EdgeIngestError.self) { try DurableQueue.open(try fileConfiguration(dir, "other.sqlite")) }
         #expect(error.code == .queueCorrupt)
         #expect(error.message.contains("is an SQLite database but not an EdgeIngest queue"))
@@ -46,8 +45,7 @@ import Testing
             try await queue.append(try weatherRecords(3))
             queue.close()
         }
-        let damage = try runTool("/usr/bin/sqlite3", [dir.file("queue.sqlite"), "UPDATE segments SET ids = x'00';"])
-        try #require(damage.status == 0, "\(damage.output)")
+        _ = try sqlite3(dir.file("queue.sqlite"), "UPDATE segments SET ids = x'00';")  // throws if sqlite3 fails
         let queue = try DurableQueue.open(try fileConfiguration(dir))
         let error = try #require(throws: EdgeIngestError.self) { try queue.take(maxRecords: 10) }
         #expect(error.code == .queueCorrupt)

@@ -144,8 +144,7 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
 
 /// Tests/Support/powercut.py: builds the LD_PRELOAD layer and cuts the power.
 private enum PowerCut {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Support/powercut.py").path
+    static let script = supportScript("powercut.py")
 
     static func run(_ arguments: [String]) throws -> ToolResult {
         try runTool("/usr/bin/env", ["python3", script] + arguments)

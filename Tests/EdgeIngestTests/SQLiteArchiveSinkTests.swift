@@ -16,12 +16,6 @@ struct SQLiteArchiveSinkTests {
         return SinkBatch(type: "WeatherSensor", schemaVersion: 0, idempotencyKey: key, payload: payload[...], recordCount: records.count, headers: [])
     }
 
-    static func query(_ path: String, _ sql: String) throws -> String {
-        let result = try runTool("/usr/bin/sqlite3", [path, sql])
-        #expect(result.status == 0, "\(result.output)")
-        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test func recordsLandInATypedTableOncePerId() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("archive.sqlite")
@@ -32,13 +26,13 @@ struct SQLiteArchiveSinkTests {
         #expect(sink.deliver(Self.batch(Array(records[3..<10]))) == .stored(rejected: []))
         #expect(sink.storedCount == 10)
         #expect(sink.duplicateCount == 3)
-        #expect(try Self.query(path, "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "10|10")
-        #expect(try Self.query(path, "SELECT _id FROM WeatherSensor ORDER BY rowid LIMIT 1") == records[0].id.hexString)
+        #expect(try sqlite3(path, "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "10|10")
+        #expect(try sqlite3(path, "SELECT _id FROM WeatherSensor ORDER BY rowid LIMIT 1") == records[0].id.hexString)
         #expect(
-            try Self.query(path, "SELECT deviceId, typeof(temperatureInFahrenheit), windSpeedInMph FROM WeatherSensor WHERE windSpeedInMph = 7")
+            try sqlite3(path, "SELECT deviceId, typeof(temperatureInFahrenheit), windSpeedInMph FROM WeatherSensor WHERE windSpeedInMph = 7")
                 == "WX1278UIT|real|7"
         )
-        #expect(try Self.query(path, "PRAGMA journal_mode") == "wal")
+        #expect(try sqlite3(path, "PRAGMA journal_mode") == "wal")
     }
 
     @Test func aFieldAddedLaterBecomesANewColumn() throws {
@@ -50,7 +44,7 @@ struct SQLiteArchiveSinkTests {
         let record = try wider.validate(["deviceId": "A", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2, "windSpeedInMph": 3, "site": "north"])
         let new = SQLiteArchiveSink(path: path, types: [wider])
         #expect(new.deliver(Self.batch([record])) == .stored(rejected: []))
-        #expect(try Self.query(path, "SELECT count(*), count(site), max(site) FROM WeatherSensor") == "3|1|north")
+        #expect(try sqlite3(path, "SELECT count(*), count(site), max(site) FROM WeatherSensor") == "3|1|north")
     }
 
     @Test func aRecordThatIsNotJSONIsABadBatchSoTheUploaderIsolatesIt() throws {

@@ -1,11 +1,12 @@
 @testable import IngestAgent
 import Foundation
+import TestSupport
 import Testing
 
 /// Issue 3: every key is documented, with its default, in etc/ingestd.toml.
 @Suite struct ExampleConfigurationTests {
     static let example: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         return (try? String(contentsOf: root.appendingPathComponent("etc/ingestd.toml"), encoding: .utf8)) ?? ""
     }()
 

@@ -9,14 +9,15 @@ Error answers are ClickHouse's own wording and statuses (exceptionCodeToHTTPStat
   --too-many-parts N     the first N inserts: 500 "Code: 252 … (TOO_MANY_PARTS)"
   --poison DEVICE        an insert holding that deviceId: 400 "Code: 27 … (CANNOT_PARSE_INPUT_ASSERTION_FAILED)"
   --tables DB.T[,…]      only these tables exist; others: 404 "Code: 60 … (UNKNOWN_TABLE)"
-Prints "PORT <n>" once listening on 127.0.0.1. GET /stats: {"rows", "duplicate_ids",
+Writes its port to --port-file once listening on 127.0.0.1. GET /stats: {"rows", "duplicate_ids",
 "deduplicated_inserts", "inserts", "queries", "gzip_bodies"}.
 """
-import argparse, gzip, json, sys, threading, urllib.parse
+import argparse, gzip, json, os, threading, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 p = argparse.ArgumentParser()
 p.add_argument("--port", type=int, default=0)
+p.add_argument("--port-file", required=True)
 p.add_argument("--too-many-parts", type=int, default=0)
 p.add_argument("--poison", default=None)
 p.add_argument("--tables", default=None)
@@ -86,5 +87,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-print(f"PORT {server.server_address[1]}", flush=True)
+with open(args.port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(args.port_file + ".tmp", args.port_file)
 server.serve_forever()

@@ -27,3 +27,19 @@ public func runTool(_ executable: String, _ arguments: [String], environment: [S
     process.waitUntilExit()
     return ToolResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
 }
+
+/// What a tool run by ``sqlite3(_:_:)`` said when it failed.
+public struct ToolFailure: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// Runs `sql` on the database at `path` with the sqlite3 tool an operator
+/// would use and returns its output without the final newline; throws
+/// when sqlite3 fails.
+///
+///     #expect(try sqlite3(path, "SELECT count(*) FROM WeatherSensor") == "10")
+public func sqlite3(_ path: String, _ sql: String) throws -> String {
+    let result = try runTool("/usr/bin/sqlite3", [path, sql])
+    guard result.status == 0 else { throw ToolFailure(description: "sqlite3 exited \(result.status): \(result.output)") }
+    return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+}

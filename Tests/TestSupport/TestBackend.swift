@@ -3,54 +3,21 @@ import Foundation
 /// The scriptable Python ingest backend (Tests/Support/ingest-test-server.py),
 /// on a loopback port chosen by the kernel. Stopped when released.
 public final class TestBackend {
-    let process = Process()
+    let script: SupportScript
     public let port: Int
     /// Plain HTTP port for /stats (the same as `port` unless serving TLS).
     public let controlPort: Int
     public var url: String { "http://127.0.0.1:\(port)/ingest/v1/batches" }
 
     public init(_ arguments: [String] = []) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Support/ingest-test-server.py")
-        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-backend-\(UUID()).port").path
-        defer { unlink(portFile) }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.path, "--port-file", portFile] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var ports: [Int] = []
-        for _ in 0..<200 where ports.count != 2 {
-            ports = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
-            if ports.count != 2 { usleep(25_000) }
-        }
-        guard ports.count == 2 else {
-            kill(process.processIdentifier, SIGKILL)
-            throw POSIXError(.ETIMEDOUT)
-        }
-        port = ports[0]
-        controlPort = ports[1]
+        script = try SupportScript("ingest-test-server.py", arguments)
+        port = script.ports[0]
+        controlPort = script.ports.count > 1 ? script.ports[1] : script.ports[0]
     }
 
-    deinit {
-        // SIGKILL: the server keeps no state, and a SIGTERM can arrive
-        // ignored (dispositions set to SIG_IGN are inherited across exec).
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// The server's counters (fetched with the curl command: Foundation's
-    /// URL loading needs FoundationNetworking on Linux, which we do not link).
+    /// The server's counters.
     public func stats() throws -> [String: Any] {
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sS", "--max-time", "5", "http://127.0.0.1:\(controlPort)/stats"]
-        let out = Pipe()
-        curl.standardOutput = out
-        try curl.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        curl.waitUntilExit()
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        try fetchJSON("http://127.0.0.1:\(controlPort)/stats")
     }
 
     /// The base URL for an ``App``: `http://127.0.0.1:<port>`.
@@ -59,12 +26,7 @@ public final class TestBackend {
     /// Scripts the running server: `expire-tokens`, `refuse-refresh`,
     /// `lose-sessions` (see the script's help).
     public func control(_ action: String, body: String = "") throws {
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-sS", "--max-time", "5", "-X", "POST", "--data", body, "http://127.0.0.1:\(controlPort)/control/\(action)"]
-        curl.standardOutput = FileHandle.nullDevice
-        try curl.run()
-        curl.waitUntilExit()
+        _ = try fetchJSON("http://127.0.0.1:\(controlPort)/control/\(action)", method: "POST", body: body)
     }
 
     /// Waits until the server holds `count` unique records.

@@ -6,12 +6,6 @@ import TestSupport
 /// binary. kill -9 over the archive is the fault suite's `archive` scenario
 /// (FaultSuiteTests).
 @Suite struct ArchiveSinkTests {
-    static func archiveRows(_ path: String, _ sql: String) throws -> String {
-        let result = try runTool("/usr/bin/sqlite3", [path, sql])
-        #expect(result.status == 0, "\(result.output)")
-        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test func pipedReadingsEndUpInTheArchiveOnceAndLeaveTheQueue() throws {
         let probe = try TemporaryDirectory()
         let archive = probe.file("archive.sqlite")
@@ -20,8 +14,8 @@ import TestSupport
         let result = try fixture.run(["run"], stdin: Data(readings.utf8))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("SQLite archive \(archive)"), "\(result.stderr.suffix(2000))")
-        #expect(try Self.archiveRows(archive, "SELECT count(*), count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "2500|2500|2500")
-        #expect(try Self.archiveRows(archive, "SELECT typeof(windSpeedInMph), typeof(temperatureInFahrenheit) FROM WeatherSensor LIMIT 1") == "integer|real")
+        #expect(try sqlite3(archive, "SELECT count(*), count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "2500|2500|2500")
+        #expect(try sqlite3(archive, "SELECT typeof(windSpeedInMph), typeof(temperatureInFahrenheit) FROM WeatherSensor LIMIT 1") == "integer|real")
         let status = try fixture.status()
         #expect(status["queued_records"] as? Int == 0)
         #expect(status["uploaded_total"] as? Int == 2500)

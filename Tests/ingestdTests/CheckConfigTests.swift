@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct CheckConfigTests {
     @Test func theExampleConfigurationIsValid() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         let result = try IngestdBinary.run(["check-config", "--config", root.appendingPathComponent("etc/ingestd.toml").path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("WeatherSensor(deviceId: string, temperatureInFahrenheit: double, barometricPressureInHg: double, windSpeedInMph: int)"))
@@ -57,7 +57,7 @@ import Testing
 
 @Suite struct EveryInputKindConfigTests {
     @Test func theCommentedExamplesInTheExampleConfigAreValidWhenUncommented() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         let example = try String(contentsOf: root.appendingPathComponent("etc/ingestd.toml"), encoding: .utf8)
         // Uncomment the example [[inputs]] blocks (lines "# key = value" after "# [[inputs]]").
         var out: [String] = []

@@ -9,42 +9,12 @@ import TestSupport
 @Suite(.serialized) struct ClickHouseSinkTests {
     /// The fake on a kernel-chosen loopback port; killed when released.
     final class FakeClickHouse {
-        let process = Process()
-        let port: Int
-        var url: String { "http://127.0.0.1:\(port)/" }
+        let script: SupportScript
+        var url: String { "http://127.0.0.1:\(script.ports[0])/" }
 
-        init(_ arguments: [String] = []) throws {
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("Support/clickhouse-fake.py")
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script.path] + arguments
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // "PORT <n>\n"
-            var line = Data()
-            while !line.contains(UInt8(ascii: "\n")) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                line += chunk
-            }
-            guard let port = Int(String(decoding: line, as: UTF8.self).dropFirst(5).prefix { $0.isNumber }) else {
-                kill(process.processIdentifier, SIGKILL)
-                throw POSIXError(.EIO)
-            }
-            self.port = port
-        }
+        init(_ arguments: [String] = []) throws { script = try SupportScript("clickhouse-fake.py", arguments) }
 
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-
-        func stats() throws -> [String: Any] {
-            let result = try runTool("/usr/bin/curl", ["-sS", "--max-time", "5", url + "stats"])
-            return (try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]) ?? [:]
-        }
+        func stats() throws -> [String: Any] { try fetchJSON(url + "stats") }
     }
 
     static func fixture(_ clickhouse: FakeClickHouse, _ extra: String = "") throws -> AgentFixture {

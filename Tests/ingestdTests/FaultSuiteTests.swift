@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The short run of the fault-injection suite (scripts/fault-suite.py)
@@ -8,8 +9,7 @@ import Testing
 /// (100 rounds, 10 minutes down) is `scripts/fault-suite.sh --full`;
 /// docs/RELIABILITY.md has its last results.
 @Suite(.serialized) struct FaultSuiteTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/fault-suite.py").path
+    static let script = repositoryRoot.appendingPathComponent("scripts/fault-suite.py").path
 
     @Test(arguments: ["kill9", "powercut", "archive", "down", "flapping"])
     func everyReadingArrivesExactlyOnce(scenario: String) throws {

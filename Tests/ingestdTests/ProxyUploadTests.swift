@@ -5,36 +5,12 @@ import Testing
 /// Uploads through an HTTP forward proxy, from `upload.proxy` and from the
 /// standard `http_proxy` environment variable (libcurl's own handling).
 @Suite struct ProxyUploadTests {
+    /// Tests/Support/forward-proxy.py on a loopback port.
     final class ForwardProxy {
-        let process = Process()
-        let port: Int
+        let script: SupportScript
+        var port: Int { script.ports[0] }
 
-        init() throws {
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("Support/forward-proxy.py")
-            let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-\(UUID()).port").path
-            defer { unlink(portFile) }
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script.path, "--port-file", portFile]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var port: Int?
-            for _ in 0..<200 where port == nil {
-                port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
-                if port == nil { usleep(25_000) }
-            }
-            guard let port else {
-                kill(process.processIdentifier, SIGKILL)
-                throw POSIXError(.ETIMEDOUT)
-            }
-            self.port = port
-        }
-
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        init() throws { script = try SupportScript("forward-proxy.py") }
     }
 
     @Test func theConfiguredProxyCarriesEveryBatch() throws {

@@ -6,7 +6,7 @@ import Testing
 /// by the real systemd-analyze, with the built binary as ExecStart (verify
 /// checks that the command exists).
 @Suite struct UnitFileTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = repositoryRoot
     static var analyzeAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") }
 
     func unitText(withDropIn dropIn: String? = nil) throws -> String {
