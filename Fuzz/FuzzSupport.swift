@@ -8,6 +8,28 @@
 @testable import EdgeIngest
 @testable import IngestAgent
 
+// MARK: - Lines
+
+/// The fuzzed pipeline's line limit (the agent's default is 64 KiB; this is
+/// lower so that fuzz inputs of a few KiB reach line_too_long too).
+let fuzzMaxLineBytes = 2048
+
+/// Frames `input` as LineIngestor does and hands `body` every non-blank line
+/// within the limit (over-long lines become line_too_long there, blank ones
+/// are skipped). With `checkingFraming`, first checks the framer itself
+/// (``checkFraming(_:)``); the framer does not depend on the format, so one
+/// target doing it is enough.
+func forEachLine(_ input: UnsafeRawBufferPointer, checkingFraming: Bool, _ body: (UnsafeRawBufferPointer) -> Void) {
+    if checkingFraming { checkFraming(input) }
+    var framer = LineFramer(delimiter: 0x0A, maxLineBytes: fuzzMaxLineBytes)
+    let handle: (LineFramer.Event) -> Void = { event in
+        guard case .line(let bytes, _, _) = event, !LineFramer.isBlank(bytes) else { return }
+        body(bytes)
+    }
+    framer.feed(input, handle)
+    framer.finish(handle)
+}
+
 // MARK: - Record types
 
 /// WeatherSensor as etc/ingestd.toml and Tests/EdgeIngestTests/WeatherSensor.swift declare it.
@@ -184,6 +206,17 @@ enum ParseResult {
 
     init(_ parsed: ParsedLine) {
         self = .fields(parsed.fields.map { (Array(parsed.keys[$0.keyStart..<$0.keyStart + $0.keyCount]), $0.value) })
+    }
+
+    /// Runs `parse` into `parsed`: the fields it left there, or the
+    /// rejection it threw.
+    init(_ parsed: inout ParsedLine, _ parse: (inout ParsedLine) throws(LineRejection) -> Void) {
+        do throws(LineRejection) {
+            try parse(&parsed)
+            self.init(parsed)
+        } catch {
+            self = .rejected(error)
+        }
     }
 
     func matches(_ other: ParseResult) -> Bool {

@@ -19,47 +19,20 @@
 @testable import EdgeIngest
 @testable import IngestAgent
 
-/// The pipeline's line limit (the agent's default is 64 KiB; this is lower
-/// so that fuzz inputs of a few KiB reach line_too_long too).
-private let maxLineBytes = 2048
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNDJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let input = UnsafeRawBufferPointer(start: data, count: size)
-    checkFraming(input)
-
-    var framer = LineFramer(delimiter: 0x0A, maxLineBytes: maxLineBytes)
     var parser = NDJSONParser()  // reused from line to line, as LineIngestor does
     var parsed = ParsedLine()
-    let handle: (LineFramer.Event) -> Void = { event in
-        guard case .line(let bytes, _, _) = event else { return }  // overlong: rejected as line_too_long
-        if bytes.isEmpty || (bytes.count == 1 && bytes[0] == 0x20) { return }  // blank: skipped
-        ingest(bytes, &parser, &parsed)
-    }
-    framer.feed(input, handle)
-    framer.finish(handle)
+    forEachLine(UnsafeRawBufferPointer(start: data, count: size), checkingFraming: true) { ingest($0, &parser, &parsed) }
     return 0
 }
 
 private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser, _ parsed: inout ParsedLine) {
     checkUTF8(line)
-    let result: ParseResult
-    do throws(LineRejection) {
-        try parser.parse(line, into: &parsed)
-        result = ParseResult(parsed)
-    } catch {
-        result = .rejected(error)
-    }
-
+    let result = ParseResult(&parsed) { (out: inout ParsedLine) throws(LineRejection) in try parser.parse(line, into: &out) }
     var fresh = NDJSONParser()
     var freshParsed = ParsedLine()
-    let again: ParseResult
-    do throws(LineRejection) {
-        try fresh.parse(line, into: &freshParsed)
-        again = ParseResult(freshParsed)
-    } catch {
-        again = .rejected(error)
-    }
+    let again = ParseResult(&freshParsed) { (out: inout ParsedLine) throws(LineRejection) in try fresh.parse(line, into: &out) }
     precondition(result.matches(again), "a reused NDJSONParser and a fresh one disagree")
 
     switch result {
@@ -98,16 +71,9 @@ private func checkRewrite(_ fields: [(key: [UInt8], value: RawFieldValue)]) {
     json.append(UInt8(ascii: "}"))
     var rewriter = NDJSONParser()
     var reparsed = ParsedLine()
-    let refused: LineRejection? = json.withUnsafeBytes { raw in
-        do throws(LineRejection) {
-            try rewriter.parse(raw, into: &reparsed)
-            return nil
-        } catch {
-            return error
-        }
-    }
-    if let refused {
+    let again = json.withUnsafeBytes { raw in ParseResult(&reparsed) { (out: inout ParsedLine) throws(LineRejection) in try rewriter.parse(raw, into: &out) } }
+    if case .rejected(let refused) = again {
         preconditionFailure("a parsed line written back as JSON does not parse: \(refused.message): \(String(decoding: json, as: UTF8.self))")
     }
-    precondition(ParseResult(reparsed).matches(.fields(fields)), "a parsed line written back as JSON parses differently: \(String(decoding: json, as: UTF8.self))")
+    precondition(again.matches(.fields(fields)), "a parsed line written back as JSON parses differently: \(String(decoding: json, as: UTF8.self))")
 }

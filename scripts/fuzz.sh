@@ -26,13 +26,15 @@ seconds. TARGET is any of (default: all, in this order):
 Besides "no crash", the targets check invariants with preconditions, so a
 violation is a crash too: the framer splits like a reference whatever the
 chunking and line limit; firstInvalidUTF8 agrees with the standard library;
-a parsed line or row written back parses the same; every line becomes a
-record or a rejection with a known reason and a short message; a record's
+a parsed line or row written back parses the same; every non-blank line
+within the line limit (2 KiB here) becomes a record, a rejection with a
+known reason and a short message, or (csv) the header; a record's
 JSON (JSONWriter) reads back as the same record; a parsed TOML document
 written back parses the same. Each Fuzz/*.swift file lists its checks.
 
 Options:
-  --seconds N   fuzz each target for N seconds (default 60; CI uses 20)
+  --seconds N   fuzz each target for N seconds (default 60; CI uses 20);
+                also --seconds=N
   --build-only  build the targets, do not run them
   -h, --help    this text
 
@@ -52,10 +54,17 @@ start over), with -rss_limit_mb=512, -timeout=10 (seconds per input) and
 -max_len 4096 (ndjson, csv) or 16384 (toml). Leaks are detected (LSan);
 ASan's quarantine is 64 MB (ASAN_OPTIONS adds to or overrides that).
 
+Needs the Swift toolchain's clang runtime (libFuzzer, ASan) and lld, both
+shipped with the toolchain.
+
 Output in .build-fuzz/ (git-ignored):
   ndjson, csv, toml      the fuzzer binaries
+  modules/, obj/         the instrumented EdgeIngest and IngestAgent modules
+  corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
-  artifacts/TARGET/      crash-*, leak-*, timeout-*, oom-* inputs
+  artifacts/TARGET/      crash-*, leak-*, timeout-*, oom-* inputs; with CI
+                         set, the failing input is also printed as base64
+                         (a CI machine's .build-fuzz/ is not kept)
 
 Reproduce a finding (runs just that input, prints the failed check):
   SWIFT_BACKTRACE=enable=no .build-fuzz/TARGET FILE
@@ -158,15 +167,16 @@ module() {
     local f
     for f in "$@"; do [[ "$f" == *.swift ]] && sources+=("$f"); done
     echo "fuzz.sh: compiling module $name (${#sources[@]} files)"
+    # An explicit return: set -e is off inside a function called left of ||.
     swiftc "${flags[@]}" -module-name "$name" -I "$out/modules" -enable-testing -wmo \
         -emit-module -emit-module-path "$out/modules/$name.swiftmodule" \
-        -c "${sources[@]}" -o "$out/obj/$name.o"
+        -c "${sources[@]}" -o "$out/obj/$name.o" || return 1
     touch "$out/obj/$name.o"  # swiftc leaves an unchanged object file's time alone
 }
 
 build_started=$(date +%s.%N)
-module EdgeIngest "${edgeingest_sources[@]}"
-module IngestAgent "${ingestagent_sources[@]}" "$out/obj/EdgeIngest.o"
+module EdgeIngest "${edgeingest_sources[@]}" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
+module IngestAgent "${ingestagent_sources[@]}" "$out/obj/EdgeIngest.o" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
 pids=()
 build_failed=0
 for t in "${targets[@]}"; do
@@ -207,9 +217,9 @@ for t in "${targets[@]}"; do
     artifacts="$out/artifacts/$t"
     log="$out/logs/$t.log"
     mkdir -p "$corpus" "$artifacts"
-    for seed in Fuzz/corpus/"$t"/*; do
-        if [ -e "$seed" ] && [ ! -e "$corpus/${seed##*/}" ]; then cp "$seed" "$corpus/"; fi
-    done
+    # The seeds always, so an edited seed runs as committed (libFuzzer names
+    # what it finds by hash: nothing of the working corpus is overwritten).
+    cp Fuzz/corpus/"$t"/* "$corpus/"
     echo "fuzz.sh: fuzzing $t for $seconds s (log: $log)"
     started=$(date +%s.%N)
     status=0
@@ -235,6 +245,11 @@ for t in "${targets[@]}"; do
     printf '%s\n' "$report" | sed 's/^/    /' >&2
     saved=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     if [ -n "$saved" ]; then
+        if [ -n "${CI:-}" ]; then
+            echo "fuzz.sh: $t: the input as base64 (base64 -d > input):" >&2
+            base64 -w0 "$saved" >&2
+            echo >&2
+        fi
         echo "fuzz.sh: $t: the input was saved to $saved; reproduce with:" >&2
         case "$(basename "$saved")" in
             timeout-*) echo "    SWIFT_BACKTRACE=enable=no $out/$t -timeout=10 $saved" >&2 ;;

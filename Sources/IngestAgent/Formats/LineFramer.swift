@@ -29,6 +29,12 @@ struct LineFramer {
         self.nextLineNumber = 1
     }
 
+    /// Whether a framed line is blank: empty, or a single space. Blank lines
+    /// separate nothing and carry nothing: inputs skip them, never reject.
+    static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.isEmpty || (line.count == 1 && line[0] == 0x20)
+    }
+
     /// Bytes of the incomplete line seen so far (counted, not necessarily held).
     var pendingBytes: Int { discarding ? discardedBytes : pending.count }
     /// Bytes actually held in memory for the incomplete line.

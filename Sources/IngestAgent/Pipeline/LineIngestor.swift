@@ -149,10 +149,7 @@ struct LineIngestor {
                 line: number, raw: nil, rawLength: bytes
             )
         case .line(let bytes, let number, _):
-            if bytes.isEmpty || (bytes.count == 1 && bytes[0] == 0x20) {
-                // Blank lines separate nothing and carry nothing: skipped, not rejected.
-                break
-            }
+            if LineFramer.isBlank(bytes) { break }  // skipped, not rejected
             do throws(LineRejection) {
                 switch settings.format {
                 case .ndjson:
