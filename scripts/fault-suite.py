@@ -21,14 +21,15 @@ and ends with the same checks:
 Scenarios (short / --full):
   kill9      SIGKILL at a random moment, 10 / 100 rounds, while readings are
              appended, committed, uploaded and acknowledged (the backend
-             answers 30 ms after storing, so kills also land between the
-             store and the acknowledgement)
+             answers 100 ms after storing, so kills also land between the
+             store and the acknowledgement; the scenario fails if no batch
+             was re-sent)
   powercut   the same with a power cut after each kill, 10 / 100 rounds: the
              agent runs over Tests/Support/powercut (LD_PRELOAD) and its queue
              files are rebuilt from what was fsynced plus a random part of
              the unsynced writes (kept, lost or torn at 512-byte sectors); each
              fsync takes 40 ms more (a slow SD card), so cuts often land
-             while writes are unsynced
+             while writes are unsynced; fails if no cut lost or tore one
   archive    kill9 with the SQLite archive sink (upload.sink = "sqlite") as
              the backend: the archive file must hold every reading once
              (its _id primary key makes re-sends invisible: not counted);
@@ -37,13 +38,16 @@ Scenarios (short / --full):
              queue deleted it
   down       the backend unreachable (connection refused) for 15 s / 10 min
              with the default retry settings while readings keep coming:
-             nothing lost, the upload resumes by itself, and the attempts made
-             while down stay few (no hot loop): at most 10 + seconds/5
+             nothing lost, the upload resumes by itself (resumed_after_s: from
+             the backend's return until everything written while it was
+             down arrived; fails over 90 s), and the attempts made while
+             down stay few (no hot loop): at most 10 + seconds/5
   flapping   a faulty proxy (Tests/Support/faulty-proxy.py) between agent and
-             backend: up ~1.5 s / down ~0.7 s, connections reset at random
-             mid-request or mid-answer, random delays, 2 % of connections
+             backend: up ~1.5 s / down ~0.7 s, 10 % / 2 % of messages reset
+             mid-request or mid-answer, random delays, every 5th connection
              never answered (the agent's 3 s timeout); 20,000 / 200,000
-             readings, all of them through the proxy
+             readings, all of them through the proxy within 120 s, with
+             injected resets, blackholes and down phases seen
 
 Options:
   --full           the full run (about 16 minutes; the short one about 1)
@@ -67,6 +71,8 @@ import argparse, json, os, random, shutil, signal, sqlite3, subprocess, sys, tem
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUPPORT = os.path.join(ROOT, "Tests", "Support")
+# What an agent under test must not inherit; the same list as
+# Tests/ingestdTests/IngestdBinary.swift (environment): change both together.
 HERMETIC_DROP = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "INVOCATION_ID",
                  "CREDENTIALS_DIRECTORY", "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "LISTEN_FDS", "LISTEN_PID",
                  "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
@@ -155,7 +161,9 @@ class Archive:
         try:
             row = db.execute("SELECT count(*), count(DISTINCT deviceId), min(CAST(substr(deviceId, 2) AS INTEGER)),"
                              " max(CAST(substr(deviceId, 2) AS INTEGER)) FROM WeatherSensor").fetchone()
-        except sqlite3.OperationalError:  # the table is created with the first batch
+        except sqlite3.OperationalError as error:  # the table is created with the first batch
+            if "no such table" not in str(error):
+                raise
             return empty
         finally:
             db.close()
@@ -169,9 +177,10 @@ class Archive:
 class Writer(threading.Thread):
     """Appends readings 0..<total to FILE at about `rate` per second, in chunks."""
 
-    def __init__(self, path, total, rate):
+    def __init__(self, path, total, rate, first=0):
+        """Readings first..<total; the pace counts from `first`."""
         super().__init__(daemon=True)
-        self.path, self.total, self.rate, self.written = path, total, rate, 0
+        self.path, self.total, self.rate, self.first, self.written = path, total, rate, first, first
 
     def run(self):
         chunk = max(1, self.rate // 20)
@@ -181,7 +190,7 @@ class Writer(threading.Thread):
                 n = min(chunk, self.total - self.written)
                 f.write("".join(reading(i) for i in range(self.written, self.written + n)).encode())
                 self.written += n
-                delay = start + self.written / self.rate - time.time()
+                delay = start + (self.written - self.first) / self.rate - time.time()
                 if delay > 0:
                     time.sleep(delay)
 
@@ -322,7 +331,7 @@ def crash_rounds(s, rounds, total, powercut, archive=False):
         backend = Archive(s.work)
         config = s.config(None, upload=f'sink = "sqlite"\npath = "{backend.path}"')
     else:
-        backend = Backend(s.work, ["--slow", "1000000000", "--slow-ms", "30"])
+        backend = Backend(s.work, ["--slow", "1000000000", "--slow-ms", "100"])
         config = s.config(f"http://127.0.0.1:{backend.port}/ingest/v1/batches")
     try:
         preload = None
@@ -365,6 +374,10 @@ def crash_rounds(s, rounds, total, powercut, archive=False):
             # Every cut fell between syncs: this run proved no more than kill9.
             s.result["checks"] = "no cut lost or tore an unsynced write"
             raise Failure(s.result["checks"])
+        if not archive and s.result["resends"] == 0:
+            # No kill fell between the backend's store and its acknowledgement.
+            s.result["checks"] = "no batch was re-sent: no kill landed between store and acknowledgement"
+            raise Failure(s.result["checks"])
     finally:
         backend.stop()
 
@@ -386,22 +399,21 @@ def backend_down(s, seconds, before, during, after):
         requests_before = s.status().get("upload_requests", 0)
         proxy.command("down")
         say(f"  down: backend unreachable for {seconds} s")
-        writer = Writer(s.input, before + during, max(1, during // max(1, seconds - 2)))
-        writer.written = before
+        writer = Writer(s.input, before + during, max(1, during // max(1, seconds - 2)), first=before)
         writer.start()
         time.sleep(seconds)
         time.sleep(0.5)
         requests_down = s.status().get("upload_requests", 0) - requests_before
+        writer.join()  # paced to end ~2 s before the backend comes back
         proxy.command("up")
         up_at = time.time()
-        writer.join()
-        total = before + during + after
-        tail = Writer(s.input, total, 5000)
-        tail.written = before + during
-        tail.run()
-        while backend.stats()["content_unique"] < total and time.time() < up_at + 120:
+        # Recovery: until everything written while it was down has arrived
+        # (before the tail, which would add its own writing time).
+        while backend.stats()["content_unique"] < before + during and time.time() < up_at + 120:
             time.sleep(0.2)
         recovered = time.time() - up_at
+        total = before + during + after
+        Writer(s.input, total, 5000, first=before + during).run()
         code = agent.stop()
         if code != 0:
             raise Failure(f"the agent exited {code} on SIGTERM\n" + s.tail())
@@ -420,11 +432,11 @@ def backend_down(s, seconds, before, during, after):
         backend.stop()
 
 
-def flapping(s, total, seconds):
+def flapping(s, total, seconds, reset_probability):
     backend = Backend(s.work)
     proxy = Proxy(s.work, backend.port, ["--flap-up-ms", "1500", "--flap-down-ms", "700",
-                                         "--reset-probability", "0.02", "--delay-ms-max", "20",
-                                         "--blackhole-probability", "0.02",
+                                         "--reset-probability", str(reset_probability), "--delay-ms-max", "20",
+                                         "--blackhole-every", "5",
                                          "--seed", str(s.rng.randrange(1 << 30))])
     try:
         config = s.config(f"http://127.0.0.1:{proxy.port}/ingest/v1/batches",
@@ -441,13 +453,17 @@ def flapping(s, total, seconds):
         code = agent.stop()
         if code != 0:
             raise Failure(f"the agent exited {code} on SIGTERM\n" + s.tail())
-        resets = faults["resets_injected"] + faults["down_resets"]
-        s.result.update(rounds=1, proxy_resets=resets, proxy_down_phases=faults["down_phases"])
-        # Everything must have crossed the faulty proxy, and the faults must
-        # have happened, or the scenario proved nothing.
-        if through_proxy < total or resets == 0 or faults["down_phases"] == 0:
+        s.result.update(rounds=1, proxy_resets=faults["resets_injected"], proxy_resets_in_answers=faults["resets_in_response"],
+                        proxy_blackholed=faults["blackholed"], proxy_down_phases=faults["down_phases"])
+        # Everything must have crossed the faulty proxy, and each kind of
+        # fault must have happened (down phases reset connections by
+        # themselves, so they do not count as injected resets), or the
+        # scenario proved nothing.
+        if (through_proxy < total or faults["resets_injected"] == 0 or faults["blackholed"] == 0
+                or faults["down_phases"] == 0):
             s.result["checks"] = (f"{through_proxy} of {total} readings through the proxy within 120 s, "
-                                  f"{resets} resets, {faults['down_phases']} down phases")
+                                  f"{faults['resets_injected']} injected resets, {faults['blackholed']} blackholed, "
+                                  f"{faults['down_phases']} down phases")
             raise Failure(s.result["checks"] + "\n" + s.tail())
         # The proxy keeps flapping: the last agent goes straight to the backend.
         s.finish(backend, s.config(f"http://127.0.0.1:{backend.port}/ingest/v1/batches"), total)
@@ -461,7 +477,8 @@ SCENARIOS = {
     "powercut": lambda s, full: crash_rounds(s, 100 if full else 10, 100_000 if full else 10_000, True),
     "archive": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False, archive=True),
     "down": lambda s, full: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
-    "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15),
+    # The short run sends ~50 messages: 10 % of them reset, so resets surely happen.
+    "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15, 0.02 if full else 0.1),
 }
 
 COLUMNS = ["scenario", "rounds", "readings", "received", "lost", "duplicates", "resends", "requests", "checks",
@@ -489,6 +506,8 @@ def main():
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--durability", choices=["power_loss_safe", "crash_safe"])
     args = p.parse_args()
+    # The seed is in the table's first line too, so a failure quoted from
+    # the end of the output can be run again.
     QUIET = args.quiet
     if not os.access(args.binary, os.X_OK):
         print(f"fault-suite: no ingestd at {args.binary}: build it first (swift build) or pass --binary", file=sys.stderr)
@@ -516,11 +535,11 @@ def main():
         results.append(s.result)
         s.cleanup()
         say(f"{name}: {s.result.get('checks')} ({s.result['seconds']} s)")
-    text = table(results)
+    text = f"Seed {seed}, {'full' if args.full else 'short'} run: scripts/fault-suite.py {'--full ' if args.full else ''}--seed {seed}\n\n" + table(results)
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(f"Seed {seed}, {'full' if args.full else 'short'} run, {time.strftime('%Y-%m-%d')}\n\n{text}\n")
+            f.write(f"{time.strftime('%Y-%m-%d')}\n\n{text}\n")
     return 1 if failed else 0
 
 

@@ -29,6 +29,8 @@ Faults (all may be combined):
   --delay-ms-max D          hold each chunk a random 0..D ms before relaying it (order kept)
   --blackhole-probability P per accepted connection: accept and read it, never connect
                             upstream, never answer (the client must time out)
+  --blackhole-every N       also blackhole every Nth accepted connection (the Nth, 2Nth, …):
+                            a fixed number of blackholes however few connections a run has
   --down-for-ms D           POST /down comes back up by itself after D ms (default 0: stays
                             down until POST /up); POST /down?ms=N overrides it per call
 
@@ -68,6 +70,7 @@ p.add_argument("--flap-down-ms", type=float, default=0)
 p.add_argument("--reset-probability", type=float, default=0.0)
 p.add_argument("--delay-ms-max", type=float, default=0)
 p.add_argument("--blackhole-probability", type=float, default=0.0)
+p.add_argument("--blackhole-every", type=int, default=0)
 p.add_argument("--down-for-ms", type=float, default=0)
 p.add_argument("--verbose", action="store_true")
 args = p.parse_args()
@@ -232,7 +235,8 @@ class Proxy:
             self.next_n += 1
             self.stats["accepted"] += 1
             self.conns[conn.n] = conn
-            if random.Random(f"{args.seed}:{conn.n}:accept").random() < args.blackhole_probability:
+            every = args.blackhole_every > 0 and self.stats["accepted"] % args.blackhole_every == 0
+            if every or random.Random(f"{args.seed}:{conn.n}:accept").random() < args.blackhole_probability:
                 conn.blackhole = True
                 self.stats["blackholed"] += 1
                 log(f"#{conn.n}: blackholed")

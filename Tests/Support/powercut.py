@@ -92,13 +92,21 @@ def cut(log_dir, seed, tracked_dir):
                     write(image, offset, data)
                     kept += 1
                 else:
-                    torn += 1
-                    start = offset
+                    # Torn: each 512-byte sector reaches the disk or not. Counted
+                    # as torn only if a sector really was dropped (a write
+                    # within one sector that survives whole was simply kept).
+                    start, skipped = offset, False
                     while start < offset + len(data):
                         end = min((start // SECTOR + 1) * SECTOR, offset + len(data))
                         if rng.random() < 0.5:
                             write(image, start, data[start - offset:end - offset])
+                        else:
+                            skipped = True
                         start = end
+                    if skipped:
+                        torn += 1
+                    else:
+                        kept += 1
         target = os.path.join(tracked_dir, name)
         with open(target, "wb") as f:
             f.write(image)

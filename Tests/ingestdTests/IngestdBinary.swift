@@ -14,7 +14,8 @@ enum IngestdBinary {
     /// behave as if a service manager, a proxy or a credential store were
     /// there: CI may itself run under systemd (NOTIFY_SOCKET, JOURNAL_STREAM,
     /// CREDENTIALS_DIRECTORY…) or behind a proxy. Tests that want one of
-    /// these set it explicitly.
+    /// these set it explicitly. scripts/fault-suite.py (HERMETIC_DROP) keeps
+    /// the same list: change both together.
     static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         for name in [
