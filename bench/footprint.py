@@ -25,13 +25,14 @@ def config(path, upload):
 
 
 def fill(state):
-    """Queues READINGS with no [upload] section, through the same binary."""
+    """Queues READINGS with no [upload] section, through the same binary;
+    returns what the agent says is queued (not the input's line count)."""
     cfg = config(os.path.join(WORK, "fill.toml"), None)
     env = dict(os.environ, STATE_DIRECTORY=state)
     with open(READINGS, "rb") as readings:
         subprocess.run([BINARY, "run", "--config", cfg], stdin=readings, env=env, check=True)
-    with open(READINGS, "rb") as readings:
-        return sum(1 for _ in readings)
+    status = subprocess.run([BINARY, "status", "--config", cfg, "--json"], env=env, capture_output=True, text=True)
+    return json.loads(status.stdout)["queued_records"]
 
 
 def memory(pid):

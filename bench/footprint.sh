@@ -7,7 +7,10 @@
 # wakeups per second over IDLE_SECONDS (default 60) — see bench/footprint.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
 queued=${1:-1000000}
+require_count QUEUED "$queued"
 dir=${2:-/tmp/edgeingest-bench-footprint}
 # Start clean, but only ever delete a directory this script made.
 if [ -e "$dir" ] && [ ! -e "$dir/.edgeingest-bench" ]; then
@@ -17,15 +20,10 @@ fi
 rm -rf "$dir"
 mkdir -p "$dir"
 touch "$dir/.edgeingest-bench"
-. bench/lib.sh
 scripts/build-release.sh dist >/dev/null
 machine_line
 echo "stripped binary: $(stat -c %s dist/ingestd) bytes ($(numfmt --to=iec --suffix=B "$(stat -c %s dist/ingestd)"))"
-python3 Tests/Support/ingest-test-server.py --fast --port-file "$dir/port" >/dev/null 2>&1 &
-server=$!
-trap 'kill -9 $server 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
-port=$(cut -d' ' -f1 "$dir/port")
+start_receiver "$dir"
 base_config > "$dir/base.toml"
 make_input "$dir/readings.ndjson" "$queued"
-python3 bench/footprint.py "$PWD/dist/ingestd" "http://127.0.0.1:$port/ingest/v1/batches" "$dir" "$dir/base.toml" "$dir/readings.ndjson"
+python3 bench/footprint.py "$PWD/dist/ingestd" "http://127.0.0.1:$receiver_port/ingest/v1/batches" "$dir" "$dir/base.toml" "$dir/readings.ndjson"

@@ -1,5 +1,21 @@
 # Shared by the bench scripts: source it, don't run it.
 
+# bench_usage SCRIPT ARGS...: prints the script's header comment for -h/--help
+# (exit 0), refuses other options (exit 2); call first, with "$0" "$@".
+bench_usage() {
+    local script="$1"
+    shift
+    case "${1:-}" in
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$script"; exit 0 ;;
+        -*) echo "$(basename "$script"): unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+}
+
+# require_count NAME VALUE: VALUE must be a positive integer (exit 2 otherwise).
+require_count() {
+    [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$1 must be a positive number, got '$2' (see --help)" >&2; exit 2; }
+}
+
 # make_input FILE LINES: LINES WeatherSensor NDJSON readings in FILE (kept if already right).
 make_input() {
     if [ ! -s "$1" ] || [ "$(wc -l < "$1")" != "$2" ]; then
@@ -28,4 +44,33 @@ TOML
 
 machine_line() {
     echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ)"
+}
+
+# sqlite_limit DIR PER_BATCH: this machine's raw SQLite append and drain rate
+# (bench/sqlite-limit/layout.c, synchronous=FULL), one row per 1000-reading
+# batch (PER_BATCH 1) or per reading (0); prints the program's line.
+sqlite_limit() {
+    gcc -O2 bench/sqlite-limit/layout.c -lsqlite3 -o "$1/sqlite-limit"
+    "$1/sqlite-limit" "$1/raw.sqlite" "$2" FULL
+    rm -f "$1"/raw.sqlite*
+}
+
+# start_receiver DIR: the loopback receiver (ingest-test-server.py --fast)
+# in the background, killed when the script exits; sets receiver_port.
+start_receiver() {
+    rm -f "$1/port"
+    python3 Tests/Support/ingest-test-server.py --fast --port-file "$1/port" >/dev/null 2>&1 &
+    receiver_pid=$!
+    trap 'kill -9 $receiver_pid 2>/dev/null' EXIT
+    for _ in $(seq 100); do [ -s "$1/port" ] && break; sleep 0.05; done
+    [ -s "$1/port" ] || { echo "the loopback receiver did not start" >&2; exit 1; }
+    receiver_port=$(cut -d' ' -f1 "$1/port")
+}
+
+# status_field STATE_DIR FIELD: one field of `ingestd status --json` (the
+# release build's), for a stopped agent.
+status_field() {
+    local out
+    out=$(.build/release/ingestd status --state-directory "$1" --json || true)
+    python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$out" "$2"
 }

@@ -9,18 +9,17 @@
 #   bench/queue.sh [DIR]        (default /tmp/edgeingest-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
 dir=${1:-/tmp/edgeingest-bench}
 mkdir -p "$dir"
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(df -h "$dir" | awk 'NR==2{print $1}'), swift $(swift --version 2>&1 | grep -o 'version [0-9.]*' | head -1)"
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-
-gcc -O2 bench/sqlite-limit/layout.c -lsqlite3 -o "$dir/sqlite-limit"
+machine_line
+echo "file system: $(df -h "$dir" | awk 'NR==2{print $1}'), swift $(swift --version 2>&1 | grep -o 'version [0-9.]*' | head -1)"
 echo "--- raw SQLite C API, same layout (one row per 1000-reading batch), synchronous=FULL"
-"$dir/sqlite-limit" "$dir/raw.sqlite" 1 FULL
+sqlite_limit "$dir" 1
 echo "--- raw SQLite C API, one row per reading, synchronous=FULL"
-"$dir/sqlite-limit" "$dir/raw.sqlite" 0 FULL
-rm -f "$dir"/raw.sqlite*
+sqlite_limit "$dir" 0
 
 swift build -c release --product queue-bench >/dev/null
 echo "--- EdgeIngest queue (power_loss_safe)"

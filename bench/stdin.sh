@@ -6,21 +6,23 @@
 # SQLite append limit for the same layout measured in the same run
 # (bench/sqlite-limit/layout.c: one row per 1000-reading batch, synchronous=FULL).
 #
-#   bench/stdin.sh [LINES] [DIR]
+# A run whose agent did not accept every line fails the script (exit 1).
+#
+#   bench/stdin.sh [LINES] [DIR]      # default 1,000,000, /tmp/edgeingest-bench-stdin
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
 lines=${1:-1000000}
+require_count LINES "$lines"
 dir=${2:-/tmp/edgeingest-bench-stdin}
 mkdir -p "$dir"
-. bench/lib.sh
 swift build -c release --product ingestd >/dev/null
 input="$dir/readings.ndjson"
 make_input "$input" "$lines"
 base_config > "$dir/bench.toml"
 machine_line
-gcc -O2 bench/sqlite-limit/layout.c -lsqlite3 -o "$dir/sqlite-limit"
-limit=$("$dir/sqlite-limit" "$dir/raw.sqlite" 1 FULL | sed -n 's/.* append \([0-9]*\)\/s.*/\1/p')
-rm -f "$dir"/raw.sqlite*
+limit=$(sqlite_limit "$dir" 1 | sed -n 's/.* append \([0-9]*\)\/s.*/\1/p')
 echo "raw SQLite append limit (same layout, synchronous=FULL): $limit readings/s"
 for run in 1 2 3; do
     rm -rf "$dir/state"
@@ -31,6 +33,9 @@ for run in 1 2 3; do
     bytes=$(cat "$dir"/state/queue.sqlite* | wc -c)
     awk -v n="$lines" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" -v limit="$limit" -v b="$bytes" \
         'BEGIN { printf "run: %d readings in %.2f s = %d readings/s (%.0f %% of the raw SQLite limit), peak RSS %.1f MB, CPU %.2f s user + %.2f s sys, %d bytes on disk per reading\n", n, e - s, n / (e - s), 100 * n / (e - s) / limit, rss / 1024, u, sy, b / n }'
+    accepted=$(status_field "$dir/state" accepted_total)
+    if [ "$accepted" != "$lines" ]; then
+        echo "run: the agent accepted $accepted of $lines lines: this run does not count" >&2
+        exit 1
+    fi
 done
-queued=$(.build/release/ingestd status --state-directory "$dir/state" --json | grep -o '"accepted_total" : [0-9]*' || true)
-echo "last run: $queued"

@@ -8,26 +8,27 @@
 #   4. end to end from a followed file (file input) -> receiver -> deleted
 # Prints readings/s, CPU seconds of the agent, its peak RSS, bytes on disk per
 # queued reading, and each rate as a share of the libcurl limit of the same run.
+# A run counts only if the receiver got exactly LINES readings (its --fast
+# mode counts lines, re-sends included), the agent's own counters say all
+# were uploaded, none dead-lettered, none left queued; else exit 1.
 #
 #   bench/upload.sh [LINES] [DIR]     # default 1,000,000, /tmp/edgeingest-bench-upload
 #   CASES="drain" bench/upload.sh …   # only some cases: drain drain-gzip e2e e2e-gzip file
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
 lines=${1:-1000000}
+require_count LINES "$lines"
 dir=${2:-/tmp/edgeingest-bench-upload}
 mkdir -p "$dir"
-. bench/lib.sh
 swift build -c release --product ingestd >/dev/null
 input="$dir/readings.ndjson"
 make_input "$input" "$lines"
-rm -f "$dir/port"
-python3 Tests/Support/ingest-test-server.py --fast --port-file "$dir/port" >/dev/null 2>&1 &
-server=$!
-trap 'kill -9 $server 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.05; done
-port=$(cut -d' ' -f1 "$dir/port")
-url="http://127.0.0.1:$port/ingest/v1/batches"
-count() { curl -s "http://127.0.0.1:$port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'; }
+start_receiver "$dir"
+url="http://127.0.0.1:$receiver_port/ingest/v1/batches"
+# Lines the receiver has taken so far (re-sends included).
+received() { curl -s "http://127.0.0.1:$receiver_port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'; }
 
 machine_line
 
@@ -42,23 +43,31 @@ config() {  # $1 = gzip, $2 = with upload (yes/no)
     if [ "$2" = yes ]; then printf '[upload]\nurl = "%s"\ngzip = %s\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$url" "$1"; fi
 }
 
-measure() {  # $1 = label, $2 = config, $3 = stdin file, $4 = expected receiver count
-    local before; before=$(count)
-    local start end
+# report LABEL START END GOT [NOTE]: prints one case (rss, user, sys from
+# time.txt) and fails the script unless it delivered exactly $lines readings.
+report() {
+    local queued uploaded dead
+    read -r rss user sys < "$dir/time.txt"
+    queued=$(status_field "$dir/state" queued_records)
+    uploaded=$(status_field "$dir/state" uploaded_total)
+    dead=$(status_field "$dir/state" dead_letter_records)
+    awk -v l="$1" -v n="$lines" -v s="$2" -v e="$3" -v rss="$rss" -v u="$user" -v sy="$sys" -v got="$4" -v q="$queued" \
+        -v limit="$limit" -v note="${5:-}" \
+        'BEGIN { printf "%s: %d readings in %.2f s = %d readings/s (%.0f %% of the libcurl limit); agent CPU %.2f s (%.2f s per million%s); peak RSS %.1f MB; received %d, left queued %s\n", l, n, e - s, n / (e - s), 100 * n / (e - s) / limit, u + sy, (u + sy) * 1000000 / n, note, rss / 1024, got, q }'
+    # A run that lost, re-sent, dead-lettered or kept readings measured something else.
+    if [ "$4" != "$lines" ] || [ "$queued" != 0 ] || [ "$uploaded" != "$lines" ] || [ "$dead" != 0 ]; then
+        echo "$1: the receiver got $4 of $lines readings, the agent uploaded $uploaded, dead-lettered $dead and left $queued queued: this run does not count" >&2
+        exit 1
+    fi
+}
+
+measure() {  # $1 = label, $2 = config, $3 = stdin file
+    local before start end
+    before=$(received)
     start=$(date +%s.%N)
     /usr/bin/time -f "%M %U %S" -o "$dir/time.txt" .build/release/ingestd run --config "$2" --state-directory "$dir/state" < "$3"
     end=$(date +%s.%N)
-    read -r rss user sys < "$dir/time.txt"
-    local got=$(( $(count) - before ))
-    local queued; queued=$(.build/release/ingestd status --state-directory "$dir/state" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["queued_records"])' || true)
-    awk -v l="$1" -v n="$4" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" -v got="$got" -v q="$queued" \
-        -v limit="$limit" \
-        'BEGIN { printf "%s: %d readings in %.2f s = %d readings/s (%.0f %% of the libcurl limit); agent CPU %.2f s (%.2f s per million); peak RSS %.1f MB; received %d, left queued %s\n", l, n, e - s, n / (e - s), 100 * n / (e - s) / limit, u + sy, (u + sy) * 1000000 / n, rss / 1024, got, q }'
-    # A run that lost readings or left them queued measured something else.
-    if [ "$got" -lt "$4" ] || [ "$queued" != 0 ]; then
-        echo "$1: the receiver got $got of $4 readings and $queued are left queued: this run does not count" >&2
-        exit 1
-    fi
+    report "$1" "$start" "$end" $(( $(received) - before ))
 }
 
 cases=" ${CASES:-drain drain-gzip e2e e2e-gzip file} "
@@ -70,13 +79,13 @@ for gz in false true; do
     rm -rf "$dir/state"
     .build/release/ingestd run --config "$dir/fill.toml" --state-directory "$dir/state" < "$input"
     [ "$gz" = false ] && echo "bytes on disk per queued reading (queue file + WAL): $(( $(cat "$dir"/state/queue.sqlite* | wc -c) / lines ))"
-    measure "drain (gzip $gz)" "$dir/drain.toml" /dev/null "$lines"
+    measure "drain (gzip $gz)" "$dir/drain.toml" /dev/null
 done
 for gz in false true; do
     wanted "e2e$([ "$gz" = true ] && echo -gzip)" || continue
     config "$gz" yes > "$dir/e2e.toml"
     rm -rf "$dir/state"
-    measure "end to end stdin -> receiver (gzip $gz)" "$dir/e2e.toml" "$input" "$lines"
+    measure "end to end stdin -> receiver (gzip $gz)" "$dir/e2e.toml" "$input"
 done
 
 # 4. A followed file: the agent does not exit by itself, so wait for the
@@ -85,17 +94,19 @@ wanted file || exit 0
 rm -rf "$dir/state" "$dir/in"
 mkdir -p "$dir/in"
 { config false yes; printf '[[inputs]]\nkind = "file"\npaths = ["%s/in/*.ndjson"]\n' "$dir"; } > "$dir/file.toml"
-before=$(count)
+before=$(received)
 start=$(date +%s.%N)
 /usr/bin/time -f "%M %U %S" -o "$dir/time.txt" .build/release/ingestd run --config "$dir/file.toml" --state-directory "$dir/state" < /dev/null &
 agent=$!
 cp "$input" "$dir/in/readings.ndjson"
-while [ $(( $(count) - before )) -lt "$lines" ]; do
+deadline=$(( $(date +%s) + 600 ))
+while [ $(( $(received) - before )) -lt "$lines" ]; do
     sleep 0.05
     kill -0 $agent 2>/dev/null || { echo "file input: the agent exited early" >&2; exit 1; }
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "file input: not everything arrived within 600 s" >&2; exit 1; }
 done
 end=$(date +%s.%N)
-got=$(( $(count) - before ))
+got=$(( $(received) - before ))
 # The last acknowledgement commits just after the receiver answered.
 for _ in $(seq 100); do
     queued=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["queued_records"])' "$dir/state/status.json" 2>/dev/null || echo "?")
@@ -103,11 +114,5 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 kill -TERM "$(pgrep -P $agent ingestd || echo $agent)" 2>/dev/null || true
-wait $agent || true
-read -r rss user sys < "$dir/time.txt"
-awk -v n="$lines" -v s="$start" -v e="$end" -v rss="$rss" -v u="$user" -v sy="$sys" -v got="$got" -v q="$queued" -v limit="$limit" \
-    'BEGIN { printf "end to end file input -> receiver (gzip false): %d readings in %.2f s = %d readings/s (%.0f %% of the libcurl limit); agent CPU %.2f s (%.2f s per million, including idle polling until stopped); peak RSS %.1f MB; received %d, left queued %s\n", n, e - s, n / (e - s), 100 * n / (e - s) / limit, u + sy, (u + sy) * 1000000 / n, rss / 1024, got, q }'
-if [ "$got" -lt "$lines" ] || [ "$queued" != 0 ]; then
-    echo "file input: the receiver got $got of $lines readings and $queued are left queued: this run does not count" >&2
-    exit 1
-fi
+wait $agent || { echo "file input: the agent did not stop cleanly on SIGTERM (status $?)" >&2; exit 1; }
+report "end to end file input -> receiver (gzip false)" "$start" "$end" "$got" ", including idle polling until stopped"
