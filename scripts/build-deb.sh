@@ -17,16 +17,19 @@
 # Prints the path of the .deb on its last line. Exit codes: 0 built, 1 failed,
 # 2 bad usage.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self="$(realpath "$0")"  # "$0" is relative to where we were called from
+cd "$(dirname "$self")/.."
 root_dir="$PWD"
 
 binary=""
 out="dist"
 while [ $# -gt 0 ]; do
     case "$1" in
-        --binary) binary="$2"; shift 2 ;;
-        --out) out="$2"; shift 2 ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        --binary|--out)
+            [ $# -ge 2 ] || { echo "build-deb.sh: $1 needs a value" >&2; exit 2; }
+            if [ "$1" = --binary ]; then binary="$2"; else out="$2"; fi
+            shift 2 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$self"; exit 0 ;;
         *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done

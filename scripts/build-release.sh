@@ -15,7 +15,8 @@ case "${1:-}" in
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "build-release.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 esac
-cd "$(dirname "$0")/.."
+self="$(realpath "$0")"  # "$0" is relative to where we were called from
+cd "$(dirname "$self")/.."
 out="${1:-dist}"
 mkdir -p "$out"
 

@@ -20,14 +20,15 @@
 # Exit codes: 0 every check passed, 1 a check failed (the failure is printed),
 # 2 bad usage.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self="$(realpath "$0")"  # "$0" is relative to where we were called from
+cd "$(dirname "$self")/.."
 repo="$PWD"
 
 deb=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --deb) [ $# -ge 2 ] || { echo "test-package.sh: --deb needs a file" >&2; exit 2; }; deb="$2"; shift 2 ;;
-        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$self"; exit 0 ;;
         *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -39,7 +40,7 @@ fi
 [ -f "$deb" ] || { echo "test-package.sh: no package at '$deb'" >&2; exit 1; }
 if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null || { echo "test-package.sh: needs root (mount and chroot) and there is no sudo" >&2; exit 1; }
-    exec sudo "$0" --deb "$(realpath "$deb")"
+    exec sudo "$self" --deb "$(realpath "$deb")"
 fi
 
 checks=0
@@ -113,7 +114,7 @@ asked="$(inside 'grep -Ev "^--system daemon-reload$" /tmp/systemctl.log || true'
 [ -z "$asked" ] || fail "the install asked systemctl for more than a daemon-reload: $asked"
 inside '[ -z "$(find /etc/systemd/system -name ingestd.service)" ] && ! pgrep -x ingestd >/dev/null' || fail "the install enabled or started the service"
 ok "nothing enabled or started on install (systemctl was asked for: daemon-reload)"
-inside 'ldd /usr/bin/ingestd | grep -q "not found" && exit 1; ldd /usr/bin/ingestd | grep -q swift && exit 1; exit 0' || fail "ldd finds a missing or toolchain library"
+inside 'out=$(ldd /usr/bin/ingestd) || exit 1; ! grep -qE "not found|swift" <<<"$out"' || fail "ldd fails, or finds a missing or toolchain library"
 inside '[ "$(ingestd --version)" = "'"$(dpkg-deb -f "$deb" Version)"'" ]' || fail "ingestd --version does not print the package version"
 ok "ingestd --version without the toolchain"
 inside 'zcat /usr/share/man/man8/ingestd.8.gz | grep -q "^.SH \"INGESTD RUN\""' || fail "the man page lacks the run section"

@@ -112,6 +112,7 @@ func runOnce() async throws -> Run {
     }
     let d1 = seconds()
     precondition(drained == appended, "drained \(drained) of \(appended)")
+    if let archive { precondition(archive.storedCount == drained, "the archive stored \(archive.storedCount) of \(drained)") }
     queue.close()
     for suffix in ["", "-wal", "-shm"] { unlink(path + suffix); unlink(archivePath + suffix) }
     return Run(
