@@ -53,7 +53,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
-            stats["gzip_bodies"] += 1
+            with lock:
+                stats["gzip_bodies"] += 1
         query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
         text = query.get("query", [""])[0]
         token = query.get("insert_deduplication_token", [None])[0]
