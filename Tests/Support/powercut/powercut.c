@@ -299,16 +299,22 @@ static mode_t modeArgument(int flags, va_list ap) {
     return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
 }
 
+// Every flavour of open: a path of ours (absolute, or relative to the
+// working directory) is tracked from the moment it opens.
+static int openTracked(int dirfd, const char *path, int flags, mode_t mode) {
+    int existed = 0;
+    int index = (dirfd == AT_FDCWD || path[0] == '/') ? beforeOpen(path, &existed) : -1;
+    int fd = real_openat(dirfd, path, flags, mode);
+    afterOpen(fd, index, flags, existed, path);
+    return fd;
+}
+
 int open(const char *path, int flags, ...) {
     va_list ap;
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int existed = 0;
-    int index = beforeOpen(path, &existed);
-    int fd = real_open(path, flags, mode);
-    afterOpen(fd, index, flags, existed, path);
-    return fd;
+    return openTracked(AT_FDCWD, path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...) {
@@ -316,11 +322,7 @@ int open64(const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int existed = 0;
-    int index = beforeOpen(path, &existed);
-    int fd = real_open(path, flags | O_LARGEFILE, mode);
-    afterOpen(fd, index, flags, existed, path);
-    return fd;
+    return openTracked(AT_FDCWD, path, flags | O_LARGEFILE, mode);
 }
 
 int openat(int dirfd, const char *path, int flags, ...) {
@@ -328,11 +330,7 @@ int openat(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int existed = 0;
-    int index = (path[0] == '/') ? beforeOpen(path, &existed) : -1;
-    int fd = real_openat(dirfd, path, flags, mode);
-    afterOpen(fd, index, flags, existed, path);
-    return fd;
+    return openTracked(dirfd, path, flags, mode);
 }
 
 int openat64(int dirfd, const char *path, int flags, ...) {
@@ -340,11 +338,7 @@ int openat64(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = modeArgument(flags, ap);
     va_end(ap);
-    int existed = 0;
-    int index = (path[0] == '/') ? beforeOpen(path, &existed) : -1;
-    int fd = real_openat(dirfd, path, flags | O_LARGEFILE, mode);
-    afterOpen(fd, index, flags, existed, path);
-    return fd;
+    return openTracked(dirfd, path, flags | O_LARGEFILE, mode);
 }
 
 int close(int fd) {
