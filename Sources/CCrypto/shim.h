@@ -2,6 +2,7 @@
 #define EDGEINGEST_CCRYPTO_SHIM_H
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/hmac.h>
 
 /// AES-256-GCM in one call each way. Returns 1 on success, 0 on failure
 /// (for decryption: a wrong key or damaged data, as the tag does not match).
@@ -41,5 +42,18 @@ static inline int edgeingest_aes256gcm_open(const unsigned char *key, const unsi
 static inline int edgeingest_sha256(const unsigned char *data, size_t length, unsigned char *digest) {
     unsigned int size = 0;
     return EVP_Digest(data, length, digest, &size, EVP_sha256(), NULL);
+}
+
+/// HMAC-SHA-256 of `data` under `key` into `mac` (32 bytes). Returns 1 on success.
+static inline int edgeingest_hmac_sha256(const unsigned char *key, int keyLength, const unsigned char *data, size_t length,
+                                         unsigned char *mac) {
+    unsigned int size = 0;
+    return HMAC(EVP_sha256(), key, keyLength, data, length, mac, &size) != NULL && size == 32;
+}
+
+/// PBKDF2-HMAC-SHA-256 (passwords of the HTTP input's users). Returns 1 on success.
+static inline int edgeingest_pbkdf2_sha256(const char *password, int passwordLength, const unsigned char *salt, int saltLength,
+                                           int iterations, unsigned char *out, int outLength) {
+    return PKCS5_PBKDF2_HMAC(password, passwordLength, salt, saltLength, iterations, EVP_sha256(), outLength, out);
 }
 #endif

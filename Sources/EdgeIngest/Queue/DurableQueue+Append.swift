@@ -40,6 +40,7 @@ extension DurableQueue {
         while true {
             switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters) {
             case .done(let result): return result
+            case .staleSession: preconditionFailure("no receipt, no session check")
             case .wait(let generation):
                 if !waited {
                     waited = true
@@ -53,13 +54,17 @@ extension DurableQueue {
     enum AppendAttempt {
         case done(AppendResult)
         case wait(UInt64)
+        /// A received batch's session is older than one already seen
+        /// (see ``DurableQueue/receive(_:receipt:counters:)``).
+        case staleSession(seenEpoch: Int64)
     }
 
     func appendNow(
         _ batch: EncodedBatch,
         sizes: [Int],
         positions: [SourcePosition],
-        counters: [String: Int64]
+        counters: [String: Int64],
+        receipt: Receipt? = nil
     ) throws -> AppendAttempt {
         let limits = OverflowPlan.Limits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxBytes)
         let total = sizes.reduce(Int64(0)) { $0 + Int64($1) }
@@ -71,6 +76,24 @@ extension DurableQueue {
         }
         return try state.withLock { state -> AppendAttempt in
             let store = try state.openStore(configuration.location.description)
+            let now = wallClockMilliseconds()
+            var batch = batch
+            var sizes = sizes
+            var duplicates = 0
+            if let receipt {
+                let received = try store.receivedIDs(now: now)
+                if let session = receipt.session, let seen = try received.epoch(of: session.nonce), seen > session.epoch {
+                    return .staleSession(seenEpoch: seen)
+                }
+                if receipt.dedupWindowMilliseconds > 0 {
+                    let repeated = try batch.indices { try received.contains($0, at: $1) }
+                    if !repeated.isEmpty {
+                        duplicates = repeated.count
+                        batch = batch.removing(repeated)
+                        sizes = batch.recordSizes
+                    }
+                }
+            }
             let leaseEnd = state.lease?.lastSegmentID ?? 0
             let plan = try OverflowPlan.make(
                 policy: configuration.overflowPolicy, limits: limits, queuedRecords: state.queuedRecords,
@@ -78,7 +101,6 @@ extension DurableQueue {
                 droppable: { try store.segmentSizes(after: leaseEnd) }
             )
             if plan.mustWait { return .wait(state.spaceGeneration) }
-            let now = wallClockMilliseconds()
             let incomingReason = configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
             let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
             let accepted = plan.acceptTo - plan.acceptFrom
@@ -93,6 +115,14 @@ extension DurableQueue {
                 try store.add(counter: "appended_total", Int64(accepted))
                 for position in positions { try store.set(position: position, at: now) }
                 for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
+                if let receipt {
+                    let received = try store.receivedIDs(now: now)
+                    if let session = receipt.session { try received.recordSession(session.nonce, epoch: session.epoch, now: now) }
+                    if receipt.dedupWindowMilliseconds > 0 {
+                        try received.rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
+                        for run in kept { try run.ids.withUnsafeBytes { try received.record($0) } }
+                    }
+                }
             }
             for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
             state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
@@ -106,7 +136,9 @@ extension DurableQueue {
                 state.counters["dropped." + incomingReason.name, default: 0] += Int64(plan.droppedIncoming)
             }
             if state.oldestEnqueuedAt == nil && accepted > 0 { state.oldestEnqueuedAt = now }
-            let result = AppendResult(accepted: accepted, droppedIncoming: plan.droppedIncoming, droppedStored: plan.droppedStoredRecords)
+            let result = AppendResult(
+                accepted: accepted, droppedIncoming: plan.droppedIncoming, droppedStored: plan.droppedStoredRecords, duplicates: duplicates
+            )
             if plan.droppedIncoming > 0 || plan.droppedStoredRecords > 0 {
                 logger.warning(
                     "Queue full: records dropped by the overflow policy",
@@ -169,6 +201,7 @@ extension DurableQueue {
         while true {
             switch try appendNow(batch, sizes: sizes, positions: [], counters: [:]) {
             case .done(let result): return result
+            case .staleSession: preconditionFailure("no receipt, no session check")
             case .wait: usleep(10_000)
             }
         }

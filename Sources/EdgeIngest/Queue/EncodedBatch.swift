@@ -26,6 +26,7 @@ struct EncodedBatch {
     }
 
     var runs: [Run] = []
+    private init() {}
     var count: Int { runs.reduce(0) { $0 + $1.count } }
 
     /// Size of each record with its newline, in order.
@@ -93,6 +94,45 @@ struct EncodedBatch {
             let lo = max(from, base) - base
             let hi = min(to, base + run.count) - base
             if lo < hi { out.append(lo == 0 && hi == run.count ? run : run.slice(lo, hi)) }
+            base += run.count
+        }
+        return out
+    }
+
+    /// Indices (over the whole batch) of the records whose id `test` picks;
+    /// `test` gets a run's ids and the byte offset of one id.
+    func indices(where test: (UnsafeRawBufferPointer, Int) throws -> Bool) throws -> [Int] {
+        var picked: [Int] = []
+        var base = 0
+        for run in runs {
+            try run.ids.withUnsafeBytes { ids in
+                for i in 0..<run.count where try test(ids, i * 12) { picked.append(base + i) }
+            }
+            base += run.count
+        }
+        return picked
+    }
+
+    /// This batch without the records at `indices` (ascending, over the whole batch).
+    func removing(_ indices: [Int]) -> EncodedBatch {
+        var out = EncodedBatch()
+        var next = 0
+        var base = 0
+        for run in runs {
+            var kept = Run(typeName: run.typeName, ids: [], payload: [], ends: [])
+            var start = 0
+            for i in 0..<run.count {
+                let end = run.ends[i]
+                if next < indices.count, indices[next] == base + i {
+                    next += 1
+                } else {
+                    kept.ids += run.ids[i * 12..<i * 12 + 12]
+                    kept.payload += run.payload[start..<end]
+                    kept.ends.append(kept.payload.count)
+                }
+                start = end
+            }
+            if kept.count > 0 { out.runs.append(kept) }
             base += run.count
         }
         return out

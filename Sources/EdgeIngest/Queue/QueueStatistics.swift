@@ -51,4 +51,7 @@ public struct AppendResult: Sendable, Hashable {
     public var droppedIncoming: Int
     /// Previously stored records deleted by ``OverflowPolicy/dropOldest``.
     public var droppedStored: Int64
+    /// Received records not stored because their `_id` was received before
+    /// (only records received over HTTP are checked).
+    public var duplicates: Int = 0
 }

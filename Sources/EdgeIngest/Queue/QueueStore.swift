@@ -14,6 +14,15 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// Set when the queue was opened with an encryption key: payloads are
     /// sealed on the way in and opened on the way out; nothing else changes.
     var cipher: PayloadCipher?
+    /// Ids and sessions received over HTTP; opened when first needed.
+    private var received: ReceivedIDs?
+
+    func receivedIDs(now: Int64) throws -> ReceivedIDs {
+        if let received { return received }
+        let opened = try ReceivedIDs(db: db, now: now)
+        received = opened
+        return opened
+    }
 
     /// Brings the database to the current format and prepares statements.
     init(db: SQLiteConnection, isFile: Bool, durability: Durability) throws {

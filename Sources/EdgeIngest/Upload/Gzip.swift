@@ -27,7 +27,9 @@ public enum Gzip {
     }
 
     /// Decompresses a gzip body (used by tests and the receiving side).
-    public static func decompress(_ input: [UInt8]) throws -> [UInt8] {
+    /// More than `limit` bytes of output throw ``OutputTooLarge`` (a gzip
+    /// bomb stops there).
+    public static func decompress(_ input: [UInt8], limit: Int = .max) throws -> [UInt8] {
         var stream = z_stream()
         guard edgeingest_inflate_init_gzip(&stream) == Z_OK else {
             throw EdgeIngestError(.storage, "zlib could not start a gzip stream.")
@@ -45,11 +47,17 @@ public enum Gzip {
                     let rc = inflate(&stream, Z_NO_FLUSH)
                     return (rc, outBytes.count - Int(stream.avail_out))
                 }
+                if output.count + produced > limit { throw OutputTooLarge(limit: limit) }
                 output += chunk[0..<produced]
                 if rc == Z_STREAM_END { return }
                 guard rc == Z_OK else { throw EdgeIngestError(.storage, "The gzip body is damaged (zlib \(rc)).") }
             }
         }
         return output
+    }
+
+    /// A gzip body decompresses to more than the allowed bytes.
+    public struct OutputTooLarge: Error {
+        public let limit: Int
     }
 }

@@ -52,7 +52,13 @@ struct ConfigurationDecoder {
         "path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms",
         "encryption_key_file",
     ]
-    static let inputKeys: Set<String> = ["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"]
+    static let inputKeys = Set(["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"])
+        .union(httpInputKeys)
+    /// Keys only an HTTP input takes.
+    static let httpInputKeys: Set<String> = [
+        "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms", "dedup_window_s", "anonymous",
+        "api_keys_file", "users_file",
+    ]
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
         "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
@@ -390,11 +396,11 @@ struct ConfigurationDecoder {
         var names = Set<String>()
         for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys) {
             guard let kindName = string(t["kind"], key + ".kind") else {
-                problem(item, key + ".kind", "is required: stdin, file or serial")
+                problem(item, key + ".kind", "is required: stdin, file, serial or http")
                 continue
             }
             guard let kind = InputSettings.Kind(rawValue: kindName) else {
-                problem(t["kind"], key + ".kind", "must be stdin, file or serial, got \"\(kindName)\"")
+                problem(t["kind"], key + ".kind", "must be stdin, file, serial or http, got \"\(kindName)\"")
                 continue
             }
             var input = InputSettings(kind: kind, name: kindName)
@@ -419,6 +425,15 @@ struct ConfigurationDecoder {
                 input.device = string(t["device"], key + ".device")
                 if input.device == nil { problem(item, key + ".device", "a serial input needs its device, e.g. \"/dev/ttyUSB0\"") }
                 input.name = "serial:" + (input.device ?? "?")
+            case .http:
+                input.http = decodeHTTPInput(t, key: key, item: item)
+                input.name = "http:" + (input.http?.listen ?? "?")
+                if input.format != .ndjson { problem(t["format"], key + ".format", "an http input reads NDJSON batches (docs/PROTOCOL.md)") }
+            }
+            if kind != .http {
+                for name in Self.httpInputKeys.sorted() where t[name] != nil {
+                    problem(t[name], key + "." + name, "applies only to an http input (kind = \"http\")")
+                }
             }
             if let v = t["baud"], let n = integer(v, key + ".baud", min: 50) {
                 if SerialSpeed.isSupported(Int(n)) { input.baud = Int(n) }
@@ -441,6 +456,27 @@ struct ConfigurationDecoder {
             inputs.append(input)
         }
         return inputs
+    }
+
+    mutating func decodeHTTPInput(_ t: TOMLTable, key: String, item: TOMLValue) -> HTTPInputSettings? {
+        guard let listen = string(t["listen"], key + ".listen") else {
+            problem(item, key + ".listen", "an http input needs the address to listen on, e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\"")
+            return nil
+        }
+        var http = HTTPInputSettings(listen: listen)
+        if (try? HTTPServer.split(listen)) == nil {
+            problem(t["listen"], key + ".listen", "must be \"host:port\", e.g. \"127.0.0.1:8480\", \"0.0.0.0:8480\" or \"[::]:8480\"")
+        }
+        if let v = t["app_id"] { http.appID = string(v, key + ".app_id") }
+        if let v = t["max_body_bytes"], let n = integer(v, key + ".max_body_bytes", min: 1024) { http.limits.maxBodyBytes = Int(n) }
+        if let v = t["max_connections"], let n = integer(v, key + ".max_connections", min: 1) { http.maxConnections = Int(n) }
+        if let v = t["request_timeout_ms"], let n = integer(v, key + ".request_timeout_ms", min: 100) { http.limits.requestTimeoutMilliseconds = Int(n) }
+        if let v = t["idle_timeout_ms"], let n = integer(v, key + ".idle_timeout_ms", min: 100) { http.limits.idleTimeoutMilliseconds = Int(n) }
+        if let v = t["dedup_window_s"], let n = integer(v, key + ".dedup_window_s", min: 0) { http.dedupWindowSeconds = n }
+        if let v = t["anonymous"], let b = bool(v, key + ".anonymous") { http.anonymous = b }
+        if let v = t["api_keys_file"] { http.apiKeysFile = string(v, key + ".api_keys_file") }
+        if let v = t["users_file"] { http.usersFile = string(v, key + ".users_file") }
+        return http
     }
 
     // MARK: Scalars

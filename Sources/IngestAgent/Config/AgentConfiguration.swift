@@ -89,7 +89,7 @@ public struct AgentConfiguration: Sendable {
 
 /// One configured input.
 public struct InputSettings: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable { case stdin, file, serial }
+    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http }
     public enum Format: String, Sendable, Hashable { case ndjson, csv }
 
     public var kind: Kind
@@ -113,9 +113,37 @@ public struct InputSettings: Sendable, Hashable {
     public var startAtEnd = false
     /// A name for logs and status; the default is derived from the kind and path.
     public var name: String
+    /// http: the server's settings.
+    public var http: HTTPInputSettings?
 
     public init(kind: Kind, name: String) {
         self.kind = kind
         self.name = name
+    }
+}
+
+/// An HTTP input (`kind = "http"`): serves the ingest protocol
+/// (docs/PROTOCOL.md) so other EdgeIngest clients can send to this agent,
+/// which commits what it receives to its own queue before answering.
+public struct HTTPInputSettings: Sendable, Hashable {
+    /// "host:port"; ":port" or "0.0.0.0:port" for every IPv4 interface, "[::]:port" for IPv6.
+    public var listen: String
+    /// If set, only `/…/apps/<app_id>/…` paths are served.
+    public var appID: String?
+    public var limits = HTTPLimits()
+    /// Connections served at once; more are answered 503. The default is 32.
+    public var maxConnections = 32
+    /// How long received `_id`s are remembered to drop re-sent records (at
+    /// least this, at most twice); 0 turns deduplication off. The default is 1 hour.
+    public var dedupWindowSeconds: Int64 = 3600
+    /// Whether anonymous logins are allowed.
+    public var anonymous = false
+    /// API keys (`name sha256$…` per line).
+    public var apiKeysFile: String?
+    /// Email/password users (`email pbkdf2-sha256$…` per line).
+    public var usersFile: String?
+
+    public init(listen: String) {
+        self.listen = listen
     }
 }

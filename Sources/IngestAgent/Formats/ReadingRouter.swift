@@ -9,6 +9,9 @@ struct ReadingRouter {
     let typesByName: [String: RecordType]
     let defaultType: RecordType?
     let inputName: String
+    /// Readings without `_id` are rejected (records received from another
+    /// client: a generated id would defeat deduplication of re-sends).
+    var requireID = false
     private var hints: [String: Int] = [:]
 
     init(types: [RecordType], defaultType: String?, inputName: String) {
@@ -49,17 +52,24 @@ struct ReadingRouter {
         do {
             var builder = RecordBuilder(type: type)
             var hint = 0
+            var sawID = false
             for field in line.fields {
                 if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
                     try builder.set(field: index, field.value)
                     hint = index + 1
                 } else if ReadingRouter.isKey(ReadingRouter.idKey, field, in: line) {
                     try builder.setID(field.value)
+                    sawID = true
                 } else if !ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
                     throw RecordBuilder.unknownField(line.keyString(field), in: type)
                 }
             }
+            if requireID && !sawID {
+                throw LineRejection(reason: "missing_id", message: "the record has no '_id': every record sent to the ingest protocol carries its ObjectId")
+            }
             return try builder.finish()
+        } catch let error as LineRejection {
+            throw error
         } catch let error as EdgeIngestError {
             throw LineRejection(reason: error.validationFailure?.reason.description ?? error.code.description, message: error.message)
         } catch {

@@ -26,6 +26,11 @@ public final class InputCounters: Sendable {
         public var disconnected = false
         /// Why the input cannot make progress right now (e.g. the disk is full).
         public var problem: String?
+        /// HTTP inputs: the address listened on.
+        public var listen: String?
+        /// HTTP inputs: received records not stored again because their
+        /// `_id` was received before (a client re-sent a batch).
+        public var duplicates: Int64?
     }
 
     private let state: Mutex<Snapshot>

@@ -1,0 +1,46 @@
+/// How a gateway stores records it received from another client: with
+/// deduplication by `_id` and a check of the client's session.
+package struct Receipt: Sendable {
+    /// How long received `_id`s are remembered (at least; at most twice
+    /// this); 0 turns deduplication off.
+    package var dedupWindowMilliseconds: Int64
+    /// The client's `EdgeIngest-Session`: its nonce and epoch.
+    package var session: (nonce: String, epoch: Int64)?
+
+    package init(dedupWindowMilliseconds: Int64, session: (nonce: String, epoch: Int64)?) {
+        self.dedupWindowMilliseconds = dedupWindowMilliseconds
+        self.session = session
+    }
+}
+
+/// What ``DurableQueue/receive(_:receipt:counters:)`` did.
+package enum ReceiveOutcome: Sendable, Equatable {
+    /// Durable: `accepted` stored, `duplicates` already received before.
+    case stored(AppendResult)
+    /// The queue is at its bound under ``OverflowPolicy/block``: nothing was
+    /// stored; the client should try again later.
+    case queueFull
+    /// The client's session epoch is older than one this queue already saw
+    /// from the same client (it was restored from a backup, say): nothing
+    /// was stored; the client must reset.
+    case staleSession(seenEpoch: Int64)
+}
+
+extension DurableQueue {
+    /// Stores records received from another client in one transaction,
+    /// skipping those whose `_id` was received within the receipt's window,
+    /// and never waits for space (a full queue is an answer, not a pause).
+    /// The records' ids, the session and `counters` commit together with
+    /// them, so a crash leaves either all of it or none.
+    ///
+    /// - Throws: ``EdgeIngestError`` as ``append(_:positions:counters:onWaitForSpace:)``
+    ///   (``EdgeIngestError/Code/queueFull`` when the batch can never fit).
+    package func receive(_ records: [Record], receipt: Receipt, counters: [String: Int64] = [:]) throws -> ReceiveOutcome {
+        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
+        case .done(let result): return .stored(result)
+        case .wait: return .queueFull
+        case .staleSession(let seen): return .staleSession(seenEpoch: seen)
+        }
+    }
+}

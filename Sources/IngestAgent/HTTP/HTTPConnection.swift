@@ -1,0 +1,162 @@
+import EdgeIngest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Limits that keep one slow or hostile client from holding the server.
+public struct HTTPLimits: Sendable, Hashable {
+    /// Request line and headers together.
+    public var maxHeadBytes = 16 * 1024
+    /// A body announced larger is answered 413 without being read.
+    public var maxBodyBytes = 2 << 20
+    /// From a request's first byte to its last: a client trickling its
+    /// head or body (slowloris) is cut off here.
+    public var requestTimeoutMilliseconds = 30_000
+    /// How long an idle keep-alive connection stays open.
+    public var idleTimeoutMilliseconds = 60_000
+
+    public init() {}
+}
+
+/// One accepted connection, read and written by the thread that serves it.
+/// Blocking I/O with `poll`, so every wait also watches the stop signal.
+struct HTTPConnection {
+    let fd: Int32
+    let limits: HTTPLimits
+    let stop: StopSignal
+    private var buffer: [UInt8] = []
+
+    init(fd: Int32, limits: HTTPLimits, stop: StopSignal) {
+        self.fd = fd
+        self.limits = limits
+        self.stop = stop
+    }
+
+    enum ReadOutcome {
+        case request(HTTPRequest)
+        /// The client closed, went idle too long, or the server is stopping:
+        /// close without an answer.
+        case closed
+        /// Answer this and close.
+        case refused(HTTPRequestError)
+    }
+
+    /// Reads the next request. `onContinue` is called when the client waits
+    /// for `100 Continue` and the announced body is acceptable.
+    mutating func readRequest() -> ReadOutcome {
+        // Idle wait for the first byte of the next request.
+        if buffer.isEmpty {
+            switch wait(milliseconds: limits.idleTimeoutMilliseconds) {
+            case .readable: break
+            case .stopped, .timeout: return .closed
+            }
+        }
+        let deadline = monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
+        var headEnd: Int?
+        var searchFrom = 0
+        while true {
+            if let end = findHeadEnd(from: searchFrom) {
+                headEnd = end
+                break
+            }
+            searchFrom = max(0, buffer.count - 3)
+            if buffer.count > limits.maxHeadBytes {
+                return .refused(HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes"))
+            }
+            switch fill(deadline: deadline) {
+            case .ok: continue
+            case .eof: return .closed
+            case .timeout: return buffer.isEmpty ? .closed : .refused(HTTPRequestError(status: 408, message: "the request head did not arrive in time"))
+            case .stopped: return .closed
+            }
+        }
+        let end = headEnd!
+        var request: HTTPRequest
+        let length: Int
+        do throws(HTTPRequestError) {
+            request = try HTTPHeadParser.parse(buffer[0..<end])
+            length = try HTTPHeadParser.contentLength(of: request)
+        } catch {
+            return .refused(error)
+        }
+        buffer.removeFirst(end + 4)
+        if length > limits.maxBodyBytes {
+            return .refused(HTTPRequestError(status: 413, message: "the body is \(length) bytes, over this server's max_body_bytes of \(limits.maxBodyBytes)"))
+        }
+        if request.header("expect")?.lowercased() == "100-continue", buffer.count < length {
+            guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), deadline: deadline) else { return .closed }
+        }
+        while buffer.count < length {
+            switch fill(deadline: deadline) {
+            case .ok: continue
+            case .eof, .stopped: return .closed
+            case .timeout: return .refused(HTTPRequestError(status: 408, message: "the body did not arrive in time"))
+            }
+        }
+        request.body = Array(buffer[0..<length])
+        buffer.removeFirst(length)
+        return .request(request)
+    }
+
+    /// Writes `response`; false if the client is gone or too slow to read it.
+    func write(_ response: HTTPResponse, keepAlive: Bool) -> Bool {
+        send(response.serialized(keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
+    }
+
+    private func findHeadEnd(from start: Int) -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        var i = start
+        while i + 3 < buffer.count {
+            if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D && buffer[i + 3] == 0x0A { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    private enum Fill { case ok, eof, timeout, stopped }
+
+    private mutating func fill(deadline: Int64) -> Fill {
+        let left = deadline - monotonicMilliseconds()
+        guard left > 0 else { return .timeout }
+        switch wait(milliseconds: Int(left)) {
+        case .stopped: return .stopped
+        case .timeout: return .timeout
+        case .readable: break
+        }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 { return errno == EINTR || errno == EAGAIN ? .ok : .eof }
+        if n == 0 { return .eof }
+        buffer += chunk[0..<n]
+        return .ok
+    }
+
+    private func wait(milliseconds: Int) -> Readiness {
+        Readiness.wait(fd: fd, stop: stop, timeoutMs: Int32(clamping: milliseconds))
+    }
+
+    private func send(_ bytes: [UInt8], deadline: Int64) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let left = deadline - monotonicMilliseconds()
+            guard left > 0 else { return false }
+            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&pfd, 1, Int32(clamping: left)) > 0 else { return false }
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return false
+            }
+            sent += n
+        }
+        return true
+    }
+}
+
+/// Milliseconds of the monotonic clock.
+func monotonicMilliseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}

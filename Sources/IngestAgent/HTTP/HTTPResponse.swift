@@ -1,0 +1,99 @@
+import EdgeIngest
+
+/// An answer of the HTTP input's server.
+struct HTTPResponse: Sendable {
+    var status: Int
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+
+    init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON answer; `fields` are written in order (strings escaped).
+    static func json(_ status: Int, _ fields: KeyValuePairs<String, JSONValue>, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        for (i, (key, value)) in fields.enumerated() {
+            if i > 0 { body.append(UInt8(ascii: ",")) }
+            JSONWriter.appendString(key, to: &body)
+            body.append(UInt8(ascii: ":"))
+            value.write(to: &body)
+        }
+        body.append(UInt8(ascii: "}"))
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+    }
+
+    /// `{"error": code, "message": message}`.
+    static func error(_ status: Int, _ code: String, _ message: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        json(status, ["error": .string(code), "message": .string(message)], headers: headers)
+    }
+
+    /// The bytes on the wire.
+    func serialized(keepAlive: Bool) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(body.count)\r\n"
+        head += keepAlive ? "" : "Connection: close\r\n"
+        head += "\r\n"
+        return Array(head.utf8) + body
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 411: "Length Required"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 505: "HTTP Version Not Supported"
+        default: "Status"
+        }
+    }
+}
+
+/// A value in a JSON answer.
+indirect enum JSONValue: Sendable {
+    case string(String)
+    case int(Int64)
+    case bool(Bool)
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .string(let s): JSONWriter.appendString(s, to: &out)
+        case .int(let n): out += Array(String(n).utf8)
+        case .bool(let b): out += Array((b ? "true" : "false").utf8)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let fields):
+            out.append(UInt8(ascii: "{"))
+            for (i, (key, value)) in fields.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONWriter.appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                value.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import EdgeIngest
+import Logging
+import ServiceLifecycle
+
+/// Serves the ingest protocol (docs/PROTOCOL.md) to other EdgeIngest
+/// clients: a gateway's input. Binds when the agent starts (a taken port
+/// fails the start with a clear error), answers until graceful shutdown,
+/// then lets requests under way finish — a batch being committed is
+/// committed and acknowledged — before the queue closes.
+struct HTTPInput: Service {
+    let context: InputContext
+    let server: HTTPServer
+
+    /// Binds the listening socket and reads the account files and token key.
+    init(context: InputContext, schemaVersion: Int64, stateDirectory: String) throws {
+        self.context = context
+        let settings = context.settings.http!
+        var accounts = ServerAccounts()
+        accounts.anonymous = settings.anonymous
+        if let path = settings.apiKeysFile { accounts.apiKeys = try ServerAccounts.load(path: path, what: "API key", validName: ServerAccounts.isKeyName) }
+        if let path = settings.usersFile { accounts.users = try ServerAccounts.load(path: path, what: "user", validName: ServerAccounts.isEmail) }
+        let tokens = try TokenSigner.loadOrCreate(path: stateDirectory + "/server-token-key")
+        let handler = IngestServer(
+            settings: settings, inputName: context.settings.name, defaultType: context.settings.type, accounts: accounts, tokens: tokens, queue: context.queue, types: context.types,
+            schemaVersion: schemaVersion, counters: context.counters, committed: context.committed, logger: context.logger
+        )
+        server = try HTTPServer(
+            address: settings.listen, limits: settings.limits, maxConnections: settings.maxConnections, handler: handler, logger: context.logger
+        )
+        let bound = server.boundAddress
+        context.counters.update { $0.listen = bound }
+        var metadata: Logger.Metadata = [
+            "ingest.input": "\(context.settings.name)", "ingest.listen": "\(bound)",
+            "ingest.auth": "\(accounts.requiresAuthentication ? "required" : "none")",
+        ]
+        if !accounts.requiresAuthentication { metadata["ingest.hint"] = "anyone who can reach this address can write: set api_keys_file, users_file or anonymous" }
+        context.logger.info("Serving the ingest protocol", metadata: metadata)
+    }
+
+    func run() async throws {
+        defer { context.counters.update { $0.finished = true } }
+        try await runBlockingLoop { [server, context] stop in
+            server.serve(stop: stop) { context.counters.heartbeat() }
+            context.logger.info("Stopped serving the ingest protocol", metadata: ["ingest.input": "\(context.settings.name)"])
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import EdgeIngest
+import Logging
+import Synchronization
+
+/// The server side of docs/PROTOCOL.md, behind the HTTP input: logins,
+/// bearer checks, and batches validated, deduplicated by `_id` and
+/// committed to this agent's queue **before** the 2xx.
+///
+/// Routes:
+/// - `POST /ingest/v1/batches` and `POST /ingest/v1/apps/<app id>/batches`
+/// - `POST /auth/v1/apps/<app id>/login`, `/refresh`, `/logout`
+/// - `GET /healthz`: 200 while the agent runs.
+final class IngestServer: HTTPHandler {
+    let settings: HTTPInputSettings
+    let inputName: String
+    /// The type of records whose batch names none (`EdgeIngest-Record-Type`) and that carry no `_type`.
+    let defaultType: String?
+    let accounts: ServerAccounts
+    let tokens: TokenSigner
+    let queue: DurableQueue
+    let schemaVersion: Int64
+    let counters: InputCounters
+    let committed: StopSignal?
+    let logger: Logger
+    private let types: [RecordType]
+
+    init(
+        settings: HTTPInputSettings, inputName: String, defaultType: String?, accounts: ServerAccounts, tokens: TokenSigner, queue: DurableQueue, types: [RecordType],
+        schemaVersion: Int64, counters: InputCounters, committed: StopSignal?, logger: Logger
+    ) {
+        self.settings = settings
+        self.inputName = inputName
+        self.defaultType = defaultType
+        self.accounts = accounts
+        self.tokens = tokens
+        self.queue = queue
+        self.types = types
+        self.schemaVersion = schemaVersion
+        self.counters = counters
+        self.committed = committed
+        self.logger = logger
+    }
+
+    func respond(to request: HTTPRequest, peer: String) -> HTTPResponse {
+        let path = request.path.split(separator: "/", omittingEmptySubsequences: true)
+        switch (path.first, path.count) {
+        case ("healthz", 1):
+            return request.method == "GET" || request.method == "HEAD"
+                ? HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
+                : methodNotAllowed("GET")
+        case ("ingest", 3) where path[1] == "v1" && path[2] == "batches",
+            ("ingest", 5) where path[1] == "v1" && path[2] == "apps" && path[4] == "batches":
+            if path.count == 5, let appID = settings.appID, path[3] != appID { return unknownApp(path[3]) }
+            guard request.method == "POST" else { return methodNotAllowed("POST") }
+            return receiveBatch(request, peer: peer)
+        case ("auth", 5) where path[1] == "v1" && path[2] == "apps":
+            if let appID = settings.appID, path[3] != appID { return unknownApp(path[3]) }
+            guard request.method == "POST" else { return methodNotAllowed("POST") }
+            switch path[4] {
+            case "login": return login(request, peer: peer)
+            case "refresh": return refresh(request)
+            case "logout": return HTTPResponse(status: 204)
+            default: break
+            }
+        default:
+            break
+        }
+        return .error(404, "not_found", "no such endpoint: see docs/PROTOCOL.md")
+    }
+
+    private func methodNotAllowed(_ allowed: String) -> HTTPResponse {
+        .error(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
+    }
+
+    private func unknownApp(_ id: Substring) -> HTTPResponse {
+        .error(404, "unknown_app", "this server serves app \(quoted(settings.appID ?? "")), not \(quoted(String(id.prefix(64))))")
+    }
+
+    // MARK: Identity
+
+    private func login(_ request: HTTPRequest, peer: String) -> HTTPResponse {
+        var parser = NDJSONParser()
+        var line = ParsedLine()
+        var fields: [String: String] = [:]
+        let problem = request.body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> LineRejection? in
+            do throws(LineRejection) {
+                try parser.parse(raw, into: &line)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let problem { return .error(400, "bad_login", "the login body is not a JSON object: \(problem.message)") }
+        for field in line.fields { if case .string(let s) = field.value { fields[line.keyString(field)] = s } }
+        let provider = fields["provider"] ?? ""
+        let userID: String?
+        switch provider {
+        case "anonymous":
+            userID = accounts.anonymous ? "anon-" + Secrets.hex(Secrets.randomBytes(8)) : nil
+        case "api-key":
+            userID = fields["key"].flatMap { accounts.apiKeyName(for: $0) }.map { "key-" + $0 }
+        case "email-password":
+            if let email = fields["email"], let password = fields["password"],
+                let hash = accounts.users.first(where: { $0.key.lowercased() == email.lowercased() })?.value, hash.verify(password)
+            {
+                userID = ServerAccounts.userID(email: email)
+            } else {
+                userID = nil
+            }
+        default:
+            return .error(400, "bad_login", "provider must be anonymous, api-key or email-password")
+        }
+        guard let userID else {
+            // Never the key, email or password: the provider and the peer only.
+            logger.warning("Refused a login", metadata: ["ingest.input": "\(counters.snapshot.name)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"])
+            return .error(401, "login_refused", "these credentials are not accepted")
+        }
+        let now = wallClockMilliseconds() / 1000
+        return .json(200, [
+            "user_id": .string(userID), "access_token": .string(tokens.issue(.access, userID: userID, now: now)),
+            "refresh_token": .string(tokens.issue(.refresh, userID: userID, now: now)), "expires_in": .int(TokenSigner.accessSeconds),
+        ])
+    }
+
+    private func refresh(_ request: HTTPRequest) -> HTTPResponse {
+        let now = wallClockMilliseconds() / 1000
+        guard let token = request.bearerToken, let userID = tokens.verify(token, kind: .refresh, now: now), accounts.exists(userID: userID) else {
+            return .error(401, "session_over", "the refresh token is not valid: log in again", headers: [("WWW-Authenticate", "Bearer")])
+        }
+        return .json(200, ["access_token": .string(tokens.issue(.access, userID: userID, now: now)), "expires_in": .int(TokenSigner.accessSeconds)])
+    }
+
+    /// Whether the request may write: no accounts configured, a valid
+    /// access token, or an API key used directly as a static token.
+    private func authorized(_ request: HTTPRequest) -> Bool {
+        guard accounts.requiresAuthentication else { return true }
+        guard let token = request.bearerToken else { return false }
+        if let userID = tokens.verify(token, kind: .access, now: wallClockMilliseconds() / 1000) { return accounts.exists(userID: userID) }
+        return accounts.apiKeys.values.contains { $0.isFast && $0.verify(token) }
+    }
+
+    // MARK: Batches
+
+    private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPResponse {
+        guard authorized(request) else {
+            return .error(401, "unauthorized", "send a valid access token (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
+        }
+        if let version = request.header("edgeingest-protocol"), version != "1" {
+            return .error(501, "protocol_version", "this server speaks EdgeIngest-Protocol 1, not \(quoted(String(version.prefix(16))))")
+        }
+        if let text = request.header("edgeingest-schema-version") {
+            guard let version = Int64(text), version >= 0 else {
+                return .error(400, "bad_header", "EdgeIngest-Schema-Version must be a non-negative integer")
+            }
+            if version > schemaVersion {
+                return clientReset(
+                    "schema_too_new", recoverable: false,
+                    log: "the client's schema version \(version) is newer than this server's \(schemaVersion)", peer: peer
+                )
+            }
+        }
+        var session: (nonce: String, epoch: Int64)?
+        if let text = request.header("edgeingest-session") {
+            guard let dash = text.lastIndex(of: "-"), let epoch = Int64(text[text.index(after: dash)...]), !text[..<dash].isEmpty, text.utf8.count <= 128 else {
+                return .error(400, "bad_header", "EdgeIngest-Session must be '<nonce>-<epoch>'")
+            }
+            session = (String(text[..<dash]), epoch)
+        }
+        let body: [UInt8]
+        switch request.header("content-encoding")?.lowercased() {
+        case nil, "identity":
+            body = request.body
+        case "gzip":
+            do {
+                body = try Gzip.decompress(request.body, limit: settings.limits.maxBodyBytes)
+            } catch is Gzip.OutputTooLarge {
+                return .error(413, "too_large", "the body decompresses to more than max_body_bytes (\(settings.limits.maxBodyBytes))")
+            } catch {
+                return .error(400, "bad_gzip", "the gzip body is damaged")
+            }
+        case let other?:
+            return .error(415, "unsupported_encoding", "Content-Encoding \(quoted(String(other.prefix(32)))) is not supported: send gzip or identity")
+        }
+        var decoder = BatchDecoder(types: types, inputName: inputName)
+        let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? defaultType)
+        let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
+        let outcome: ReceiveOutcome
+        do {
+            outcome = try queue.receive(
+                records, receipt: Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: session),
+                counters: rejectedByReason.reduce(into: [:]) { $0["rejected." + $1.key] = $1.value }
+            )
+        } catch let error as EdgeIngestError where error.code == .queueFull {
+            return .error(413, "too_large", "the batch can never fit this server's queue bound: send smaller batches")
+        } catch let error as EdgeIngestError where error.code == .diskFull {
+            logger.error("The queue's disk is full; answering batches 503 until space returns", metadata: ["ingest.input": "\(inputName)"])
+            return .error(503, "disk_full", "this server's disk is full; try again later", headers: [("Retry-After", "10")])
+        } catch {
+            logger.error("Could not commit a received batch", metadata: ["ingest.input": "\(inputName)", "error": "\(error)"])
+            return .error(500, "storage", "this server could not store the batch; try again later")
+        }
+        switch outcome {
+        case .queueFull:
+            counters.update { $0.problem = "the queue is full; batches are answered 503 until uploads free space" }
+            return .error(503, "queue_full", "this server's queue is full; try again later", headers: [("Retry-After", "5")])
+        case .staleSession(let seen):
+            return clientReset(
+                "session_superseded", recoverable: true,
+                log: "the client's session epoch \(session?.epoch ?? 0) is older than \(seen), already seen (a client restored from a backup?)", peer: peer
+            )
+        case .stored(let result):
+            for rejection in rejections {
+                logger.warning(
+                    "Rejected a received record",
+                    metadata: [
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.batch": "\(request.header("idempotency-key") ?? "-")",
+                        "ingest.index": "\(rejection.index)", "ingest.reason": "\(rejection.reason)", "ingest.detail": "\(rejection.message)",
+                    ]
+                )
+            }
+            let lines = Int64(records.count + rejections.count)
+            counters.update { s in
+                s.problem = nil
+                s.linesRead += lines
+                s.accepted += Int64(result.accepted)
+                s.duplicates = (s.duplicates ?? 0) + Int64(result.duplicates)
+                for (reason, n) in rejectedByReason {
+                    s.rejected += n
+                    s.rejectedByReason[reason, default: 0] += n
+                }
+                s.heartbeatAt = wallClockMilliseconds()
+            }
+            if result.accepted > 0 { committed?.stop() }
+            var fields: [(String, JSONValue)] = [("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates)))]
+            if result.droppedIncoming > 0 { fields.append(("dropped", .int(Int64(result.droppedIncoming)))) }
+            if !rejections.isEmpty {
+                fields.append(("rejected", .array(rejections.map { .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))]) })))
+            }
+            var body: [UInt8] = []
+            JSONValue.object(fields).write(to: &body)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        }
+    }
+
+    private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPResponse {
+        logger.warning(
+            "Told a client to reset",
+            metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.reason": "\(reason)", "ingest.detail": "\(log)"]
+        )
+        return .json(409, ["error": .string("client_reset_required"), "reason": .string(reason), "recoverable": .bool(recoverable)])
+    }
+}

@@ -1,0 +1,130 @@
+import EdgeIngest
+
+/// Who may log in to the HTTP input (docs/PROTOCOL.md, "Identity"):
+/// anonymous users if allowed, API keys and email/password users from files
+/// that hold only hashes.
+///
+/// Both files have one account per line, `#` comments and blank lines
+/// allowed:
+///
+/// ```
+/// # api_keys_file: name and hash (`ingestd hash-secret --api-key`)
+/// gateway-17 sha256$5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8
+/// # users_file: email and hash (`ingestd hash-secret`)
+/// ops@example.com pbkdf2-sha256$200000$8c1f…$4a9e…
+/// ```
+struct ServerAccounts: Sendable {
+    var anonymous = false
+    /// API key name → hash.
+    var apiKeys: [String: SecretHash] = [:]
+    /// Email → hash.
+    var users: [String: SecretHash] = [:]
+
+    /// Whether batches need a bearer token at all.
+    var requiresAuthentication: Bool { anonymous || !apiKeys.isEmpty || !users.isEmpty }
+
+    /// Reads an accounts file: `name hash` per line. Errors name the file
+    /// and line, never the hash.
+    static func load(path: String, what: String, validName: (Substring) -> Bool) throws -> [String: SecretHash] {
+        guard let text = readTextFile(path) else {
+            throw AgentError("Cannot read the \(what) file \(quoted(path)): it must exist and be readable by the agent.")
+        }
+        var out: [String: SecretHash] = [:]
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingSpaces
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard parts.count == 2 else {
+                throw AgentError("\(path):\(index + 1): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`).")
+            }
+            guard validName(parts[0]) else {
+                throw AgentError("\(path):\(index + 1): \(quoted(String(parts[0]))) is not a valid \(what) name.")
+            }
+            guard let hash = SecretHash(parts[1]) else {
+                throw AgentError("\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`).")
+            }
+            guard out.updateValue(hash, forKey: String(parts[0])) == nil else {
+                throw AgentError("\(path):\(index + 1): \(quoted(String(parts[0]))) is listed twice.")
+            }
+        }
+        return out
+    }
+
+    /// API key names: letters, digits, '-' and '_' (they become user ids).
+    static func isKeyName(_ name: Substring) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { HTTPHeadParser.isTokenByte($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "$") }
+    }
+
+    static func isEmail(_ name: Substring) -> Bool {
+        name.contains("@") && name.utf8.count <= 254 && !name.contains(" ")
+    }
+
+    /// The API key whose hash matches `key`, if any.
+    func apiKeyName(for key: String) -> String? {
+        apiKeys.first { $0.value.verify(key) }?.key
+    }
+
+    /// The stable user id of an email account (the same on every login).
+    static func userID(email: String) -> String {
+        "user-" + Secrets.hex(Array(Secrets.sha256(Array(email.lowercased().utf8)).prefix(12)))
+    }
+
+    /// Whether the user id still names an account (keys and users removed
+    /// from the files lose their tokens at the next restart).
+    func exists(userID: String) -> Bool {
+        if userID.hasPrefix("anon-") { return anonymous }
+        if userID.hasPrefix("key-") { return apiKeys[String(userID.dropFirst(4))] != nil }
+        if userID.hasPrefix("user-") { return users.keys.contains { ServerAccounts.userID(email: $0) == userID } }
+        return false
+    }
+}
+
+/// A stored secret's hash: SHA-256 for random API keys (cheap enough to
+/// check on every batch when a key is used as a static bearer token), or
+/// PBKDF2-HMAC-SHA-256 for passwords.
+enum SecretHash: Sendable, Hashable {
+    case sha256([UInt8])
+    case pbkdf2(iterations: Int, salt: [UInt8], hash: [UInt8])
+
+    init?(_ text: Substring) {
+        let parts = text.split(separator: "$", omittingEmptySubsequences: false)
+        switch parts.first {
+        case "sha256":
+            guard parts.count == 2, let hash = Secrets.bytes(hex: parts[1]), hash.count == 32 else { return nil }
+            self = .sha256(hash)
+        case "pbkdf2-sha256":
+            guard parts.count == 4, let n = Int(parts[1]), n >= 1_000, n <= 10_000_000, let salt = Secrets.bytes(hex: parts[2]), salt.count >= 8,
+                let hash = Secrets.bytes(hex: parts[3]), hash.count == 32
+            else { return nil }
+            self = .pbkdf2(iterations: n, salt: salt, hash: hash)
+        default:
+            return nil
+        }
+    }
+
+    /// Hashes a new secret: PBKDF2 with a random salt, or SHA-256 for API keys.
+    static func make(_ secret: String, fast: Bool, iterations: Int = 200_000) -> SecretHash {
+        if fast { return .sha256(Secrets.sha256(Array(secret.utf8))) }
+        let salt = Secrets.randomBytes(16)
+        return .pbkdf2(iterations: iterations, salt: salt, hash: Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: iterations))
+    }
+
+    var text: String {
+        switch self {
+        case .sha256(let hash): "sha256$" + Secrets.hex(hash)
+        case .pbkdf2(let n, let salt, let hash): "pbkdf2-sha256$\(n)$\(Secrets.hex(salt))$\(Secrets.hex(hash))"
+        }
+    }
+
+    func verify(_ secret: String) -> Bool {
+        switch self {
+        case .sha256(let hash):
+            return Secrets.equalInConstantTime(Secrets.sha256(Array(secret.utf8)), hash)
+        case .pbkdf2(let n, let salt, let hash):
+            return Secrets.equalInConstantTime(Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: n), hash)
+        }
+    }
+
+    var isFast: Bool { if case .sha256 = self { true } else { false } }
+}

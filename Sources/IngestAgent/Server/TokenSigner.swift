@@ -1,0 +1,57 @@
+import EdgeIngest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issues and checks the HTTP input's access and refresh tokens. A token
+/// is `<kind>.<user id>.<expiry>.<HMAC-SHA-256 hex>`, signed with a key
+/// kept in the state directory (`server-token-key`, 32 random bytes, mode
+/// 0600), so tokens stay valid across restarts and no token table is kept.
+/// Logging out cannot revoke a refresh token before it expires; removing
+/// the account from its file (and restarting) does.
+struct TokenSigner: Sendable {
+    enum Kind: String, Sendable { case access = "a", refresh = "r" }
+
+    static let accessSeconds: Int64 = 1800
+    static let refreshSeconds: Int64 = 30 * 24 * 3600
+    private let key: [UInt8]
+
+    init(key: [UInt8]) {
+        self.key = key
+    }
+
+    /// Loads the key from `path`, creating it on first use.
+    static func loadOrCreate(path: String) throws -> TokenSigner {
+        if let existing = readFileBytes(path), existing.count == 32 { return TokenSigner(key: existing) }
+        let key = Secrets.randomBytes(32)
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AgentError("Cannot create the token key \(quoted(path)): \(String(cString: strerror(errno))).") }
+        let written = key.withUnsafeBytes { write(fd, $0.baseAddress, 32) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == 32, synced, rename(temporary, path) == 0 else {
+            throw AgentError("Cannot write the token key \(quoted(path)): \(String(cString: strerror(errno))).")
+        }
+        return TokenSigner(key: key)
+    }
+
+    func issue(_ kind: Kind, userID: String, now: Int64) -> String {
+        let expiry = now + (kind == .access ? TokenSigner.accessSeconds : TokenSigner.refreshSeconds)
+        let claims = "\(kind.rawValue).\(userID).\(expiry)"
+        return claims + "." + Secrets.hex(Secrets.hmacSHA256(key: key, Array(claims.utf8)))
+    }
+
+    /// The user id of a valid, unexpired token of `kind`, or nil.
+    func verify(_ token: String, kind: Kind, now: Int64) -> String? {
+        guard token.utf8.count < 512 else { return nil }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == kind.rawValue, let expiry = Int64(parts[2]), expiry > now,
+            let mac = Secrets.bytes(hex: parts[3])
+        else { return nil }
+        let claims = "\(parts[0]).\(parts[1]).\(parts[2])"
+        guard Secrets.equalInConstantTime(Secrets.hmacSHA256(key: key, Array(claims.utf8)), mac) else { return nil }
+        return String(parts[1])
+    }
+}
