@@ -8,10 +8,10 @@ struct Ingestd: AsyncParsableCommand {
         abstract: "Edge telemetry ingest agent: sensor readings in, exactly once to the backend.",
         discussion: """
             ingestd reads readings (NDJSON or CSV) from stdin, followed files and serial \
-            ports, validates them against the record types declared in its configuration, \
+            ports, or receives them over HTTP from other EdgeIngest clients (a gateway), validates them against the record types declared in its configuration, \
             commits them to a durable SQLite queue that survives crashes and power cuts, and \
-            streams them to the backend in batches over HTTP, deleting each only after the \
-            backend confirmed it.
+            streams them to the backend in batches over HTTP (or into a local SQLite archive or \
+            ClickHouse), deleting each only after the backend confirmed it.
 
             Installed files (Debian package): /usr/bin/ingestd, the unit \
             /lib/systemd/system/ingestd.service, the configuration /etc/ingestd/ingestd.toml, \
@@ -29,7 +29,7 @@ struct Ingestd: AsyncParsableCommand {
         version: EdgeIngestVersion.current,
         subcommands: [
             RunCommand.self, CheckConfigCommand.self, StatusCommand.self, DeadLetterCommand.self,
-            ExportCommand.self, ImportCommand.self, ResetCommand.self,
+            ExportCommand.self, ImportCommand.self, ResetCommand.self, HashSecretCommand.self,
         ]
     )
 }

@@ -1,0 +1,65 @@
+import ArgumentParser
+import IngestAgent
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct HashSecretCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hash-secret",
+        abstract: "Hash a password or API key for an HTTP input's users_file or api_keys_file.",
+        discussion: """
+            Reads one secret from standard input (its first line; on a terminal, asked for \
+            without echo) and prints its hash. The account files hold one "name hash" per line, \
+            so the secret itself is never stored on the server.
+
+            Passwords get PBKDF2-HMAC-SHA-256 (200,000 iterations, random salt). API keys \
+            (--api-key) get SHA-256, fast enough to check on every batch when a key is sent as a \
+            static bearer token; so an API key must be long and random: at least 20 characters.
+
+            Examples:
+              head -c 24 /dev/urandom | base64 > gateway-17.key
+              echo "gateway-17 $(ingestd hash-secret --api-key < gateway-17.key)" >> /etc/ingestd/api-keys
+              echo "ops@example.com $(ingestd hash-secret)" >> /etc/ingestd/users
+
+            Exits 0 with the hash on stdout, 64 when the secret is empty or an API key is too short.
+            """
+    )
+
+    @Flag(name: .customLong("api-key"), help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")
+    var apiKey = false
+
+    func run() throws {
+        let onTerminal = isatty(0) == 1
+        if onTerminal { printError(apiKey ? "API key: " : "Password: ") }
+        let secret = readSecretLine(echo: !onTerminal)
+        if onTerminal { printError("") }
+        guard let secret, !secret.isEmpty else {
+            printError("No secret on standard input: pipe it in, or type it at the prompt.")
+            throw ExitCode(64)
+        }
+        if apiKey && secret.count < 20 {
+            printError("An API key must be at least 20 characters (it is hashed with plain SHA-256): make one with `head -c 24 /dev/urandom | base64`.")
+            throw ExitCode(64)
+        }
+        print(accountFileHash(of: secret, apiKey: apiKey))
+    }
+
+    /// The first line of stdin without its newline; echo off on a terminal.
+    private func readSecretLine(echo: Bool) -> String? {
+        var saved = termios()
+        let restore = !echo && tcgetattr(0, &saved) == 0
+        if restore {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSANOW, &quiet)
+        }
+        defer { if restore { tcsetattr(0, TCSANOW, &saved) } }
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+}
