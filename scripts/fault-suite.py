@@ -36,6 +36,15 @@ Scenarios (short / --full):
              the archive's fsyncs take 40 ms more (power-cut layer, no cuts)
              so kills land after a batch reached the archive and before the
              queue deleted it
+  relay      two agents: the edge (file input) uploads to a gateway ingestd
+             (HTTP input, SQLite archive sink); kill -9 of the edge, the
+             gateway or both, 12 / 100 rounds, 20,000 / 200,000 readings; each
+             side's queue fsyncs take 100 ms more (power-cut layer, no cuts)
+             so kills land between the gateway's commit and the edge's
+             delete. The archive must hold every reading once, both queues
+             end empty, the gateway accepted and forwarded each reading
+             exactly once (its _id dedup dropped every re-sent record:
+             fails if none was re-sent)
   down       the backend unreachable (connection refused) for 15 s / 10 min
              with the default retry settings while readings keep coming:
              nothing lost, the upload resumes by itself (resumed_after_s: from
@@ -472,10 +481,136 @@ def flapping(s, total, seconds, reset_probability):
         backend.stop()
 
 
+def free_port():
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def relay(s, rounds, total):
+    """edge ingestd -> gateway ingestd (HTTP input) -> SQLite archive, with
+    kill -9 of the edge, the gateway or both at random moments."""
+    gateway_dir = os.path.join(s.work, "gateway")
+    gateway_state = os.path.join(gateway_dir, "state")
+    os.makedirs(gateway_state)
+    archive = Archive(gateway_dir)
+    port = free_port()
+    gateway_config = os.path.join(gateway_dir, "ingestd.toml")
+    with open(gateway_config, "w") as f:
+        f.write(f"""[agent]
+state_directory = "{gateway_state}"
+log_target = "stderr"
+status_interval_ms = 200
+
+[[inputs]]
+kind = "http"
+listen = "127.0.0.1:{port}"
+
+[upload]
+sink = "sqlite"
+path = "{archive.path}"
+linger_ms = 50
+
+[types.WeatherSensor]
+deviceId = "string"
+temperatureInFahrenheit = "double"
+barometricPressureInHg = "double"
+windSpeedInMph = "int"
+""")
+    gateway_log = os.path.join(s.work, "gateway.log")
+    edge_config = s.config(f"http://127.0.0.1:{port}/ingest/v1/batches")
+    # Each side's queue fsyncs take 100 ms more (power-cut layer, no cuts), so
+    # kills land after the gateway committed a batch and before the edge saw
+    # the answer or deleted the batch: the edge sends it again and the
+    # gateway must drop it by _id.
+    library = os.path.join(s.work, "libpowercut.so")
+    subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
+    os.makedirs(s.state, exist_ok=True)
+
+    def slowed(state):
+        log_dir = os.path.join(state, "..", "powercut-" + os.path.basename(os.path.dirname(state)))
+        os.makedirs(log_dir, exist_ok=True)
+        return {"LD_PRELOAD": library, "POWERCUT_PATH": os.path.join(state, "queue.sqlite"),
+                "POWERCUT_LOG": log_dir, "POWERCUT_SYNC_DELAY_US": "100000"}
+
+    edge_slow, gateway_slow = slowed(s.state), slowed(gateway_state)
+    writer = Writer(s.input, total, max(1000, int(total / (rounds * 0.75))))
+    writer.start()
+    edge = gateway = None
+    kills = {"edge": 0, "gateway": 0}
+    try:
+        for round in range(rounds):
+            gateway = gateway or Agent(s.binary, gateway_config, gateway_log, gateway_slow)
+            edge = edge or Agent(s.binary, edge_config, s.agent_log, edge_slow)
+            time.sleep(s.rng.uniform(0.05, 1.0))
+            victim = s.rng.choice(["edge", "gateway", "both"])
+            if victim != "gateway":
+                edge.kill9()
+                edge = None
+                kills["edge"] += 1
+            if victim != "edge":
+                gateway.kill9()
+                gateway = None
+                kills["gateway"] += 1
+            if round % 10 == 9:
+                say(f"  relay: round {round + 1}/{rounds}, {writer.written} written, "
+                    f"{archive.stats()['content_unique']} archived")
+        writer.join()
+        if edge:
+            code = edge.stop()
+            edge = None
+            if code != 0:
+                raise Failure(f"an edge agent exited {code} on SIGTERM\n" + s.tail())
+        gateway = gateway or Agent(s.binary, gateway_config, gateway_log)
+        s.finish(archive, edge_config, total)
+        # The gateway's own queue must drain into the archive too.
+        deadline = time.time() + 60
+        status = {}
+        while time.time() < deadline:
+            status = read_json(os.path.join(gateway_state, "status.json"))
+            if status.get("pid") == gateway.process.pid and status.get("queued_records") == 0 \
+                    and status.get("uploaded_total") == total:
+                break
+            time.sleep(0.2)
+        code = gateway.stop()
+        gateway = None
+        status = read_json(os.path.join(gateway_state, "status.json"))
+        s.result.update(edge_kills=kills["edge"], gateway_kills=kills["gateway"],
+                        gateway_dropped_resent=status.get("received_duplicates_total", 0))
+        problems = []
+        for key, want in (("queued_records", 0), ("accepted_total", total), ("uploaded_total", total),
+                          ("rejected_total", 0), ("dropped_total", 0), ("dead_letter_records", 0)):
+            if status.get(key) != want:
+                problems.append(f"gateway status {key} = {status.get(key)}, expected {want}")
+        if code != 0:
+            problems.append(f"the gateway exited {code} on SIGTERM")
+        if not problems and not status.get("received_duplicates_total"):
+            problems.append("no batch reached the gateway twice: no kill landed between its commit and the edge's delete")
+        if problems:
+            s.result["checks"] = "; ".join(problems)
+            raise Failure(s.result["checks"])
+        s.result["rounds"] = rounds
+    finally:
+        for agent in (edge, gateway):
+            if agent:
+                agent.process.kill()
+                agent.process.wait()
+
+
 SCENARIOS = {
     "kill9": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False),
     "powercut": lambda s, full: crash_rounds(s, 100 if full else 10, 100_000 if full else 10_000, True),
     "archive": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False, archive=True),
+    "relay": lambda s, full: relay(s, 100 if full else 12, 200_000 if full else 20_000),
     "down": lambda s, full: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
     # The short run sends ~50 messages: 10 % of them reset, so resets surely happen.
     "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15, 0.02 if full else 0.1),

@@ -4,14 +4,15 @@ import Testing
 
 /// The short run of the fault-injection suite (scripts/fault-suite.py)
 /// against the binary built beside the tests: kill -9 rounds, power cuts
-/// below the agent, kill -9 over the SQLite archive sink, a backend that is
+/// below the agent, kill -9 over the SQLite archive sink, kill -9 of either
+/// side of an edge → gateway relay (two ingestd), a backend that is
 /// down, a flapping network. The full run
 /// (100 rounds, 10 minutes down) is `scripts/fault-suite.sh --full`;
 /// docs/RELIABILITY.md has its last results.
 @Suite(.serialized) struct FaultSuiteTests {
     static let script = repositoryRoot.appendingPathComponent("scripts/fault-suite.py").path
 
-    @Test(arguments: ["kill9", "powercut", "archive", "down", "flapping"])
+    @Test(arguments: ["kill9", "powercut", "archive", "relay", "down", "flapping"])
     func everyReadingArrivesExactlyOnce(scenario: String) throws {
         let result = try IngestdBinary.run(
             ["python3", Self.script, "--binary", IngestdBinary.url.path, "--only", scenario],

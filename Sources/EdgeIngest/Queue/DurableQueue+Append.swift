@@ -118,6 +118,8 @@ extension DurableQueue {
                 if let receipt {
                     let received = try store.receivedIDs(now: now)
                     if let session = receipt.session { try received.recordSession(session.nonce, epoch: session.epoch, now: now) }
+                    // Persistent, with the records: how often clients re-sent what was stored.
+                    if duplicates > 0 { try store.add(counter: "app.received.duplicates", Int64(duplicates)) }
                     if receipt.dedupWindowMilliseconds > 0 {
                         try received.rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
                         for run in kept { try run.ids.withUnsafeBytes { try received.record($0) } }
@@ -125,6 +127,7 @@ extension DurableQueue {
                 }
             }
             for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
+            if duplicates > 0 { state.counters["app.received.duplicates", default: 0] += Int64(duplicates) }
             state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
             state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
             state.counters["appended_total", default: 0] += Int64(accepted)

@@ -37,6 +37,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var uploadRequests: Int64?
     /// Batches sent again after a failure.
     public var uploadResends: Int64?
+    /// HTTP inputs: received records not stored because their `_id` had
+    /// been received before (clients re-sending batches), since the queue
+    /// was created.
+    public var receivedDuplicatesTotal: Int64?
 
     public struct LastUpload: Codable, Sendable, Equatable {
         public var at: String
@@ -62,6 +66,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case backingOffUntil = "backing_off_until"
         case uploadRequests = "upload_requests"
         case uploadResends = "upload_resends"
+        case receivedDuplicatesTotal = "received_duplicates_total"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
@@ -78,6 +83,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
             rejected[String(name.dropFirst("rejected.".count))] = value
         }
         rejectedByReason = rejected
+        receivedDuplicatesTotal = statistics.counters["received.duplicates"]
         rejectedTotal = rejected.values.reduce(0, +)
         uploadedTotal = statistics.acknowledgedTotal
         droppedByReason = statistics.droppedByReason
