@@ -1,0 +1,296 @@
+import EdgeIngest
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `kind = "http"`: ingestd serving the ingest protocol (docs/PROTOCOL.md),
+/// through the built binary on loopback — another ingestd logging in and
+/// streaming to it, and each answer of the protocol by raw requests.
+/// kill -9 of either side of a relay is the fault suite's `relay` scenario.
+@Suite(.serialized) struct HTTPInputTests {
+    static let apiKey = "k3y-0f-the-gateway-17-0123456789"
+    static let password = "correct horse battery staple"
+
+    /// A gateway listening on a port the kernel picks, with an API key, a
+    /// user, schema version 1 and the SQLite archive as its sink.
+    struct Gateway {
+        let fixture: AgentFixture
+        let agent: RunningAgent
+        let port: Int
+        var archive: String { fixture.dir.file("archive.sqlite") }
+        var base: String { "http://127.0.0.1:\(port)" }
+
+        init(_ options: String = "") throws {
+            let accounts = try TemporaryDirectory()
+            let keyHash = try IngestdBinary.run(["hash-secret", "--api-key"], stdin: Data((apiKey + "\n").utf8)).stdout
+            let userHash = try IngestdBinary.run(["hash-secret"], stdin: Data((password + "\n").utf8)).stdout
+            fixture = try AgentFixture(
+                "\n[upload]\nsink = \"sqlite\"\npath = \"PLACEHOLDER\"\nlinger_ms = 20\n",
+                queue: "schema_version = 1\n",
+                inputs: """
+                    [[inputs]]
+                    kind = "http"
+                    listen = "127.0.0.1:0"
+                    app_id = "weather"
+                    max_body_bytes = 8192
+                    request_timeout_ms = 600
+                    max_connections = 3
+                    api_keys_file = "\(accounts.file("keys"))"
+                    users_file = "\(accounts.file("users"))"
+                    \(options)
+                    """
+            )
+            try "# gateways\ngw-17 \(keyHash)".write(toFile: accounts.file("keys"), atomically: true, encoding: .utf8)
+            try "ops@example.com \(userHash)".write(toFile: accounts.file("users"), atomically: true, encoding: .utf8)
+            let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+            try text.replacingOccurrences(of: "PLACEHOLDER", with: fixture.dir.file("archive.sqlite"))
+                .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+            agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+            var listen: String?
+            let fixture = fixture
+            _ = eventually {
+                let inputs = (try? fixture.status())?["inputs"] as? [[String: Any]]
+                listen = inputs?.first?["listen"] as? String
+                return listen != nil
+            }
+            guard let listen, let port = Int(listen.split(separator: ":").last ?? "") else {
+                throw TestFailure("the gateway did not start listening: \(agent.stderr.suffix(2000))")
+            }
+            self.port = port
+            withExtendedLifetime(accounts) {}
+        }
+    }
+
+    struct Answer {
+        var status: Int
+        var json: [String: Any]
+        var text: String
+    }
+
+    /// One request with curl; `body` is sent as is.
+    static func request(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> Answer {
+        let dir = try TemporaryDirectory()
+        var arguments = ["-sS", "--max-time", "10", "-X", method, "-o", dir.file("out"), "-w", "%{http_code}", "-H", "Expect:"]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        if let body {
+            try Data(body).write(to: URL(fileURLWithPath: dir.file("body")))
+            arguments += ["--data-binary", "@" + dir.file("body")]
+        }
+        let result = try runTool("/usr/bin/curl", arguments + [url])
+        let text = (try? String(contentsOfFile: dir.file("out"), encoding: .utf8)) ?? ""
+        let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+        return Answer(status: Int(result.output.suffix(3)) ?? -1, json: json, text: text)
+    }
+
+    static func line(_ id: String?, device: String, extra: String = "") -> String {
+        let idField = id.map { "\"_id\":\"\($0)\"," } ?? ""
+        return "{\(idField)\"deviceId\":\"\(device)\",\"temperatureInFahrenheit\":61.5,\"barometricPressureInHg\":29.9,\"windSpeedInMph\":3\(extra)}\n"
+    }
+
+    static func login(_ gateway: Gateway, _ body: String) throws -> Answer {
+        try request("POST", gateway.base + "/auth/v1/apps/weather/login", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+    }
+
+    @Test func anotherIngestdLogsInWithAnAPIKeyAndEveryReadingIsArchivedOnce() throws {
+        let gateway = try Gateway()
+        let keys = try TemporaryDirectory()
+        try "\(Self.apiKey)\n".write(toFile: keys.file("api-key"), atomically: true, encoding: .utf8)
+        let edge = try AgentFixture(
+            """
+
+            [upload]
+            url = "\(gateway.base)/ingest/v1/apps/weather/batches"
+            linger_ms = 20
+            max_records = 300
+            gzip = true
+
+            [auth]
+            app_id = "weather"
+            base_url = "\(gateway.base)"
+            api_key_file = "\(keys.file("api-key"))"
+            """
+        )
+        let readings = (0..<3000).map { reading($0 % 40, device: "E\($0)") + "\n" }.joined()
+        let result = try edge.run(["run"], stdin: Data(readings.utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(try edge.status()["uploaded_total"] as? Int == 3000)
+        let archived = eventually { (try? sqlite3(gateway.archive, "SELECT count(*) FROM WeatherSensor")) == "3000" }
+        #expect(archived, "\(gateway.agent.stderr.suffix(2000))")
+        #expect(try sqlite3(gateway.archive, "SELECT count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "3000|3000")
+        #expect(gateway.agent.terminate() == 0)
+        let status = try gateway.fixture.status()
+        #expect(status["accepted_total"] as? Int == 3000)
+        #expect(status["uploaded_total"] as? Int == 3000)
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(!gateway.agent.stderr.contains(Self.apiKey))
+    }
+
+    @Test func loginsRefreshesAndBearerChecks() throws {
+        let gateway = try Gateway()
+        let batch = Array(Self.line("65f1c2a9e1b2c3d4e5f60001", device: "L1").utf8)
+        let url = gateway.base + "/ingest/v1/batches"
+        #expect(try Self.request("POST", url, body: batch).status == 401)
+        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer nonsense"], body: batch).status == 401)
+        #expect(try Self.login(gateway, #"{"provider":"api-key","key":"wrong-key-0123456789abcdef"}"#).status == 401)
+        #expect(try Self.login(gateway, #"{"provider":"anonymous"}"#).status == 401)  // not allowed here
+        #expect(try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"nope"}"#).status == 401)
+        #expect(try Self.login(gateway, #"{"provider":"magic"}"#).status == 400)
+        let user = try Self.login(gateway, #"{"provider":"email-password","email":"OPS@example.com","password":"\#(Self.password)"}"#)
+        #expect(user.status == 200, "\(user.text)")
+        let again = try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"\#(Self.password)"}"#)
+        #expect((user.json["user_id"] as? String)?.hasPrefix("user-") == true)
+        #expect(user.json["user_id"] as? String == again.json["user_id"] as? String)  // the same user on every login
+        let key = try Self.login(gateway, #"{"provider":"api-key","key":"\#(Self.apiKey)"}"#)
+        #expect(key.status == 200 && key.json["user_id"] as? String == "key-gw-17", "\(key.text)")
+        #expect(key.json["expires_in"] as? Int == 1800)
+        let access = try #require(key.json["access_token"] as? String)
+        let refresh = try #require(key.json["refresh_token"] as? String)
+        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + access], body: batch).status == 200)
+        // A refresh token is not an access token, and the reverse.
+        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + refresh], body: batch).status == 401)
+        let refreshAuth = "/auth/v1/apps/weather/refresh"
+        #expect(try Self.request("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + access]).status == 401)
+        let refreshed = try Self.request("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh])
+        #expect(refreshed.status == 200 && refreshed.json["access_token"] is String, "\(refreshed.text)")
+        // A tampered token (another user id, same MAC) is refused.
+        let tampered = access.replacingOccurrences(of: "key-gw-17", with: "key-gw-18")
+        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + tampered], body: batch).status == 401)
+        // The API key itself works as a static bearer token (ingestd's upload.token_file).
+        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + Self.apiKey], body: batch).status == 200)
+        #expect(try Self.request("POST", gateway.base + "/auth/v1/apps/weather/logout", headers: ["Authorization": "Bearer " + refresh]).status == 204)
+        #expect(try Self.request("POST", gateway.base + "/auth/v1/apps/other/login", body: Array("{}".utf8)).status == 404)
+        #expect(gateway.agent.terminate() == 0)
+        let log = gateway.agent.stderr
+        #expect(log.contains("Refused a login"), "\(log.suffix(2000))")
+        for secret in [Self.apiKey, Self.password, "wrong-key-0123456789abcdef", access, refresh] {
+            #expect(!log.contains(secret), "a secret in the log")
+        }
+    }
+
+    @Test func batchesAreValidatedPerRecordDeduplicatedAndAnsweredByTheProtocol() throws {
+        let gateway = try Gateway()
+        let url = gateway.base + "/ingest/v1/apps/weather/batches"
+        let auth = ["Authorization": "Bearer " + Self.apiKey, "EdgeIngest-Record-Type": "WeatherSensor", "EdgeIngest-Schema-Version": "1"]
+        let body = Self.line("65f1c2a9e1b2c3d4e5f60011", device: "B1") + Self.line(nil, device: "B2")
+            + Self.line("65f1c2a9e1b2c3d4e5f60013", device: "B3", extra: ",\"colour\":\"red\"") + "{not json\n"
+            + Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5")
+        let first = try Self.request("POST", url, headers: auth, body: Array(body.utf8))
+        #expect(first.status == 200, "\(first.text)")
+        #expect(first.json["accepted"] as? Int == 2 && first.json["duplicate"] as? Int == 0, "\(first.text)")
+        let rejected = (first.json["rejected"] as? [[String: Any]] ?? []).map { "\($0["index"] ?? "?"):\($0["reason"] ?? "?")" }
+        #expect(rejected == ["1:missing_id", "2:unknown_field", "3:malformed_json"], "\(first.text)")
+        // The same batch again (a lost acknowledgement): stored once.
+        let second = try Self.request("POST", url, headers: auth, body: Array(body.utf8))
+        #expect(second.json["accepted"] as? Int == 0 && second.json["duplicate"] as? Int == 2, "\(second.text)")
+        // gzip, with one new record and one seen.
+        let gzipped = try Gzip.compress(ArraySlice((Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5") + Self.line("65f1c2a9e1b2c3d4e5f60016", device: "B6")).utf8))
+        let third = try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: gzipped)
+        #expect(third.json["accepted"] as? Int == 1 && third.json["duplicate"] as? Int == 1, "\(third.text)")
+        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status == 415)
+        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: [1, 2, 3]).status == 400)
+        // Too large, before and after decompression.
+        let big = String(repeating: Self.line("65f1c2a9e1b2c3d4e5f60020", device: "X"), count: 100)
+        #expect(try Self.request("POST", url, headers: auth, body: Array(big.utf8)).status == 413)
+        let bomb = try Gzip.compress(ArraySlice([UInt8](repeating: 0x20, count: 200_000)), level: 9)
+        #expect(bomb.count < 8192)
+        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: bomb).status == 413)
+        // Client resets: a newer schema, an older session epoch.
+        let newer = try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Schema-Version": "2"]) { $1 }, body: Array(body.utf8))
+        #expect(newer.status == 409 && newer.json["reason"] as? String == "schema_too_new" && newer.json["recoverable"] as? Bool == false, "\(newer.text)")
+        let one = Array(Self.line("65f1c2a9e1b2c3d4e5f60031", device: "S1").utf8)
+        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-3"]) { $1 }, body: one).status == 200)
+        let stale = try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-2"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8))
+        #expect(stale.status == 409 && stale.json["error"] as? String == "client_reset_required" && stale.json["recoverable"] as? Bool == true, "\(stale.text)")
+        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-4"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)).status == 200)
+        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Protocol": "2"]) { $1 }, body: one).status == 501)
+        // Routes.
+        #expect(try Self.request("GET", url, headers: auth).status == 405)
+        #expect(try Self.request("POST", gateway.base + "/ingest/v1/apps/other/batches", headers: auth, body: one).status == 404)
+        #expect(try Self.request("GET", gateway.base + "/nowhere").status == 404)
+        #expect(try Self.request("GET", gateway.base + "/healthz").text == "ok\n")
+        // Stored: B1, B5, B6, S1, S2 — each once, after the commit that preceded each 200.
+        let archived = eventually { (try? sqlite3(gateway.archive, "SELECT count(*) FROM WeatherSensor")) == "5" }
+        #expect(archived, "\(gateway.agent.stderr.suffix(2000))")
+        #expect(try sqlite3(gateway.archive, "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)") == "B1,B5,B6,S1,S2")
+        #expect(gateway.agent.terminate() == 0)
+        let status = try gateway.fixture.status()
+        #expect(status["accepted_total"] as? Int == 5)
+        #expect(status["received_duplicates_total"] as? Int == 3)
+        #expect((status["rejected_by_reason"] as? [String: Int]) == ["missing_id": 2, "unknown_field": 2, "malformed_json": 2])
+        #expect(gateway.agent.stderr.contains("Rejected a received record"))
+        #expect(!gateway.agent.stderr.contains("B2"), "no payloads in the log")
+    }
+
+    @Test func slowAndSurplusClientsAreCutOffWithoutStallingOthers() throws {
+        let gateway = try Gateway()
+        // A head that trickles (slowloris): 408 after request_timeout_ms (600 ms), then closed.
+        let slow = try RawClient(port: gateway.port)
+        slow.send("POST /ingest/v1/batches HTTP/1.1\r\nHost: x\r\n")
+        // Meanwhile another client is served at once.
+        #expect(try Self.request("GET", gateway.base + "/healthz").status == 200)
+        let answer = slow.readAll(timeoutMs: 5_000)
+        #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
+        // A body announced bigger than max_body_bytes: 413 without reading it.
+        let big = try RawClient(port: gateway.port)
+        big.send("POST /ingest/v1/batches HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
+        #expect(big.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 413 "))
+        // Chunked bodies: 411. Garbage: 400.
+        let chunked = try RawClient(port: gateway.port)
+        chunked.send("POST /ingest/v1/batches HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        #expect(chunked.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 411 "))
+        let garbage = try RawClient(port: gateway.port)
+        garbage.send("\u{1}\u{2}nonsense\r\n\r\n")
+        #expect(garbage.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 400 "))
+        // max_connections = 3: three idle connections held, a fourth gets 503.
+        let held = try (0..<3).map { _ in try RawClient(port: gateway.port) }
+        usleep(200_000)
+        let surplus = try RawClient(port: gateway.port)
+        #expect(surplus.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 503 "))
+        withExtendedLifetime(held) {}
+        #expect(gateway.agent.terminate() == 0)
+    }
+}
+
+/// A plain TCP client for requests curl will not send.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard rc == 0 else { throw TestFailure("connect to 127.0.0.1:\(port) failed") }
+    }
+
+    func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Everything until the server closes or `timeoutMs` passes.
+    func readAll(timeoutMs: Int32) -> String {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, timeoutMs) > 0 else { break }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    deinit { close(fd) }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
