@@ -19,7 +19,7 @@ struct CheckConfigCommand: ParsableCommand {
             print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
             print("  inputs: " + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }.joined(separator: ", "))
             print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.overflowPolicy), durability \(configuration.durability)")
-            if let upload = configuration.upload, case .sqliteArchive(let archive) = configuration.sink {
+            if let upload = configuration.upload, let archive = configuration.resolvedArchivePath {
                 print("  upload: SQLite archive \(archive), \(upload.maxRecords) records per batch")
             } else if let upload = configuration.upload, case .clickHouse(let database, let table) = configuration.sink {
                 let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")

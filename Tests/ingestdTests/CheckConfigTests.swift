@@ -80,7 +80,7 @@ import Testing
         try out.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
         let result = try IngestdBinary.run(["check-config", "--config", path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("inputs: stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor)"))
+        #expect(result.stdout.contains("inputs: stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor), http:127.0.0.1:8480 (ndjson, type WeatherSensor)"))
         #expect(result.stdout.contains("upload: https://backend.example/ingest/v1/batches, 1000 records per batch, gzip false, token none"))
         #expect(out.contains("headers = { \"X-Site\" = \"north\" }"), "the last example key was uncommented too")
     }

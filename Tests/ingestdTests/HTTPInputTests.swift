@@ -255,6 +255,46 @@ import Glibc
     }
 }
 
+@Suite struct HTTPInputConfigTests {
+    @Test func checkConfigNamesWhatAnHTTPInputNeedsAndRefusesItsKeysElsewhere() throws {
+        let cases: [(inputs: String, expected: String)] = [
+            ("[[inputs]]\nkind = \"http\"", "inputs[0].listen: an http input needs the address to listen on"),
+            ("[[inputs]]\nkind = \"http\"\nlisten = \"8480\"", "inputs[0].listen: must be \"host:port\""),
+            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nformat = \"csv\"", "inputs[0].format: an http input reads NDJSON batches"),
+            ("[[inputs]]\nkind = \"stdin\"\nlisten = \":8480\"", "inputs[0].listen: applies only to an http input"),
+            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nmax_connections = 0", "inputs[0].max_connections"),
+        ]
+        for (inputs, expected) in cases {
+            let fixture = try AgentFixture(inputs: inputs + "\n")
+            let result = try fixture.run(["check-config"])
+            #expect(result.status == 78, "\(inputs)")
+            #expect(result.stderr.contains(expected), "\(inputs) → \(result.stderr)")
+        }
+        let good = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"[::1]:8480\"\n")
+        let result = try good.run(["check-config"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("inputs: http:[::1]:8480 (ndjson, type WeatherSensor)"), "\(result.stdout)")
+    }
+
+    @Test func aTakenPortFailsTheStartWithTheAddress() throws {
+        let holder = try TemporaryDirectory()
+        let first = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n")
+        let agent = try RunningAgent(arguments: ["run", "--config", first.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+        var listen: String?
+        _ = eventually {
+            listen = ((try? first.status())?["inputs"] as? [[String: Any]])?.first?["listen"] as? String
+            return listen != nil
+        }
+        let address = try #require(listen, "\(agent.stderr)")
+        let second = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"\(address)\"\n")
+        let result = try second.run(["run"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("Cannot listen on \(address): Address already in use"), "\(result.stderr.suffix(1000))")
+        #expect(agent.terminate() == 0)
+        withExtendedLifetime(holder) {}
+    }
+}
+
 /// A plain TCP client for requests curl will not send.
 final class RawClient {
     let fd: Int32
@@ -293,4 +333,24 @@ final class RawClient {
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The README's first command ends with scripts/full-loop.sh: readings →
+/// the example configuration's agent → a backend ingestd (etc/backend.toml)
+/// → its archive. Run here with the binary built beside the tests.
+@Suite(.serialized) struct FullLoopScriptTests {
+    @Test func theReadmeLoopStoresEveryReadingOnceAndAddsUpAcrossRuns() throws {
+        let dir = try TemporaryDirectory()
+        let script = repositoryRoot.appendingPathComponent("scripts/full-loop.sh").path
+        var environment = IngestdBinary.environment
+        environment["INGESTD"] = IngestdBinary.url.path
+        environment["LOOP_DIR"] = dir.file("loop")
+        let first = try runTool("/bin/bash", [script, "5"], environment: environment)
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("full-loop: stored 5 readings (5 in the archive in all)"), "\(first.output)")
+        let second = try runTool("/bin/bash", [script, "7"], environment: environment)
+        #expect(second.output.contains("full-loop: stored 7 readings (12 in the archive in all)"), "\(second.output)")
+        #expect(try sqlite3(dir.file("loop/backend/archive.sqlite"), "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "12|12")
+        #expect(try runTool("/bin/bash", [script, "five"], environment: environment).status == 2)
+    }
 }

@@ -11,7 +11,9 @@ public enum SinkSettings: Sendable, Equatable {
     /// `sink = "ingest"` (the default): the ingest protocol over HTTP to
     /// `upload.url` — an EdgeIngest backend or another ingestd.
     case ingestProtocol
-    /// `sink = "sqlite"`: a table per record type in the SQLite file at `path`.
+    /// `sink = "sqlite"`: a table per record type in the SQLite file at
+    /// `path` (relative: in the state directory; see
+    /// ``AgentConfiguration/resolvedArchivePath``).
     case sqliteArchive(path: String)
     /// `sink = "clickhouse"`: `INSERT … FORMAT JSONEachRow` over HTTP to
     /// `upload.url`, into `database.table` (default: the record type's name).
@@ -30,13 +32,21 @@ public enum SinkSettings: Sendable, Equatable {
 }
 
 extension AgentConfiguration {
+    /// The SQLite archive sink's file: `upload.path`, relative to the state
+    /// directory unless absolute. Nil for other sinks.
+    public var resolvedArchivePath: String? {
+        guard case .sqliteArchive(let path) = sink else { return nil }
+        return path.hasPrefix("/") ? path : stateDirectory + "/" + path
+    }
+
     /// Builds the configured sink for `upload` on the upload thread; nil for
     /// the ingest protocol, which the uploader builds from `upload` itself.
     func sinkFactory(for upload: UploadSettings, userAgent: String) -> SinkFactory? {
         switch sink {
         case .ingestProtocol:
             return nil
-        case .sqliteArchive(let path):
+        case .sqliteArchive:
+            let path = resolvedArchivePath ?? ""
             let types = self.types
             return { SQLiteArchiveSink(path: path, types: types) }
         case .clickHouse(let database, let table):
