@@ -59,7 +59,7 @@ Scenarios (short / --full):
              injected resets, blackholes and down phases seen
 
 Options:
-  --full           the full run (about 16 minutes; the short one about 1)
+  --full           the full run (about 18 minutes; the short one about 1.5)
   --binary PATH    the ingestd to test (default: .build/debug/ingestd)
   --only NAME      run only this scenario (repeatable)
   --seed N         seed for every random choice (default: from the time; printed)
