@@ -86,7 +86,11 @@ extension DurableQueue {
                     return .staleSession(seenEpoch: seen)
                 }
                 if receipt.dedupWindowMilliseconds > 0 {
-                    let repeated = try batch.indices { try received.contains($0, at: $1) }
+                    // Received before, or earlier in this same batch.
+                    var inBatch = Set<IDKey>()
+                    let repeated = try batch.indices { ids, offset in
+                        try !inBatch.insert(IDKey(ids, at: offset)).inserted || received.contains(ids, at: offset)
+                    }
                     if !repeated.isEmpty {
                         duplicates = repeated.count
                         batch = batch.removing(repeated)
@@ -105,7 +109,9 @@ extension DurableQueue {
             let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
             let accepted = plan.acceptTo - plan.acceptFrom
             let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
-            try store.db.transaction {
+            let received = receipt == nil ? nil : try store.receivedIDs(now: now)
+            // One transaction: the records, the counters, the received ids and session.
+            func commit() throws {
                 for id in plan.dropSegments { try store.delete(segment: id) }
                 try store.add(counter: "dropped." + DropReason.overflowDropOldest.name, plan.droppedStoredRecords)
                 for run in kept {
@@ -115,8 +121,7 @@ extension DurableQueue {
                 try store.add(counter: "appended_total", Int64(accepted))
                 for position in positions { try store.set(position: position, at: now) }
                 for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
-                if let receipt {
-                    let received = try store.receivedIDs(now: now)
+                if let receipt, let received {
                     if let session = receipt.session { try received.recordSession(session.nonce, epoch: session.epoch, now: now) }
                     // Persistent, with the records: how often clients re-sent what was stored.
                     if duplicates > 0 { try store.add(counter: "app.received.duplicates", Int64(duplicates)) }
@@ -125,6 +130,13 @@ extension DurableQueue {
                         for run in kept { try run.ids.withUnsafeBytes { try received.record($0) } }
                     }
                 }
+            }
+            do {
+                try store.db.transaction { try commit() }
+                received?.didCommit()
+            } catch {
+                received?.didRollBack()
+                throw error
             }
             for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
             if duplicates > 0 { state.counters["app.received.duplicates", default: 0] += Int64(duplicates) }
@@ -208,5 +220,16 @@ extension DurableQueue {
             case .wait: usleep(10_000)
             }
         }
+    }
+}
+
+/// A 12-byte `_id` as a set key.
+struct IDKey: Hashable {
+    let high: UInt64
+    let low: UInt32
+
+    init(_ ids: UnsafeRawBufferPointer, at offset: Int) {
+        high = ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        low = ids.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
     }
 }

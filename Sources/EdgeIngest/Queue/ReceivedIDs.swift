@@ -47,16 +47,36 @@ final class ReceivedIDs {
         metaGeneration.reset()
     }
 
+    /// A rotation written in the open transaction, applied to `current`
+    /// and `since` only once that transaction commits (``didCommit()``):
+    /// after a rollback, memory and file still agree.
+    private var pending: (current: Int64, since: Int64)?
+
     /// Starts a new generation if the current one is `windowMilliseconds`
-    /// old. Call inside the transaction that records ids.
+    /// old. Call inside the transaction that records ids, then
+    /// ``didCommit()`` or ``didRollBack()``.
     func rotateIfDue(now: Int64, windowMilliseconds: Int64) throws {
-        guard now - since >= windowMilliseconds || now < since else { return }
+        if now < since {
+            // The wall clock went back: restart the window, forget nothing.
+            try setMeta("received.since", now)
+            pending = (current, now)
+            return
+        }
+        guard now - since >= windowMilliseconds else { return }
         let next = 1 - current
         try db.execute("DELETE FROM received_ids_\(next)")
         try setMeta("received.generation", next)
         try setMeta("received.since", now)
-        current = next
-        since = now
+        pending = (next, now)
+    }
+
+    func didCommit() {
+        if let pending { (current, since) = pending }
+        pending = nil
+    }
+
+    func didRollBack() {
+        pending = nil
     }
 
     /// Whether the 12-byte id at `offset` of `ids` was received before.
@@ -72,7 +92,7 @@ final class ReceivedIDs {
 
     /// Remembers every id of `ids` (12 bytes each) in the current generation.
     func record(_ ids: UnsafeRawBufferPointer) throws {
-        let statement = insert[Int(current)]
+        let statement = insert[Int(pending?.current ?? current)]
         var offset = 0
         while offset + 12 <= ids.count {
             statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12]))

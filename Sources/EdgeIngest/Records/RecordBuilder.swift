@@ -48,6 +48,10 @@ public struct RecordBuilder: Sendable {
         id = try type.primaryKey(from: raw)
     }
 
+    /// Whether `_id` was set to a usable id (not null, not all zeros):
+    /// ``finish()`` generates one otherwise.
+    public var hasID: Bool { id.map { !$0.isZero } ?? false }
+
     /// Applies defaults, checks required fields, generates `_id` if needed.
     public func finish() throws -> Record {
         var values = values

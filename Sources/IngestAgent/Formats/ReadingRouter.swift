@@ -52,20 +52,19 @@ struct ReadingRouter {
         do {
             var builder = RecordBuilder(type: type)
             var hint = 0
-            var sawID = false
             for field in line.fields {
                 if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
                     try builder.set(field: index, field.value)
                     hint = index + 1
                 } else if ReadingRouter.isKey(ReadingRouter.idKey, field, in: line) {
                     try builder.setID(field.value)
-                    sawID = true
                 } else if !ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
                     throw RecordBuilder.unknownField(line.keyString(field), in: type)
                 }
             }
-            if requireID && !sawID {
-                throw LineRejection(reason: "missing_id", message: "the record has no '_id': every record sent to the ingest protocol carries its ObjectId")
+            if requireID && !builder.hasID {
+                // Null and the all-zero id would get a new random id: a re-sent record would be stored again.
+                throw LineRejection(reason: "missing_id", message: "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId")
             }
             return try builder.finish()
         } catch let error as LineRejection {

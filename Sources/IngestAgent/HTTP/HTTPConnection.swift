@@ -72,6 +72,10 @@ struct HTTPConnection {
             }
         }
         let end = headEnd!
+        // A whole head can arrive in one read of up to 64 KiB: check its size here too.
+        if end > limits.maxHeadBytes {
+            return .refused(HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes"))
+        }
         var request: HTTPRequest
         let length: Int
         do throws(HTTPRequestError) {

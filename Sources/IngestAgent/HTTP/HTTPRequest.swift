@@ -20,8 +20,9 @@ struct HTTPRequest: Sendable {
 
     /// Whether the connection stays open after this request's answer.
     var keepAlive: Bool {
-        let connection = header("connection")?.lowercased()
-        return isHTTP10 ? connection == "keep-alive" : connection != "close"
+        // A list, e.g. "TE, close".
+        let options = (header("connection") ?? "").lowercased().split(separator: ",").map { $0.trimmingSpaces }
+        return isHTTP10 ? options.contains("keep-alive") : !options.contains("close")
     }
 
     /// The bearer token of the `Authorization` header, if any.

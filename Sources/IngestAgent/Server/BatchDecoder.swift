@@ -47,7 +47,15 @@ struct BatchDecoder {
                     try parser.parse(line, into: &parsed)
                     records.append(try router.route(parsed))
                 } catch {
-                    rejections.append(Rejection(index: index, reason: error.reason, message: error.message))
+                    if error.reason == "missing_type", let recordType, !types.contains(where: { $0.name == recordType }) {
+                        let declared = types.map(\.name).joined(separator: ", ")
+                        rejections.append(Rejection(
+                            index: index, reason: "unknown_type",
+                            message: "the batch's EdgeIngest-Record-Type \(quoted(recordType)) is not declared here (declared: \(declared))"
+                        ))
+                    } else {
+                        rejections.append(Rejection(index: index, reason: error.reason, message: error.message))
+                    }
                 }
                 index += 1
                 start = end + 1

@@ -27,10 +27,11 @@ struct ServerAccounts: Sendable {
     /// and line, never the hash.
     static func load(path: String, what: String, validName: (Substring) -> Bool) throws -> [String: SecretHash] {
         guard let text = readTextFile(path) else {
-            throw AgentError("Cannot read the \(what) file \(quoted(path)): it must exist and be readable by the agent.")
+            throw AgentError("Cannot read the \(what) file '\(path)': it must exist and be readable by the agent.")
         }
         var out: [String: SecretHash] = [:]
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // isNewline: "\r\n" is one Character, so a file with CRLF line ends splits too.
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.trimmingSpaces
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })

@@ -27,12 +27,12 @@ struct TokenSigner: Sendable {
         let key = Secrets.randomBytes(32)
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AgentError("Cannot create the token key \(quoted(path)): \(String(cString: strerror(errno))).") }
+        guard fd >= 0 else { throw AgentError("Cannot create the token key '\(path)': \(String(cString: strerror(errno))).") }
         let written = key.withUnsafeBytes { write(fd, $0.baseAddress, 32) }
         let synced = fsync(fd) == 0
         close(fd)
         guard written == 32, synced, rename(temporary, path) == 0 else {
-            throw AgentError("Cannot write the token key \(quoted(path)): \(String(cString: strerror(errno))).")
+            throw AgentError("Cannot write the token key '\(path)': \(String(cString: strerror(errno))).")
         }
         return TokenSigner(key: key)
     }

@@ -1,0 +1,242 @@
+@testable import EdgeIngest
+import Foundation
+import Testing
+import TestSupport
+
+/// An hour: no rotation of the received ids can happen during a test.
+private let hour: Int64 = 3_600_000
+
+private func receipt(window: Int64 = hour, session: (nonce: String, epoch: Int64)? = nil) -> Receipt {
+    Receipt(dedupWindowMilliseconds: window, session: session)
+}
+
+private func stored(_ accepted: Int, duplicates: Int = 0) -> ReceiveOutcome {
+    .stored(AppendResult(accepted: accepted, droppedIncoming: 0, droppedStored: 0, duplicates: duplicates))
+}
+
+/// Sleeps long enough for the wall clock to move past a 1 ms window.
+private func pastTinyWindow() { usleep(5_000) }
+
+private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?) throws -> QueueConfiguration {
+    var configuration = try fileConfiguration(dir)
+    configuration.maxRecords = maxRecords
+    configuration.overflowPolicy = .block
+    return configuration
+}
+
+/// Proves that `DurableQueue.receive` stores records received from another
+/// client exactly once by `_id` (whole and partly repeated batches, across
+/// reopening the file), forgets ids only after two rotations of the
+/// two-generation window (so an id is kept at least one window), turns
+/// deduplication off with a zero window, refuses a batch from an older
+/// session epoch than one already seen, and answers `.queueFull` under the
+/// block policy without storing or remembering anything.
+@Suite struct ReceivedRecordsTests {
+    // MARK: Deduplication
+
+    @Test func aBatchReceivedTwiceIsStoredOnce() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(5)
+        #expect(try queue.receive(records, receipt: receipt()) == stored(5))
+        #expect(try queue.receive(records, receipt: receipt()) == stored(0, duplicates: 5))
+        let stats = try queue.statistics()
+        #expect(stats.queuedRecords == 5)
+        #expect(stats.appendedTotal == 5)
+        #expect(stats.counters["received.duplicates"] == 5)
+        #expect(try drain(queue) == records.map(\.jsonString))
+    }
+
+    @Test func aPartlyRepeatedBatchStoresOnlyTheNewIDs() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(8)
+        #expect(try queue.receive(Array(records[0..<3]), receipt: receipt()) == stored(3))
+        // Old and new interleaved: 1, 5, 2, 6, 7 → 5, 6, 7 are new.
+        let mixed = [records[1], records[5], records[2], records[6], records[7]]
+        #expect(try queue.receive(mixed, receipt: receipt()) == stored(3, duplicates: 2))
+        #expect(try queue.receive(Array(records[3...]), receipt: receipt()) == stored(2, duplicates: 3))
+        #expect(try drain(queue) == [0, 1, 2, 5, 6, 7, 3, 4].map { records[$0].jsonString })
+        #expect(try queue.statistics().counters["received.duplicates"] == 5)
+    }
+
+    /// Ids are remembered when stored, not when read: a batch holding the
+    /// same `_id` twice must store it once as well.
+    @Test func anIDRepeatedWithinOneBatchIsStoredOnce() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(2)
+        let outcome = try queue.receive([records[0], records[1], records[0]], receipt: receipt())
+        #expect(outcome == stored(2, duplicates: 1))
+        #expect(try drain(queue) == records.map(\.jsonString))
+    }
+
+    @Test func aZeroWindowStoresRepeatsAgain() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(4)
+        #expect(try queue.receive(records, receipt: receipt(window: 0)) == stored(4))
+        #expect(try queue.receive(records, receipt: receipt(window: 0)) == stored(4))
+        #expect(try queue.statistics().queuedRecords == 8)
+        // Nothing was remembered while deduplication was off.
+        #expect(try queue.receive(records, receipt: receipt()) == stored(4))
+        #expect(try queue.statistics().queuedRecords == 12)
+    }
+
+    @Test func idsAreRememberedAcrossReopeningTheQueue() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(6)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive(Array(records[..<4]), receipt: receipt()) == stored(4))
+            queue.close()
+        }
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(try reopened.receive(records, receipt: receipt()) == stored(2, duplicates: 4))
+        #expect(try drain(reopened) == records.map(\.jsonString))
+        // Uploaded and deleted from the queue, the ids are still remembered.
+        #expect(try reopened.receive(records, receipt: receipt()) == stored(0, duplicates: 6))
+        #expect(try reopened.statistics().counters["received.duplicates"] == 10)
+    }
+
+    // MARK: The window's rotation
+
+    @Test func idsAreKeptWhileTheWindowLasts() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(4)
+        #expect(try queue.receive([records[0]], receipt: receipt()) == stored(1))
+        for i in 1..<4 {
+            pastTinyWindow()
+            #expect(try queue.receive([records[i]], receipt: receipt()) == stored(1))
+        }
+        #expect(try queue.receive(records, receipt: receipt()) == stored(0, duplicates: 4))
+    }
+
+    /// With a 1 ms window and a sleep before each receive, every receive
+    /// after the first rotates the generations (after looking its ids up).
+    /// An id's generation is emptied by the second rotation after the
+    /// receive that stored it: it is still found after one rotation (kept
+    /// at least one window) and is forgotten after two.
+    @Test func anIDSurvivesOneRotationAndIsForgottenAfterTwo() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(2)
+        let (a, b) = (records[0], records[1])
+        let tiny = receipt(window: 1)
+        #expect(try queue.receive([a], receipt: tiny) == stored(1))  // generation 0: a
+        pastTinyWindow()
+        #expect(try queue.receive([b], receipt: tiny) == stored(1))  // rotation 1 → generation 1: b
+        pastTinyWindow()
+        #expect(try queue.receive([a], receipt: tiny) == stored(0, duplicates: 1))  // a found; rotation 2 empties its generation
+        pastTinyWindow()
+        #expect(try queue.receive([a, b], receipt: tiny) == stored(1, duplicates: 1))  // a forgotten, b found; rotation 3 empties b's
+        pastTinyWindow()
+        #expect(try queue.receive([b, a], receipt: tiny) == stored(1, duplicates: 1))  // b forgotten, a (stored again) found
+        #expect(try drain(queue) == [a, b, a, b].map(\.jsonString))
+    }
+
+    /// The current generation and when it started are stored in the file:
+    /// after reopening, the next rotation empties the older generation (a's),
+    /// not the one filled last (b's).
+    @Test func theRotationStateSurvivesReopening() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(3)
+        let (a, b, c) = (records[0], records[1], records[2])
+        let tiny = receipt(window: 1)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive([a], receipt: tiny) == stored(1))  // generation 0: a
+            pastTinyWindow()
+            #expect(try queue.receive([b], receipt: tiny) == stored(1))  // rotation 1 → generation 1: b
+            queue.close()
+        }
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        pastTinyWindow()
+        #expect(try reopened.receive([c], receipt: tiny) == stored(1))  // rotation 2 empties generation 0 → c
+        pastTinyWindow()
+        #expect(try reopened.receive([b, a], receipt: tiny) == stored(1, duplicates: 1))
+        #expect(try drain(reopened) == [a, b, c, a].map(\.jsonString))
+    }
+
+    // MARK: Sessions
+
+    @Test func anOlderSessionEpochIsRefusedAndStoresNothing() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(6)
+        #expect(try queue.receive(Array(records[0..<2]), receipt: receipt(session: ("client-a", 2))) == stored(2))
+        let stale = try queue.receive(Array(records[2..<4]), receipt: receipt(session: ("client-a", 1)), counters: ["rejected.missing_id": 3])
+        #expect(stale == .staleSession(seenEpoch: 2))
+        let stats = try queue.statistics()
+        #expect(stats.queuedRecords == 2)
+        #expect(stats.appendedTotal == 2)
+        #expect(stats.counters["rejected.missing_id"] == nil)
+        // The refused records' ids were not remembered either.
+        #expect(try queue.receive(Array(records[2..<4]), receipt: receipt(session: ("client-a", 2))) == stored(2))
+        #expect(try drain(queue) == records[0..<4].map(\.jsonString))
+    }
+
+    @Test func aNewerEpochIsAcceptedAndBecomesTheOneToBeat() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(5)
+        #expect(try queue.receive([records[0]], receipt: receipt(session: ("client-a", 1))) == stored(1))
+        #expect(try queue.receive([records[1]], receipt: receipt(session: ("client-a", 1))) == stored(1))  // the same epoch
+        #expect(try queue.receive([records[2]], receipt: receipt(session: ("client-a", 3))) == stored(1))
+        #expect(try queue.receive([records[3]], receipt: receipt(session: ("client-a", 2))) == .staleSession(seenEpoch: 3))
+        // Another client's sessions are its own.
+        #expect(try queue.receive([records[3]], receipt: receipt(session: ("client-b", 1))) == stored(1))
+        // A batch without a session is not checked.
+        #expect(try queue.receive([records[4]], receipt: receipt()) == stored(1))
+        #expect(try queue.statistics().queuedRecords == 5)
+    }
+
+    @Test func seenEpochsSurviveReopeningAndApplyWithoutDeduplication() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(2)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive([records[0]], receipt: receipt(window: 0, session: ("client-a", 7))) == stored(1))
+            queue.close()
+        }
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(try reopened.receive([records[1]], receipt: receipt(window: 0, session: ("client-a", 6))) == .staleSession(seenEpoch: 7))
+        #expect(try reopened.statistics().queuedRecords == 1)
+    }
+
+    // MARK: A full queue
+
+    @Test func aFullQueueUnderBlockAnswersQueueFullAndStoresNothing() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(4)
+        do {
+            let queue = try DurableQueue.open(try boundedConfiguration(dir, maxRecords: 3))
+            #expect(try queue.receive(Array(records[..<3]), receipt: receipt(session: ("client-a", 1))) == stored(3))
+            let full = try queue.receive([records[3]], receipt: receipt(session: ("client-a", 5)), counters: ["rejected.empty_record": 1])
+            #expect(full == .queueFull)
+            let stats = try queue.statistics()
+            #expect(stats.queuedRecords == 3)
+            #expect(stats.appendedTotal == 3)
+            #expect(stats.counters["rejected.empty_record"] == nil)
+            // A re-send of what is already stored needs no space: it is answered, not refused.
+            #expect(try queue.receive(Array(records[..<3]), receipt: receipt(session: ("client-a", 1))) == stored(0, duplicates: 3))
+            queue.close()
+        }
+        // Neither the refused record's id nor its session's epoch was remembered.
+        let unbounded = try DurableQueue.open(try boundedConfiguration(dir, maxRecords: nil))
+        #expect(try unbounded.receive([records[3]], receipt: receipt(session: ("client-a", 2))) == stored(1))
+        #expect(try drain(unbounded) == records.map(\.jsonString))
+    }
+
+    @Test func aBatchThatCanNeverFitThrowsQueueFull() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try boundedConfiguration(dir, maxRecords: 3))
+        #expect {
+            _ = try queue.receive(try weatherRecords(4), receipt: receipt())
+        } throws: { error in
+            (error as? EdgeIngestError)?.code == .queueFull
+        }
+        #expect(try queue.statistics().queuedRecords == 0)
+    }
+}
