@@ -67,6 +67,12 @@ start_receiver() {
     receiver_port=$(cut -d' ' -f1 "$1/port")
 }
 
+# received: the lines the receiver started by start_receiver has taken so
+# far (its --fast mode counts lines, re-sends included).
+received() {
+    curl -s "http://127.0.0.1:$receiver_port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'
+}
+
 # status_field STATE_DIR FIELD: one field of `ingestd status --json` (the
 # release build's), for a stopped agent.
 status_field() {

@@ -27,7 +27,6 @@ swift build -c release --product ingestd >/dev/null
 make_input "$dir/readings.ndjson" "$lines"
 split -n "l/$clients" -d "$dir/readings.ndjson" "$dir/part-"
 start_receiver "$dir"
-received() { curl -s "http://127.0.0.1:$receiver_port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'; }
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 { base_config; printf '[[inputs]]\nkind = "http"\nlisten = "127.0.0.1:%s"\n[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nlinger_ms = 50\nshutdown_timeout_ms = 600000\n' "$port" "$receiver_port"; } > "$dir/gateway.toml"

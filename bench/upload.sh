@@ -27,8 +27,6 @@ input="$dir/readings.ndjson"
 make_input "$input" "$lines"
 start_receiver "$dir"
 url="http://127.0.0.1:$receiver_port/ingest/v1/batches"
-# Lines the receiver has taken so far (re-sends included).
-received() { curl -s "http://127.0.0.1:$receiver_port/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["unique"])'; }
 
 machine_line
 

@@ -98,6 +98,25 @@ class Failure(Exception):
     pass
 
 
+def read_json(path):
+    """A status file, or {} while it does not exist or is being replaced."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def counter_problems(status, total, who="status"):
+    """What an agent's persistent counters say is wrong after `total`
+    readings went through it: anything queued, rejected, dropped or
+    dead-lettered, or not exactly `total` accepted and uploaded."""
+    return [f"{who} {key} = {status.get(key)}, expected {want}"
+            for key, want in (("queued_records", 0), ("accepted_total", total), ("uploaded_total", total),
+                              ("rejected_total", 0), ("dropped_total", 0), ("dead_letter_records", 0))
+            if status.get(key) != want]
+
+
 def reading(n):
     return ('{"deviceId":"S%d","temperatureInFahrenheit":%d.5,"barometricPressureInHg":29.65,'
             '"windSpeedInMph":%d}\n' % (n, 50 + n % 40, n % 60))
@@ -277,11 +296,20 @@ poll_interval_ms = 50
         return path
 
     def status(self):
-        try:
-            with open(os.path.join(self.state, "status.json")) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return {}
+        return read_json(os.path.join(self.state, "status.json"))
+
+    def powercut_layer(self, tracked, name, sync_delay_us):
+        """The power-cut layer's environment for an agent: LD_PRELOAD of the
+        library (built once per scenario), tracking the file `tracked`,
+        logging to work/NAME, each fsync slowed by `sync_delay_us`.
+        Returns (environment, log directory)."""
+        library = os.path.join(self.work, "libpowercut.so")
+        if not os.path.exists(library):
+            subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
+        log_dir = os.path.join(self.work, name)
+        os.makedirs(log_dir, exist_ok=True)
+        return ({"LD_PRELOAD": library, "POWERCUT_PATH": tracked, "POWERCUT_LOG": log_dir,
+                 "POWERCUT_SYNC_DELAY_US": str(sync_delay_us)}, log_dir)
 
     def tail(self, lines=15):
         try:
@@ -318,10 +346,7 @@ poll_interval_ms = 50
             problems.append(f"{r['duplicates']} readings arrived under two _ids")
         if stats["content_unique"] and (stats["content_min"] != 0 or stats["content_max"] != total - 1):
             problems.append(f"received readings S{stats['content_min']}…S{stats['content_max']}, written S0…S{total - 1}")
-        for key, want in (("queued_records", 0), ("accepted_total", total), ("uploaded_total", total),
-                          ("rejected_total", 0), ("dropped_total", 0), ("dead_letter_records", 0)):
-            if status.get(key) != want:
-                problems.append(f"status {key} = {status.get(key)}, expected {want}")
+        problems += counter_problems(status, total)
         if code != 0:
             problems.append(f"the last agent exited {code} on SIGTERM")
         r["checks"] = "pass" if not problems else "; ".join(problems)
@@ -346,18 +371,13 @@ def crash_rounds(s, rounds, total, powercut, archive=False):
         preload = None
         dropped = 0  # unsynced operations the cuts lost or tore
         if powercut or archive:
-            library = os.path.join(s.work, "libpowercut.so")
-            subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
-            log_dir = os.path.join(s.work, "powercut")
-            os.makedirs(log_dir)
             os.makedirs(s.state, exist_ok=True)
             # With the archive the layer only slows the archive's fsyncs (no
             # cuts): a kill during one lands after the batch reached the
             # archive file (a kill loses no written data) and before the
             # queue deleted it, so the batch comes again after the restart.
             tracked = backend.path if archive else os.path.join(s.state, "queue.sqlite")
-            preload = {"LD_PRELOAD": library, "POWERCUT_PATH": tracked,
-                       "POWERCUT_LOG": log_dir, "POWERCUT_SYNC_DELAY_US": "40000"}
+            preload, log_dir = s.powercut_layer(tracked, "powercut", 40000)
         # The writer runs through every round: about 0.55 s per round plus start-up.
         writer = Writer(s.input, total, max(1000, int(total / (rounds * 0.75))))
         writer.start()
@@ -488,14 +508,6 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
 def relay(s, rounds, total):
     """edge ingestd -> gateway ingestd (HTTP input) -> SQLite archive, with
     kill -9 of the edge, the gateway or both at random moments."""
@@ -532,17 +544,9 @@ windSpeedInMph = "int"
     # kills land after the gateway committed a batch and before the edge saw
     # the answer or deleted the batch: the edge sends it again and the
     # gateway must drop it by _id.
-    library = os.path.join(s.work, "libpowercut.so")
-    subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "build", library], check=True)
     os.makedirs(s.state, exist_ok=True)
-
-    def slowed(state):
-        log_dir = os.path.join(state, "..", "powercut-" + os.path.basename(os.path.dirname(state)))
-        os.makedirs(log_dir, exist_ok=True)
-        return {"LD_PRELOAD": library, "POWERCUT_PATH": os.path.join(state, "queue.sqlite"),
-                "POWERCUT_LOG": log_dir, "POWERCUT_SYNC_DELAY_US": "100000"}
-
-    edge_slow, gateway_slow = slowed(s.state), slowed(gateway_state)
+    edge_slow, _ = s.powercut_layer(os.path.join(s.state, "queue.sqlite"), "powercut-edge", 100000)
+    gateway_slow, _ = s.powercut_layer(os.path.join(gateway_state, "queue.sqlite"), "powercut-gateway", 100000)
     writer = Writer(s.input, total, max(1000, int(total / (rounds * 0.75))))
     writer.start()
     edge = gateway = None
@@ -586,11 +590,7 @@ windSpeedInMph = "int"
         status = read_json(os.path.join(gateway_state, "status.json"))
         s.result.update(edge_kills=kills["edge"], gateway_kills=kills["gateway"],
                         gateway_dropped_resent=status.get("received_duplicates_total", 0))
-        problems = []
-        for key, want in (("queued_records", 0), ("accepted_total", total), ("uploaded_total", total),
-                          ("rejected_total", 0), ("dropped_total", 0), ("dead_letter_records", 0)):
-            if status.get(key) != want:
-                problems.append(f"gateway status {key} = {status.get(key)}, expected {want}")
+        problems = counter_problems(status, total, "gateway status")
         if code != 0:
             problems.append(f"the gateway exited {code} on SIGTERM")
         if not problems and not status.get("received_duplicates_total"):

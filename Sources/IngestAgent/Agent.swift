@@ -65,7 +65,7 @@ public struct Agent: Sendable {
             case .stdin: service = StdinInput(context: context)
             case .file: service = FileInput(context: context, firstStart: firstStart)
             case .serial: service = SerialInput(context: context)
-            case .http: service = try HTTPInput(context: context, schemaVersion: configuration.schemaVersion, stateDirectory: configuration.stateDirectory)
+            case .http: service = try HTTPInput(context: context, stateDirectory: configuration.stateDirectory)
             }
             // Only stdin ends by itself; with nothing but stdin inputs, the
             // agent ends after the last of them (FiniteInputs says why it

@@ -19,6 +19,8 @@ import Glibc
     /// user, schema version 1 and the SQLite archive as its sink.
     struct Gateway {
         let fixture: AgentFixture
+        /// Holds the account files (read when the agent starts).
+        let accounts: TemporaryDirectory
         let agent: RunningAgent
         let port: Int
         var archive: String { fixture.dir.file("archive.sqlite") }
@@ -26,6 +28,7 @@ import Glibc
 
         init(_ options: String = "") throws {
             let accounts = try TemporaryDirectory()
+            self.accounts = accounts
             let keyHash = try IngestdBinary.run(["hash-secret", "--api-key"], stdin: Data((apiKey + "\n").utf8)).stdout
             let userHash = try IngestdBinary.run(["hash-secret"], stdin: Data((password + "\n").utf8)).stdout
             fixture = try AgentFixture(
@@ -61,7 +64,11 @@ import Glibc
                 throw TestFailure("the gateway did not start listening: \(agent.stderr.suffix(2000))")
             }
             self.port = port
-            withExtendedLifetime(accounts) {}
+        }
+
+        /// Waits until the archive holds `count` rows.
+        func waitUntilArchived(_ count: Int) -> Bool {
+            eventually { (try? sqlite3(archive, "SELECT count(*) FROM WeatherSensor")) == String(count) }
         }
     }
 
@@ -118,8 +125,7 @@ import Glibc
         let result = try edge.run(["run"], stdin: Data(readings.utf8))
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         #expect(try edge.status()["uploaded_total"] as? Int == 3000)
-        let archived = eventually { (try? sqlite3(gateway.archive, "SELECT count(*) FROM WeatherSensor")) == "3000" }
-        #expect(archived, "\(gateway.agent.stderr.suffix(2000))")
+        #expect(gateway.waitUntilArchived(3000), "\(gateway.agent.stderr.suffix(2000))")
         #expect(try sqlite3(gateway.archive, "SELECT count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "3000|3000")
         #expect(gateway.agent.terminate() == 0)
         let status = try gateway.fixture.status()
@@ -213,8 +219,7 @@ import Glibc
         #expect(try Self.request("GET", gateway.base + "/nowhere").status == 404)
         #expect(try Self.request("GET", gateway.base + "/healthz").text == "ok\n")
         // Stored: B1, B5, B6, S1, S2 — each once, after the commit that preceded each 200.
-        let archived = eventually { (try? sqlite3(gateway.archive, "SELECT count(*) FROM WeatherSensor")) == "5" }
-        #expect(archived, "\(gateway.agent.stderr.suffix(2000))")
+        #expect(gateway.waitUntilArchived(5), "\(gateway.agent.stderr.suffix(2000))")
         #expect(try sqlite3(gateway.archive, "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)") == "B1,B5,B6,S1,S2")
         #expect(gateway.agent.terminate() == 0)
         let status = try gateway.fixture.status()
@@ -277,7 +282,6 @@ import Glibc
     }
 
     @Test func aTakenPortFailsTheStartWithTheAddress() throws {
-        let holder = try TemporaryDirectory()
         let first = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n")
         let agent = try RunningAgent(arguments: ["run", "--config", first.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
         var listen: String?
@@ -291,7 +295,6 @@ import Glibc
         #expect(result.status != 0)
         #expect(result.stderr.contains("Cannot listen on \(address): Address already in use"), "\(result.stderr.suffix(1000))")
         #expect(agent.terminate() == 0)
-        withExtendedLifetime(holder) {}
     }
 }
 

@@ -103,9 +103,9 @@ struct HTTPConnection {
         return .request(request)
     }
 
-    /// Writes `response`; false if the client is gone or too slow to read it.
-    func write(_ response: HTTPResponse, keepAlive: Bool) -> Bool {
-        send(response.serialized(keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
+    /// Writes `response` to `request`; false if the client is gone or too slow to read it.
+    func write(_ response: HTTPResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
+        send(response.serialized(for: request, keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
     }
 
     private func findHeadEnd(from start: Int) -> Int? {

@@ -39,6 +39,18 @@ struct HTTPRequest: Sendable {
 struct HTTPRequestError: Error, Sendable, Equatable {
     var status: Int
     var message: String
+
+    /// The `error` word of the JSON answer.
+    var code: String {
+        switch status {
+        case 408: "request_timeout"
+        case 411: "length_required"
+        case 413: "too_large"
+        case 431: "head_too_large"
+        case 505: "http_version"
+        default: "bad_request"
+        }
+    }
 }
 
 /// Parses the head of an HTTP/1.1 request (request line and headers, up to

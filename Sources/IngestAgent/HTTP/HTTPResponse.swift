@@ -14,14 +14,12 @@ struct HTTPResponse: Sendable {
 
     /// A JSON answer; `fields` are written in order (strings escaped).
     static func json(_ status: Int, _ fields: KeyValuePairs<String, JSONValue>, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        var body: [UInt8] = [UInt8(ascii: "{")]
-        for (i, (key, value)) in fields.enumerated() {
-            if i > 0 { body.append(UInt8(ascii: ",")) }
-            JSONWriter.appendString(key, to: &body)
-            body.append(UInt8(ascii: ":"))
-            value.write(to: &body)
-        }
-        body.append(UInt8(ascii: "}"))
+        json(status, object: fields.map { ($0.key, $0.value) }, headers: headers)
+    }
+
+    static func json(_ status: Int, object fields: [(String, JSONValue)], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        var body: [UInt8] = []
+        JSONValue.object(fields).write(to: &body)
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
@@ -30,14 +28,22 @@ struct HTTPResponse: Sendable {
         json(status, ["error": .string(code), "message": .string(message)], headers: headers)
     }
 
-    /// The bytes on the wire.
-    func serialized(keepAlive: Bool) -> [UInt8] {
+    /// The bytes on the wire, as the answer to `request` (nil: a request
+    /// refused before it was parsed). A HEAD answer has the length but no
+    /// body; 1xx and 204 have neither (RFC 9110 §8.6); an HTTP/1.0 client
+    /// that asked to keep the connection is told it is kept.
+    func serialized(for request: HTTPRequest?, keepAlive: Bool) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += "Content-Length: \(body.count)\r\n"
-        head += keepAlive ? "" : "Connection: close\r\n"
+        let bodyless = status < 200 || status == 204
+        if !bodyless { head += "Content-Length: \(body.count)\r\n" }
+        if !keepAlive {
+            head += "Connection: close\r\n"
+        } else if request?.isHTTP10 == true {
+            head += "Connection: keep-alive\r\n"
+        }
         head += "\r\n"
-        return Array(head.utf8) + body
+        return Array(head.utf8) + (bodyless || request?.method == "HEAD" ? [] : body)
     }
 
     static func reason(_ status: Int) -> String {

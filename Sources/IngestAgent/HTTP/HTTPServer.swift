@@ -138,12 +138,12 @@ final class HTTPServer: Sendable {
                     "Refused an HTTP request",
                     metadata: ["ingest.peer": "\(peer)", "http.status": "\(error.status)", "ingest.detail": "\(error.message)"]
                 )
-                _ = connection.write(.error(error.status, "bad_request", error.message), keepAlive: false)
+                _ = connection.write(.error(error.status, error.code, error.message), to: nil, keepAlive: false)
                 return
             case .request(let request):
                 let response = handler.respond(to: request, peer: peer)
                 let keepAlive = request.keepAlive && !stop.isStopped
-                guard connection.write(response, keepAlive: keepAlive), keepAlive else { return }
+                guard connection.write(response, to: request, keepAlive: keepAlive), keepAlive else { return }
             }
         }
     }
@@ -151,7 +151,7 @@ final class HTTPServer: Sendable {
     /// Over the connection limit: a short 503 without reading the request.
     private func refuseBusy(_ fd: Int32) {
         let bytes = HTTPResponse.error(503, "busy", "this server has \(maxConnections) connections open; try again", headers: [("Retry-After", "1")])
-            .serialized(keepAlive: false)
+            .serialized(for: nil, keepAlive: false)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         close(fd)
     }

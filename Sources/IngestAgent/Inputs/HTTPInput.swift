@@ -12,7 +12,7 @@ struct HTTPInput: Service {
     let server: HTTPServer
 
     /// Binds the listening socket and reads the account files and token key.
-    init(context: InputContext, schemaVersion: Int64, stateDirectory: String) throws {
+    init(context: InputContext, stateDirectory: String) throws {
         self.context = context
         let settings = context.settings.http!
         var accounts = ServerAccounts()
@@ -20,10 +20,7 @@ struct HTTPInput: Service {
         if let path = settings.apiKeysFile { accounts.apiKeys = try ServerAccounts.load(path: path, what: "API key", validName: ServerAccounts.isKeyName) }
         if let path = settings.usersFile { accounts.users = try ServerAccounts.load(path: path, what: "user", validName: ServerAccounts.isEmail) }
         let tokens = try TokenSigner.loadOrCreate(path: stateDirectory + "/server-token-key")
-        let handler = IngestServer(
-            settings: settings, inputName: context.settings.name, defaultType: context.settings.type, accounts: accounts, tokens: tokens, queue: context.queue, types: context.types,
-            schemaVersion: schemaVersion, counters: context.counters, committed: context.committed, logger: context.logger
-        )
+        let handler = IngestServer(context: context, accounts: accounts, tokens: tokens)
         server = try HTTPServer(
             address: settings.listen, limits: settings.limits, maxConnections: settings.maxConnections, handler: handler, logger: context.logger
         )

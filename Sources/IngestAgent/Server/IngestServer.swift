@@ -1,6 +1,5 @@
 import EdgeIngest
 import Logging
-import Synchronization
 
 /// The server side of docs/PROTOCOL.md, behind the HTTP input: logins,
 /// bearer checks, and batches validated, deduplicated by `_id` and
@@ -11,35 +10,24 @@ import Synchronization
 /// - `POST /auth/v1/apps/<app id>/login`, `/refresh`, `/logout`
 /// - `GET /healthz`: 200 while the agent runs.
 final class IngestServer: HTTPHandler {
+    let context: InputContext
     let settings: HTTPInputSettings
-    let inputName: String
-    /// The type of records whose batch names none (`EdgeIngest-Record-Type`) and that carry no `_type`.
-    let defaultType: String?
     let accounts: ServerAccounts
     let tokens: TokenSigner
-    let queue: DurableQueue
-    let schemaVersion: Int64
-    let counters: InputCounters
-    let committed: StopSignal?
-    let logger: Logger
-    private let types: [RecordType]
 
-    init(
-        settings: HTTPInputSettings, inputName: String, defaultType: String?, accounts: ServerAccounts, tokens: TokenSigner, queue: DurableQueue, types: [RecordType],
-        schemaVersion: Int64, counters: InputCounters, committed: StopSignal?, logger: Logger
-    ) {
-        self.settings = settings
-        self.inputName = inputName
-        self.defaultType = defaultType
+    init(context: InputContext, accounts: ServerAccounts, tokens: TokenSigner) {
+        self.context = context
+        settings = context.settings.http!
         self.accounts = accounts
         self.tokens = tokens
-        self.queue = queue
-        self.types = types
-        self.schemaVersion = schemaVersion
-        self.counters = counters
-        self.committed = committed
-        self.logger = logger
     }
+
+    private var inputName: String { context.settings.name }
+    private var counters: InputCounters { context.counters }
+    private var logger: Logger { context.logger }
+    private var queue: DurableQueue { context.queue }
+    /// Batches from clients with a newer schema version get a client reset.
+    private var schemaVersion: Int64 { context.queue.configuration.schemaVersion }
 
     func respond(to request: HTTPRequest, peer: String) -> HTTPResponse {
         let path = request.path.split(separator: "/", omittingEmptySubsequences: true)
@@ -181,8 +169,8 @@ final class IngestServer: HTTPHandler {
         case let other?:
             return .error(415, "unsupported_encoding", "Content-Encoding \(quoted(String(other.prefix(32)))) is not supported: send gzip or identity")
         }
-        var decoder = BatchDecoder(types: types, inputName: inputName)
-        let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? defaultType)
+        var decoder = BatchDecoder(types: context.types, inputName: inputName)
+        let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? context.settings.type)
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
@@ -230,15 +218,13 @@ final class IngestServer: HTTPHandler {
                 }
                 s.heartbeatAt = wallClockMilliseconds()
             }
-            if result.accepted > 0 { committed?.stop() }
+            if result.accepted > 0 { context.committed?.stop() }
             var fields: [(String, JSONValue)] = [("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates)))]
             if result.droppedIncoming > 0 { fields.append(("dropped", .int(Int64(result.droppedIncoming)))) }
             if !rejections.isEmpty {
                 fields.append(("rejected", .array(rejections.map { .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))]) })))
             }
-            var body: [UInt8] = []
-            JSONValue.object(fields).write(to: &body)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return .json(200, object: fields)
         }
     }
 
