@@ -136,6 +136,28 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == [a, b, a, b].map(\.jsonString))
     }
 
+    /// When the current generation started is in the file from the first
+    /// use: an agent restarted more often than the window still rotates,
+    /// so the tables stay bounded and old ids are forgotten.
+    @Test func restartsMoreFrequentThanTheWindowStillRotate() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(11)
+        let window = receipt(window: 40)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive([records[0]], receipt: window) == stored(1))
+            queue.close()
+        }
+        for i in 1...10 {  // ~150 ms: several windows, each life shorter than one
+            usleep(15_000)
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive([records[i]], receipt: window) == stored(1))
+            queue.close()
+        }
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(try queue.receive([records[0]], receipt: window) == stored(1))  // forgotten after two rotations
+    }
+
     /// The current generation and when it started are stored in the file:
     /// after reopening, the next rotation empties the older generation (a's),
     /// not the one filled last (b's).

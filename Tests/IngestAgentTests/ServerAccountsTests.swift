@@ -55,6 +55,26 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         #expect(keys["gw_2"]?.verify("password") == true)
     }
 
+    @Test func anAPIKeysFileTakesSHA256HashesOnly() throws {
+        let dir = try TemporaryDirectory()
+        let fast = try accountsFile(dir, "gateway-17 sha256$\(passwordSHA256)\n", name: "fast")
+        #expect(try ServerAccounts.loadAPIKeys(path: fast) == ["gateway-17": .sha256(bytes(passwordSHA256))])
+        let slow = try accountsFile(dir, "gateway-17 sha256$\(passwordSHA256)\ngw_2 \(passwordPBKDF2)\n", name: "slow")
+        #expect(throws: AgentError.self) { try ServerAccounts.loadAPIKeys(path: slow) }
+    }
+
+    @Test func aUsersFileComparesEmailsWithoutCase() throws {
+        let dir = try TemporaryDirectory()
+        let path = try accountsFile(dir, "Ops@Example.com \(passwordPBKDF2)\n", name: "users")
+        var accounts = ServerAccounts()
+        accounts.users = try ServerAccounts.loadUsers(path: path)
+        #expect(accounts.userID(email: "ops@EXAMPLE.com", password: "password") == ServerAccounts.userID(email: "ops@example.com"))
+        #expect(accounts.userID(email: "ops@example.com", password: "wrong") == nil)
+        #expect(accounts.exists(userID: ServerAccounts.userID(email: "OPS@example.com")))
+        let twice = try accountsFile(dir, "ops@example.com \(passwordPBKDF2)\nOPS@example.com \(passwordPBKDF2)\n", name: "twice")
+        #expect(throws: AgentError.self) { try ServerAccounts.loadUsers(path: twice) }
+    }
+
     @Test func anEmptyFileHasNoAccounts() throws {
         let dir = try TemporaryDirectory()
         #expect(try ServerAccounts.load(path: try accountsFile(dir, ""), what: "api key", validName: ServerAccounts.isKeyName).isEmpty)

@@ -40,7 +40,6 @@ extension DurableQueue {
         while true {
             switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters) {
             case .done(let result): return result
-            case .staleSession: preconditionFailure("no receipt, no session check")
             case .wait(let generation):
                 if !waited {
                     waited = true
@@ -54,9 +53,6 @@ extension DurableQueue {
     enum AppendAttempt {
         case done(AppendResult)
         case wait(UInt64)
-        /// A received batch's session is older than one already seen
-        /// (see ``DurableQueue/receive(_:receipt:counters:)``).
-        case staleSession(seenEpoch: Int64)
     }
 
     func appendNow(
@@ -79,23 +75,19 @@ extension DurableQueue {
             let now = wallClockMilliseconds()
             var batch = batch
             var sizes = sizes
+            var counters = counters
             var duplicates = 0
-            if let receipt {
-                let received = try store.receivedIDs(now: now)
-                if let session = receipt.session, let seen = try received.epoch(of: session.nonce), seen > session.epoch {
-                    return .staleSession(seenEpoch: seen)
-                }
-                if receipt.dedupWindowMilliseconds > 0 {
-                    // Received before, or earlier in this same batch.
-                    var inBatch = Set<IDKey>()
-                    let repeated = try batch.indices { ids, offset in
-                        try !inBatch.insert(IDKey(ids, at: offset)).inserted || received.contains(ids, at: offset)
-                    }
-                    if !repeated.isEmpty {
-                        duplicates = repeated.count
-                        batch = batch.removing(repeated)
-                        sizes = batch.recordSizes
-                    }
+            // Records received from another client: refused for a stale
+            // session (throws StaleSession), re-sent ones left out.
+            let received = try receipt.map { _ in try store.receivedIDs(now: now) }
+            if let receipt, let received {
+                let repeated = try received.repeated(in: batch, receipt: receipt)
+                if !repeated.isEmpty {
+                    duplicates = repeated.count
+                    batch = batch.removing(repeated)
+                    sizes = batch.recordSizes
+                    // Persistent, with the records: how often clients re-sent what was stored.
+                    counters["received.duplicates", default: 0] += Int64(duplicates)
                 }
             }
             let leaseEnd = state.lease?.lastSegmentID ?? 0
@@ -109,7 +101,6 @@ extension DurableQueue {
             let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
             let accepted = plan.acceptTo - plan.acceptFrom
             let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
-            let received = receipt == nil ? nil : try store.receivedIDs(now: now)
             // One transaction: the records, the counters, the received ids and session.
             func commit() throws {
                 for id in plan.dropSegments { try store.delete(segment: id) }
@@ -121,15 +112,7 @@ extension DurableQueue {
                 try store.add(counter: "appended_total", Int64(accepted))
                 for position in positions { try store.set(position: position, at: now) }
                 for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
-                if let receipt, let received {
-                    if let session = receipt.session { try received.recordSession(session.nonce, epoch: session.epoch, now: now) }
-                    // Persistent, with the records: how often clients re-sent what was stored.
-                    if duplicates > 0 { try store.add(counter: "app.received.duplicates", Int64(duplicates)) }
-                    if receipt.dedupWindowMilliseconds > 0 {
-                        try received.rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
-                        for run in kept { try run.ids.withUnsafeBytes { try received.record($0) } }
-                    }
-                }
+                if let receipt, let received { try received.remember(kept, receipt: receipt, now: now) }
             }
             do {
                 try store.db.transaction { try commit() }
@@ -139,7 +122,6 @@ extension DurableQueue {
                 throw error
             }
             for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
-            if duplicates > 0 { state.counters["app.received.duplicates", default: 0] += Int64(duplicates) }
             state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
             state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
             state.counters["appended_total", default: 0] += Int64(accepted)
@@ -216,20 +198,9 @@ extension DurableQueue {
         while true {
             switch try appendNow(batch, sizes: sizes, positions: [], counters: [:]) {
             case .done(let result): return result
-            case .staleSession: preconditionFailure("no receipt, no session check")
             case .wait: usleep(10_000)
             }
         }
     }
 }
 
-/// A 12-byte `_id` as a set key.
-struct IDKey: Hashable {
-    let high: UInt64
-    let low: UInt32
-
-    init(_ ids: UnsafeRawBufferPointer, at offset: Int) {
-        high = ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-        low = ids.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
-    }
-}

@@ -37,10 +37,13 @@ extension DurableQueue {
     ///   (``EdgeIngestError/Code/queueFull`` when the batch can never fit).
     package func receive(_ records: [Record], receipt: Receipt, counters: [String: Int64] = [:]) throws -> ReceiveOutcome {
         let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
-        switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
-        case .done(let result): return .stored(result)
-        case .wait: return .queueFull
-        case .staleSession(let seen): return .staleSession(seenEpoch: seen)
+        do {
+            switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
+            case .done(let result): return .stored(result)
+            case .wait: return .queueFull
+            }
+        } catch let stale as StaleSession {
+            return .staleSession(seenEpoch: stale.seenEpoch)
         }
     }
 }

@@ -19,7 +19,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
 
     func receivedIDs(now: Int64) throws -> ReceivedIDs {
         if let received { return received }
-        let opened = try ReceivedIDs(db: db, now: now)
+        let opened = try ReceivedIDs(store: self, now: now)
         received = opened
         return opened
     }

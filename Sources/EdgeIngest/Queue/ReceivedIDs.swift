@@ -11,18 +11,26 @@
 ///
 /// The tables are created when first used: queues of agents that never
 /// receive over HTTP do not have them, and older versions ignore them.
-/// Used only under the queue's lock, inside its transaction.
+/// Used only under the queue's lock; ``remember(_:receipt:now:)`` inside the
+/// append's transaction, then ``didCommit()`` or ``didRollBack()``.
 final class ReceivedIDs {
-    private let db: SQLiteConnection
+    private unowned let store: QueueStore
     private var current: Int64
+    /// When the current generation started; in the file from the first use,
+    /// so restarts more frequent than the window still rotate.
     private var since: Int64
-    private var insert: [SQLiteStatement] = []
-    private var lookup: [SQLiteStatement] = []
+    /// A rotation written in the open transaction, applied to `current` and
+    /// `since` only once that transaction commits: after a rollback, memory
+    /// and file still agree.
+    private var pending: (current: Int64, since: Int64)?
+    private let insert: [SQLiteStatement]
+    private let lookup: SQLiteStatement
     private let selectSession: SQLiteStatement
     private let upsertSession: SQLiteStatement
 
-    init(db: SQLiteConnection, now: Int64) throws {
-        self.db = db
+    init(store: QueueStore, now: Int64) throws {
+        self.store = store
+        let db = store.db
         try db.execute(
             """
             CREATE TABLE IF NOT EXISTS received_ids_0(id BLOB PRIMARY KEY) WITHOUT ROWID;
@@ -30,44 +38,59 @@ final class ReceivedIDs {
             CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
             """
         )
-        for generation in 0..<2 {
-            insert.append(try db.prepare("INSERT OR IGNORE INTO received_ids_\(generation)(id) VALUES(?1)"))
-            lookup.append(try db.prepare("SELECT 1 FROM received_ids_\(generation) WHERE id = ?1"))
-        }
+        insert = try (0..<2).map { try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id) VALUES(?1)") }
+        lookup = try db.prepare("SELECT 1 FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT 1 FROM received_ids_1 WHERE id = ?1 LIMIT 1")
         selectSession = try db.prepare("SELECT epoch FROM received_sessions WHERE nonce = ?1")
         upsertSession = try db.prepare(
             "INSERT INTO received_sessions(nonce, epoch, seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(nonce) DO UPDATE SET epoch = max(epoch, excluded.epoch), seen_at = excluded.seen_at"
         )
-        let metaGeneration = try db.prepare("SELECT value FROM meta WHERE key = ?1")
-        metaGeneration.bind(1, "received.generation")
-        current = try metaGeneration.step() ? metaGeneration.int64(0) & 1 : 0
-        metaGeneration.reset()
-        metaGeneration.bind(1, "received.since")
-        since = try metaGeneration.step() ? metaGeneration.int64(0) : now
-        metaGeneration.reset()
+        current = try store.meta("received.generation").map { $0 & 1 } ?? 0
+        if let started = try store.meta("received.since") {
+            since = started
+        } else {
+            try store.setMeta("received.since", now)
+            since = now
+        }
     }
 
-    /// A rotation written in the open transaction, applied to `current`
-    /// and `since` only once that transaction commits (``didCommit()``):
-    /// after a rollback, memory and file still agree.
-    private var pending: (current: Int64, since: Int64)?
-
-    /// Starts a new generation if the current one is `windowMilliseconds`
-    /// old. Call inside the transaction that records ids, then
-    /// ``didCommit()`` or ``didRollBack()``.
-    func rotateIfDue(now: Int64, windowMilliseconds: Int64) throws {
-        if now < since {
-            // The wall clock went back: restart the window, forget nothing.
-            try setMeta("received.since", now)
-            pending = (current, now)
-            return
+    /// Indices of the records of `batch` already received (or repeated
+    /// within it), none when the receipt turns deduplication off.
+    /// - Throws: ``StaleSession`` when the receipt's session epoch is older
+    ///   than one seen before from the same client.
+    func repeated(in batch: EncodedBatch, receipt: Receipt) throws -> [Int] {
+        if let session = receipt.session, let seen = try epoch(of: session.nonce), seen > session.epoch {
+            throw StaleSession(seenEpoch: seen)
         }
-        guard now - since >= windowMilliseconds else { return }
-        let next = 1 - current
-        try db.execute("DELETE FROM received_ids_\(next)")
-        try setMeta("received.generation", next)
-        try setMeta("received.since", now)
-        pending = (next, now)
+        guard receipt.dedupWindowMilliseconds > 0 else { return [] }
+        var inBatch = Set<ObjectId>()
+        return try batch.indices { ids, offset in
+            let id = UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12])
+            return try !inBatch.insert(ObjectId(unsafeBytes: id)).inserted || contains(id)
+        }
+    }
+
+    /// Records the session and the ids of the stored runs, rotating the
+    /// generations when due. Inside the append's transaction.
+    func remember(_ runs: [EncodedBatch.Run], receipt: Receipt, now: Int64) throws {
+        if let session = receipt.session {
+            upsertSession.bind(1, session.nonce)
+            upsertSession.bind(2, session.epoch)
+            upsertSession.bind(3, now)
+            try upsertSession.run()
+        }
+        guard receipt.dedupWindowMilliseconds > 0 else { return }
+        try rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
+        let statement = insert[Int(pending?.current ?? current)]
+        for run in runs {
+            try run.ids.withUnsafeBytes { ids in
+                var offset = 0
+                while offset + 12 <= ids.count {
+                    statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12]))
+                    try statement.run()
+                    offset += 12
+                }
+            }
+        }
     }
 
     func didCommit() {
@@ -79,46 +102,37 @@ final class ReceivedIDs {
         pending = nil
     }
 
-    /// Whether the 12-byte id at `offset` of `ids` was received before.
-    func contains(_ ids: UnsafeRawBufferPointer, at offset: Int) throws -> Bool {
-        let id = UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12])
-        for statement in lookup {
-            statement.bind(1, blob: id)
-            defer { statement.reset() }
-            if try statement.step() { return true }
+    private func rotateIfDue(now: Int64, windowMilliseconds: Int64) throws {
+        if now < since {
+            // The wall clock went back: restart the window, forget nothing.
+            try store.setMeta("received.since", now)
+            pending = (current, now)
+            return
         }
-        return false
+        guard now - since >= windowMilliseconds else { return }
+        let next = 1 - current
+        try store.db.execute("DELETE FROM received_ids_\(next)")
+        try store.setMeta("received.generation", next)
+        try store.setMeta("received.since", now)
+        pending = (next, now)
     }
 
-    /// Remembers every id of `ids` (12 bytes each) in the current generation.
-    func record(_ ids: UnsafeRawBufferPointer) throws {
-        let statement = insert[Int(pending?.current ?? current)]
-        var offset = 0
-        while offset + 12 <= ids.count {
-            statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12]))
-            try statement.run()
-            offset += 12
-        }
+    /// Whether a 12-byte id is in either generation.
+    private func contains(_ id: UnsafeRawBufferPointer) throws -> Bool {
+        lookup.bind(1, blob: id)
+        defer { lookup.reset() }
+        return try lookup.step()
     }
 
-    /// The highest epoch seen for a client's session nonce, if any.
-    func epoch(of nonce: String) throws -> Int64? {
+    private func epoch(of nonce: String) throws -> Int64? {
         selectSession.bind(1, nonce)
         defer { selectSession.reset() }
         return try selectSession.step() ? selectSession.int64(0) : nil
     }
+}
 
-    func recordSession(_ nonce: String, epoch: Int64, now: Int64) throws {
-        upsertSession.bind(1, nonce)
-        upsertSession.bind(2, epoch)
-        upsertSession.bind(3, now)
-        try upsertSession.run()
-    }
-
-    private func setMeta(_ key: String, _ value: Int64) throws {
-        let stmt = try db.prepare("INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-        stmt.bind(1, key)
-        stmt.bind(2, value)
-        try stmt.run()
-    }
+/// A received batch's session epoch is older than one already seen from
+/// the same client: nothing is stored; the client must reset.
+package struct StaleSession: Error {
+    package let seenEpoch: Int64
 }

@@ -17,8 +17,8 @@ struct HTTPInput: Service {
         let settings = context.settings.http!
         var accounts = ServerAccounts()
         accounts.anonymous = settings.anonymous
-        if let path = settings.apiKeysFile { accounts.apiKeys = try ServerAccounts.load(path: path, what: "API key", validName: ServerAccounts.isKeyName) }
-        if let path = settings.usersFile { accounts.users = try ServerAccounts.load(path: path, what: "user", validName: ServerAccounts.isEmail) }
+        if let path = settings.apiKeysFile { accounts.apiKeys = try ServerAccounts.loadAPIKeys(path: path) }
+        if let path = settings.usersFile { accounts.users = try ServerAccounts.loadUsers(path: path) }
         let tokens = try TokenSigner.loadOrCreate(path: stateDirectory + "/server-token-key")
         let handler = IngestServer(context: context, accounts: accounts, tokens: tokens)
         server = try HTTPServer(

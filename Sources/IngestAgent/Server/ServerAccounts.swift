@@ -15,17 +15,46 @@ import EdgeIngest
 /// ```
 struct ServerAccounts: Sendable {
     var anonymous = false
-    /// API key name → hash.
-    var apiKeys: [String: SecretHash] = [:]
-    /// Email → hash.
-    var users: [String: SecretHash] = [:]
+    /// API key name → hash (SHA-256: checked on every batch when a key is a
+    /// static token, so it must be one lookup, not one hash per key).
+    var apiKeys: [String: SecretHash] = [:] {
+        didSet {
+            keyNameByDigest = [:]
+            for (name, hash) in apiKeys { if case .sha256(let digest) = hash { keyNameByDigest[digest] = name } }
+        }
+    }
+    /// Email (lower case) → hash.
+    var users: [String: SecretHash] = [:] {
+        didSet { userIDs = Set(users.keys.map(ServerAccounts.userID(email:))) }
+    }
+    private var keyNameByDigest: [[UInt8]: String] = [:]
+    private var userIDs: Set<String> = []
 
     /// Whether batches need a bearer token at all.
     var requiresAuthentication: Bool { anonymous || !apiKeys.isEmpty || !users.isEmpty }
 
+    /// Reads an `api_keys_file`: SHA-256 hashes only (a PBKDF2 hash per key
+    /// would make every login and every static-token batch cost one PBKDF2
+    /// per listed key).
+    static func loadAPIKeys(path: String) throws -> [String: SecretHash] {
+        let keys = try load(path: path, what: "API key", validName: isKeyName)
+        if let slow = keys.first(where: { !$0.value.isFast }) {
+            throw AgentError("\(path): the key \(quoted(slow.key)) has a password hash; API keys take 'sha256$…' (`ingestd hash-secret --api-key`).")
+        }
+        return keys
+    }
+
+    /// Reads a `users_file`. Emails are compared without case, so two lines
+    /// for the same address in different case are refused.
+    static func loadUsers(path: String) throws -> [String: SecretHash] {
+        try load(path: path, what: "user", validName: isEmail, normalize: { $0.lowercased() })
+    }
+
     /// Reads an accounts file: `name hash` per line. Errors name the file
     /// and line, never the hash.
-    static func load(path: String, what: String, validName: (Substring) -> Bool) throws -> [String: SecretHash] {
+    static func load(
+        path: String, what: String, validName: (Substring) -> Bool, normalize: (Substring) -> String = { String($0) }
+    ) throws -> [String: SecretHash] {
         guard let text = readTextFile(path) else {
             throw AgentError("Cannot read the \(what) file '\(path)': it must exist and be readable by the agent.")
         }
@@ -44,7 +73,7 @@ struct ServerAccounts: Sendable {
             guard let hash = SecretHash(parts[1]) else {
                 throw AgentError("\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`).")
             }
-            guard out.updateValue(hash, forKey: String(parts[0])) == nil else {
+            guard out.updateValue(hash, forKey: normalize(parts[0])) == nil else {
                 throw AgentError("\(path):\(index + 1): \(quoted(String(parts[0]))) is listed twice.")
             }
         }
@@ -61,9 +90,15 @@ struct ServerAccounts: Sendable {
         name.contains("@") && name.utf8.count <= 254 && !name.contains(" ")
     }
 
-    /// The API key whose hash matches `key`, if any.
+    /// The API key whose hash matches `key`, if any: one SHA-256 and one lookup.
     func apiKeyName(for key: String) -> String? {
-        apiKeys.first { $0.value.verify(key) }?.key
+        keyNameByDigest[Secrets.sha256(Array(key.utf8))]
+    }
+
+    /// The user id of the email account whose password is `password`, if any.
+    func userID(email: String, password: String) -> String? {
+        guard let hash = users[email.lowercased()], hash.verify(password) else { return nil }
+        return ServerAccounts.userID(email: email)
     }
 
     /// The stable user id of an email account (the same on every login).
@@ -76,7 +111,7 @@ struct ServerAccounts: Sendable {
     func exists(userID: String) -> Bool {
         if userID.hasPrefix("anon-") { return anonymous }
         if userID.hasPrefix("key-") { return apiKeys[String(userID.dropFirst(4))] != nil }
-        if userID.hasPrefix("user-") { return users.keys.contains { ServerAccounts.userID(email: $0) == userID } }
+        if userID.hasPrefix("user-") { return userIDs.contains(userID) }
         return false
     }
 }
