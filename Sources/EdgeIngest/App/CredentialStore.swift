@@ -42,32 +42,8 @@ struct CredentialStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = try encoder.encode(contents)
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw EdgeIngestError(.storage, "Cannot write the credential cache '\(temporary)': \(errnoText()).")
-        }
-        let written = data.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written, synced, rename(temporary, path) == 0 else {
-            let reason = errnoText()
-            unlink(temporary)
+        if let reason = writeFileAtomically(path, Array(data), durable: true) {
             throw EdgeIngestError(.storage, "Cannot write the credential cache '\(path)': \(reason).")
-        }
-        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            fsync(dir)
-            close(dir)
         }
     }
 }

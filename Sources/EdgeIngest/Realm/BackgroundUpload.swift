@@ -20,22 +20,14 @@ final class BackgroundUpload: Sendable {
         self.uploader = uploader
         self.app = user.app
         resumer = user.app.addResumer(userID: user.id) { [uploader] in uploader.resume() }
-        let box = Unmanaged.passRetained(ThreadBody { [uploader, stop, wake] in
+        let handle = BlockingThread.start { [uploader, stop, wake] in
             do {
                 try uploader.run(stop: stop, wake: wake)
             } catch {
                 uploader.logger.error("The background upload stopped", metadata: ["error": "\(error)"])
             }
-        })
-        var handle = pthread_t()
-        if pthread_create(&handle, nil, { raw in
-            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box.toOpaque()) == 0 {
-            thread.withLock { $0 = handle }
-        } else {
-            box.release()
         }
+        thread.withLock { $0 = handle }
     }
 
     deinit {
@@ -44,10 +36,6 @@ final class BackgroundUpload: Sendable {
         if let handle = thread.withLock({ $0 }) { pthread_join(handle, nil) }
     }
 
-    private final class ThreadBody {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
 
     /// One background upload per queue in the process.
     static let registry = Mutex<[ObjectIdentifier: WeakUpload]>([:])

@@ -12,25 +12,39 @@ package enum BlockingThread {
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
+    /// Starts `body` on a new joinable thread; nil if no thread could be made.
+    package static func start(_ body: @escaping () -> Void) -> pthread_t? {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return nil
+        }
+        return thread
+    }
+
+    /// Starts `body` on a new detached thread; false if no thread could be made.
+    package static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let thread = start(body) else { return false }
+        pthread_detach(thread)
+        return true
+    }
+
     /// Runs `body` on a new thread and returns when it has finished.
     package static func run(_ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let box = Box {
+            let started = detach {
                 body()
                 continuation.resume()
             }
-            var thread = pthread_t()
-            let context = Unmanaged.passRetained(box).toOpaque()
-            let rc = pthread_create(&thread, nil, { raw in
-                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-                box.body()
-                return nil
-            }, context)
-            if rc != 0 {
+            if !started {
                 // No thread: run inline rather than lose the input.
-                Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-            } else {
-                pthread_detach(thread)
+                body()
+                continuation.resume()
             }
         }
     }

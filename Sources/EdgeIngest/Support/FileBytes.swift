@@ -21,3 +21,40 @@ package func readFileBytes(_ path: String) -> [UInt8]? {
     }
     return bytes
 }
+
+/// Replaces `path` with `bytes` atomically (a temporary file renamed over
+/// it, mode `mode`): readers see the old or the new file, never a part.
+/// With `durable`, the data and the rename are fsynced (credentials, keys);
+/// without, a crash may leave the old file (the status file, rewritten
+/// every second). Returns nil, or why it failed (the temporary is removed).
+package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600, durable: Bool) -> String? {
+    let temporary = path + ".tmp"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+    guard fd >= 0 else { return String(cString: strerror(errno)) }
+    let written = bytes.withUnsafeBytes { buffer -> Bool in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+    let synced = !durable || fsync(fd) == 0
+    close(fd)
+    guard written, synced, rename(temporary, path) == 0 else {
+        let reason = String(cString: strerror(errno))
+        unlink(temporary)
+        return reason
+    }
+    if durable {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let dir = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            fsync(dir)
+            close(dir)
+        }
+    }
+    return nil
+}

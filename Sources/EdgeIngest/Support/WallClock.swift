@@ -18,6 +18,13 @@ package func monotonicSeconds() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
+/// Milliseconds on the monotonic clock (for deadlines).
+package func monotonicMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000
+}
+
 /// Now as `2026-11-21T11:41:55.120Z`.
 package func isoNow() -> String { isoTime(milliseconds: wallClockMilliseconds()) }
 

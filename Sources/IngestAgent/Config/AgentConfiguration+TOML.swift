@@ -351,20 +351,9 @@ struct ConfigurationDecoder {
         if bytes.count == 64 { return bytes }
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 { text.removeLast() }
-        if text.count == 128, let key = Self.hexBytes(text) { return key }
+        if text.count == 128, let key = Secrets.bytes(hex: Substring(decoding: text, as: UTF8.self)) { return key }
         problem(value, "queue.encryption_key_file", "'\(path)' must hold exactly 64 bytes, or 128 hexadecimal digits (make one with: head -c 64 /dev/urandom > FILE); it holds \(bytes.count) bytes")
         return nil
-    }
-
-    /// `0a1B…` → bytes, or nil if a character is not a hexadecimal digit.
-    static func hexBytes(_ text: [UInt8]) -> [UInt8]? {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: text.count - 1, by: 2) {
-            guard let hi = digits.firstIndex(of: text[i] | 0x20), let lo = digits.firstIndex(of: text[i + 1] | 0x20) else { return nil }
-            out.append(UInt8(hi << 4 | lo))
-        }
-        return out
     }
 
     /// The entries of an array of tables (`[[name]]`): each table with its

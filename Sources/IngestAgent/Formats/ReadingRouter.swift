@@ -5,19 +5,26 @@ import EdgeIngest
 
 /// Turns a parsed line into a ``Record`` of the right type: the reading's
 /// own `_type`, else the input's configured type.
-struct ReadingRouter {
+struct ReadingRouter: Sendable {
     let typesByName: [String: RecordType]
     let defaultType: RecordType?
     let inputName: String
     /// Readings without `_id` are rejected (records received from another
     /// client: a generated id would defeat deduplication of re-sends).
     var requireID = false
-    private var hints: [String: Int] = [:]
+    /// A default type name that is not declared, and where it came from
+    /// (e.g. "the batch's EdgeIngest-Record-Type"): readings without their
+    /// own `_type` are rejected as `unknown_type`, naming it.
+    private let undeclaredDefault: (name: String, origin: String)?
 
-    init(types: [RecordType], defaultType: String?, inputName: String) {
+    /// - Parameter defaultTypeOrigin: what named `defaultType`, for the
+    ///   message when it is not declared.
+    init(types: [RecordType], defaultType: String?, inputName: String, defaultTypeOrigin: String = "the input's type") {
         typesByName = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
-        self.defaultType = defaultType.flatMap { name in types.first { $0.name == name } }
+        let declared = defaultType.flatMap { name in types.first { $0.name == name } }
+        self.defaultType = declared
         self.inputName = inputName
+        undeclaredDefault = declared == nil ? defaultType.map { ($0, defaultTypeOrigin) } : nil
     }
 
     private static let typeKey = Array("_type".utf8)
@@ -44,6 +51,12 @@ struct ReadingRouter {
             type = named
         }
         guard let type else {
+            if let (name, origin) = undeclaredDefault {
+                throw LineRejection(
+                    reason: ValidationFailure.Reason.unknownType.description,
+                    message: "\(origin) \(quoted(name)) is not declared here (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
+                )
+            }
             throw LineRejection(
                 reason: "missing_type",
                 message: "the reading has no '_type' and input '\(inputName)' has no type configured"

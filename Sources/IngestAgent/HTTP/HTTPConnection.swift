@@ -26,6 +26,8 @@ struct HTTPConnection {
     let limits: HTTPLimits
     let stop: StopSignal
     private var buffer: [UInt8] = []
+    /// Where `recv` writes, reused for every read of the connection.
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
 
     init(fd: Int32, limits: HTTPLimits, stop: StopSignal) {
         self.fd = fd
@@ -42,8 +44,8 @@ struct HTTPConnection {
         case refused(HTTPRequestError)
     }
 
-    /// Reads the next request. `onContinue` is called when the client waits
-    /// for `100 Continue` and the announced body is acceptable.
+    /// Reads the next request, answering `100 Continue` when the client
+    /// waits for it and the announced body is acceptable.
     mutating func readRequest() -> ReadOutcome {
         // Idle wait for the first byte of the next request.
         if buffer.isEmpty {
@@ -128,7 +130,6 @@ struct HTTPConnection {
         case .timeout: return .timeout
         case .readable: break
         }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n < 0 { return errno == EINTR || errno == EAGAIN ? .ok : .eof }
         if n == 0 { return .eof }
@@ -156,11 +157,4 @@ struct HTTPConnection {
         }
         return true
     }
-}
-
-/// Milliseconds of the monotonic clock.
-func monotonicMilliseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }

@@ -127,9 +127,11 @@ enum HTTPHeadParser {
     static func isTokenByte(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: Array("!#$%&'*+-.^_`|~".utf8).contains(c)
+        default: tokenPunctuation.contains(c)
         }
     }
+
+    private static let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
 }
 
 extension StringProtocol {

@@ -111,7 +111,7 @@ final class HTTPServer: Sendable {
                 continue
             }
             finished.enter()
-            let started = detachThread { [self] in
+            let started = BlockingThread.detach { [self] in
                 serveConnection(fd, peer: peer, stop: stop)
                 active.withLock { $0 -= 1 }
                 finished.leave()
@@ -191,24 +191,4 @@ final class HTTPServer: Sendable {
         let s = String(cString: service)
         return h.contains(":") ? "[\(h)]:\(s)" : "\(h):\(s)"
     }
-}
-
-/// Starts `body` on a new detached thread; false if no thread could be made.
-func detachThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, context)
-    guard rc == 0 else {
-        Unmanaged<Box>.fromOpaque(context).release()
-        return false
-    }
-    pthread_detach(thread)
-    return true
 }

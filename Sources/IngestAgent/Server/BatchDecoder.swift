@@ -3,33 +3,39 @@ import EdgeIngest
 /// Turns the NDJSON body of a batch into records of the declared types and
 /// per-record rejections, indexed by line as docs/PROTOCOL.md says (the
 /// client dead-letters exactly those records).
-struct BatchDecoder {
+struct BatchDecoder: Sendable {
     struct Rejection: Sendable, Equatable {
         var index: Int
         var reason: String
         var message: String
     }
 
-    private var parser = NDJSONParser()
-    private var parsed = ParsedLine()
-    private var routers: [String: ReadingRouter] = [:]
+    /// One router per declared type (the batch's `EdgeIngest-Record-Type`)
+    /// and one for batches that name none, made once.
+    private let routers: [String: ReadingRouter]
     let types: [RecordType]
     let inputName: String
 
     init(types: [RecordType], inputName: String) {
         self.types = types
         self.inputName = inputName
+        routers = Dictionary(uniqueKeysWithValues: ([nil] + types.map(\.name)).map { ($0 ?? "", BatchDecoder.router(types, $0, inputName)) })
+    }
+
+    private static func router(_ types: [RecordType], _ recordType: String?, _ inputName: String) -> ReadingRouter {
+        var router = ReadingRouter(
+            types: types, defaultType: recordType, inputName: inputName, defaultTypeOrigin: "the batch's EdgeIngest-Record-Type"
+        )
+        router.requireID = true
+        return router
     }
 
     /// Decodes `body`; `recordType` is the batch's `EdgeIngest-Record-Type`
     /// (a record's own `_type` wins).
-    mutating func decode(_ body: [UInt8], recordType: String?) -> (records: [Record], rejections: [Rejection]) {
-        var router = routers[recordType ?? ""] ?? {
-            var made = ReadingRouter(types: types, defaultType: recordType, inputName: inputName)
-            made.requireID = true
-            return made
-        }()
-        defer { routers[recordType ?? ""] = router }
+    func decode(_ body: [UInt8], recordType: String?) -> (records: [Record], rejections: [Rejection]) {
+        let router = routers[recordType ?? ""] ?? BatchDecoder.router(types, recordType, inputName)
+        var parser = NDJSONParser()
+        var parsed = ParsedLine()
         var records: [Record] = []
         var rejections: [Rejection] = []
         var index = 0
@@ -47,15 +53,7 @@ struct BatchDecoder {
                     try parser.parse(line, into: &parsed)
                     records.append(try router.route(parsed))
                 } catch {
-                    if error.reason == "missing_type", let recordType, !types.contains(where: { $0.name == recordType }) {
-                        let declared = types.map(\.name).joined(separator: ", ")
-                        rejections.append(Rejection(
-                            index: index, reason: "unknown_type",
-                            message: "the batch's EdgeIngest-Record-Type \(quoted(recordType)) is not declared here (declared: \(declared))"
-                        ))
-                    } else {
-                        rejections.append(Rejection(index: index, reason: error.reason, message: error.message))
-                    }
+                    rejections.append(Rejection(index: index, reason: error.reason, message: error.message))
                 }
                 index += 1
                 start = end + 1

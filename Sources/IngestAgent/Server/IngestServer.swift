@@ -14,10 +14,12 @@ final class IngestServer: HTTPHandler {
     let settings: HTTPInputSettings
     let accounts: ServerAccounts
     let tokens: TokenSigner
+    let decoder: BatchDecoder
 
     init(context: InputContext, accounts: ServerAccounts, tokens: TokenSigner) {
         self.context = context
         settings = context.settings.http!
+        decoder = BatchDecoder(types: context.types, inputName: context.settings.name)
         self.accounts = accounts
         self.tokens = tokens
     }
@@ -163,7 +165,6 @@ final class IngestServer: HTTPHandler {
         case let other?:
             return .error(415, "unsupported_encoding", "Content-Encoding \(quoted(String(other.prefix(32)))) is not supported: send gzip or identity")
         }
-        var decoder = BatchDecoder(types: context.types, inputName: inputName)
         let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? context.settings.type)
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome

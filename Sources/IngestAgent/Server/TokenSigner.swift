@@ -25,14 +25,8 @@ struct TokenSigner: Sendable {
     static func loadOrCreate(path: String) throws -> TokenSigner {
         if let existing = readFileBytes(path), existing.count == 32 { return TokenSigner(key: existing) }
         let key = Secrets.randomBytes(32)
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AgentError("Cannot create the token key '\(path)': \(String(cString: strerror(errno))).") }
-        let written = key.withUnsafeBytes { write(fd, $0.baseAddress, 32) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == 32, synced, rename(temporary, path) == 0 else {
-            throw AgentError("Cannot write the token key '\(path)': \(String(cString: strerror(errno))).")
+        if let reason = writeFileAtomically(path, key, durable: true) {
+            throw AgentError("Cannot create the token key '\(path)': \(reason).")
         }
         return TokenSigner(key: key)
     }

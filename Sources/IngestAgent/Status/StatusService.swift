@@ -137,13 +137,8 @@ struct StatusService: Service {
 
     func writeStatus(_ status: AgentStatus) {
         guard let text = try? status.json() else { return }
-        let temporary = statusPath + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        var bytes = Array((text + "\n").utf8)
-        _ = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        rename(temporary, statusPath)
+        // Not durable: rewritten every second; a crash leaves the previous one.
+        _ = writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
     }
 
     func logStats(_ status: AgentStatus) {
