@@ -169,6 +169,7 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         let second = try decode(body)
         #expect(first.records.isEmpty, "accepted with the generated id \(first.records.map(\.id.hexString))")
         #expect(first.rejections.map(\.index) == [0])
+        #expect(first.rejections.map(\.reason) == ["missing_id"])
         #expect(first.records.map(\.id) == second.records.map(\.id), "the same line decoded twice got different ids")
     }
 
@@ -181,5 +182,7 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         let second = try decode(body)
         #expect(first.records.map(\.id) == second.records.map(\.id), "the same line decoded twice got different ids")
         #expect(first.records.allSatisfy { $0.id.hexString == "000000000000000000000000" }, "stored as \(first.records.map(\.id.hexString))")
+        #expect(first.records.isEmpty)
+        #expect(first.rejections.map(\.reason) == ["missing_id"])
     }
 }

@@ -335,6 +335,7 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let start = ContinuousClock.now
         #expect(connection.readRequest().isClosed)
         #expect(milliseconds(ContinuousClock.now - start) >= 150)
+        #expect(pair.received(timeoutMs: 100) == [])
     }
 
     // MARK: End of file and stopping

@@ -31,6 +31,10 @@ public func runTool(_ executable: String, _ arguments: [String], environment: [S
 /// What a tool run by ``sqlite3(_:_:)`` said when it failed.
 public struct ToolFailure: Error, CustomStringConvertible {
     public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
 }
 
 /// Runs `sql` on the database at `path` with the sqlite3 tool an operator
@@ -40,6 +44,6 @@ public struct ToolFailure: Error, CustomStringConvertible {
 ///     #expect(try sqlite3(path, "SELECT count(*) FROM WeatherSensor") == "10")
 public func sqlite3(_ path: String, _ sql: String) throws -> String {
     let result = try runTool("/usr/bin/sqlite3", [path, sql])
-    guard result.status == 0 else { throw ToolFailure(description: "sqlite3 exited \(result.status): \(result.output)") }
+    guard result.status == 0 else { throw ToolFailure("sqlite3 exited \(result.status): \(result.output)") }
     return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
 }

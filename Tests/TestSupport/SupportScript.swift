@@ -51,11 +51,33 @@ public final class SupportScript {
     }
 }
 
-/// `curl` a loopback URL and parse the JSON object it answers (Foundation's
-/// URL loading needs FoundationNetworking on Linux, which we do not link).
-public func fetchJSON(_ url: String, method: String = "GET", body: String? = nil) throws -> [String: Any] {
-    var arguments = ["-sS", "--max-time", "5", "-X", method]
-    if let body { arguments += ["--data", body] }
+/// An HTTP answer read by ``httpRequest(_:_:headers:body:)``.
+public struct HTTPAnswer {
+    /// The status code; -1 when curl got none (connection refused, timeout).
+    public var status: Int
+    public var text: String
+    /// The body parsed as a JSON object, or empty.
+    public var json: [String: Any]
+}
+
+/// One request to a loopback URL with curl (Foundation's URL loading needs
+/// FoundationNetworking on Linux, which we do not link); `body` is sent as
+/// is, without `Expect: 100-continue`.
+public func httpRequest(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> HTTPAnswer {
+    let dir = try TemporaryDirectory()
+    var arguments = ["-sS", "--max-time", "10", "-X", method, "-o", dir.file("out"), "-w", "%{http_code}", "-H", "Expect:"]
+    for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+    if let body {
+        try Data(body).write(to: URL(fileURLWithPath: dir.file("body")))
+        arguments += ["--data-binary", "@" + dir.file("body")]
+    }
     let result = try runTool("/usr/bin/curl", arguments + [url])
-    return (try? JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]) ?? [:]
+    let text = (try? String(contentsOfFile: dir.file("out"), encoding: .utf8)) ?? ""
+    let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+    return HTTPAnswer(status: Int(result.output.suffix(3)).flatMap { $0 == 0 ? nil : $0 } ?? -1, text: text, json: json)
+}
+
+/// The JSON object a loopback URL answers (empty if none).
+public func fetchJSON(_ url: String, method: String = "GET", body: String? = nil) throws -> [String: Any] {
+    try httpRequest(method, url, body: body.map { Array($0.utf8) }).json
 }

@@ -34,6 +34,17 @@ struct AgentFixture {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
+    /// The address the first input (an HTTP input) listens on, once the
+    /// running agent's status shows it (10 s at most).
+    func listenAddress() -> String? {
+        var listen: String?
+        _ = eventually {
+            listen = ((try? status())?["inputs"] as? [[String: Any]])?.first?["listen"] as? String
+            return listen != nil
+        }
+        return listen
+    }
+
     func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> IngestdBinary.Result {
         try IngestdBinary.run(arguments + ["--config", configPath], stdin: stdin, environment: environment)
     }

@@ -53,15 +53,8 @@ import Glibc
             try text.replacingOccurrences(of: "PLACEHOLDER", with: fixture.dir.file("archive.sqlite"))
                 .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
             agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
-            var listen: String?
-            let fixture = fixture
-            _ = eventually {
-                let inputs = (try? fixture.status())?["inputs"] as? [[String: Any]]
-                listen = inputs?.first?["listen"] as? String
-                return listen != nil
-            }
-            guard let listen, let port = Int(listen.split(separator: ":").last ?? "") else {
-                throw TestFailure("the gateway did not start listening: \(agent.stderr.suffix(2000))")
+            guard let listen = fixture.listenAddress(), let port = Int(listen.split(separator: ":").last ?? "") else {
+                throw ToolFailure("the gateway did not start listening: \(agent.stderr.suffix(2000))")
             }
             self.port = port
         }
@@ -72,34 +65,13 @@ import Glibc
         }
     }
 
-    struct Answer {
-        var status: Int
-        var json: [String: Any]
-        var text: String
-    }
-
-    /// One request with curl; `body` is sent as is.
-    static func request(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> Answer {
-        let dir = try TemporaryDirectory()
-        var arguments = ["-sS", "--max-time", "10", "-X", method, "-o", dir.file("out"), "-w", "%{http_code}", "-H", "Expect:"]
-        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
-        if let body {
-            try Data(body).write(to: URL(fileURLWithPath: dir.file("body")))
-            arguments += ["--data-binary", "@" + dir.file("body")]
-        }
-        let result = try runTool("/usr/bin/curl", arguments + [url])
-        let text = (try? String(contentsOfFile: dir.file("out"), encoding: .utf8)) ?? ""
-        let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
-        return Answer(status: Int(result.output.suffix(3)) ?? -1, json: json, text: text)
-    }
-
     static func line(_ id: String?, device: String, extra: String = "") -> String {
         let idField = id.map { "\"_id\":\"\($0)\"," } ?? ""
         return "{\(idField)\"deviceId\":\"\(device)\",\"temperatureInFahrenheit\":61.5,\"barometricPressureInHg\":29.9,\"windSpeedInMph\":3\(extra)}\n"
     }
 
-    static func login(_ gateway: Gateway, _ body: String) throws -> Answer {
-        try request("POST", gateway.base + "/auth/v1/apps/weather/login", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+    static func login(_ gateway: Gateway, _ body: String) throws -> HTTPAnswer {
+        try httpRequest("POST", gateway.base + "/auth/v1/apps/weather/login", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
     }
 
     @Test func anotherIngestdLogsInWithAnAPIKeyAndEveryReadingIsArchivedOnce() throws {
@@ -139,8 +111,8 @@ import Glibc
         let gateway = try Gateway()
         let batch = Array(Self.line("65f1c2a9e1b2c3d4e5f60001", device: "L1").utf8)
         let url = gateway.base + "/ingest/v1/batches"
-        #expect(try Self.request("POST", url, body: batch).status == 401)
-        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer nonsense"], body: batch).status == 401)
+        #expect(try httpRequest("POST", url, body: batch).status == 401)
+        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer nonsense"], body: batch).status == 401)
         #expect(try Self.login(gateway, #"{"provider":"api-key","key":"wrong-key-0123456789abcdef"}"#).status == 401)
         #expect(try Self.login(gateway, #"{"provider":"anonymous"}"#).status == 401)  // not allowed here
         #expect(try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"nope"}"#).status == 401)
@@ -155,20 +127,22 @@ import Glibc
         #expect(key.json["expires_in"] as? Int == 1800)
         let access = try #require(key.json["access_token"] as? String)
         let refresh = try #require(key.json["refresh_token"] as? String)
-        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + access], body: batch).status == 200)
+        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + access], body: batch).status == 200)
         // A refresh token is not an access token, and the reverse.
-        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + refresh], body: batch).status == 401)
+        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + refresh], body: batch).status == 401)
         let refreshAuth = "/auth/v1/apps/weather/refresh"
-        #expect(try Self.request("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + access]).status == 401)
-        let refreshed = try Self.request("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh])
+        #expect(try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + access]).status == 401)
+        let refreshed = try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh])
         #expect(refreshed.status == 200 && refreshed.json["access_token"] is String, "\(refreshed.text)")
         // A tampered token (another user id, same MAC) is refused.
         let tampered = access.replacingOccurrences(of: "key-gw-17", with: "key-gw-18")
-        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + tampered], body: batch).status == 401)
+        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + tampered], body: batch).status == 401)
         // The API key itself works as a static bearer token (ingestd's upload.token_file).
-        #expect(try Self.request("POST", url, headers: ["Authorization": "Bearer " + Self.apiKey], body: batch).status == 200)
-        #expect(try Self.request("POST", gateway.base + "/auth/v1/apps/weather/logout", headers: ["Authorization": "Bearer " + refresh]).status == 204)
-        #expect(try Self.request("POST", gateway.base + "/auth/v1/apps/other/login", body: Array("{}".utf8)).status == 404)
+        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + Self.apiKey], body: batch).status == 200)
+        #expect(try httpRequest("POST", gateway.base + "/auth/v1/apps/weather/logout", headers: ["Authorization": "Bearer " + refresh]).status == 204)
+        // Stateless tokens: logging out does not revoke the refresh token (docs/PROTOCOL.md).
+        #expect(try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh]).status == 200)
+        #expect(try httpRequest("POST", gateway.base + "/auth/v1/apps/other/login", body: Array("{}".utf8)).status == 404)
         #expect(gateway.agent.terminate() == 0)
         let log = gateway.agent.stderr
         #expect(log.contains("Refused a login"), "\(log.suffix(2000))")
@@ -184,40 +158,40 @@ import Glibc
         let body = Self.line("65f1c2a9e1b2c3d4e5f60011", device: "B1") + Self.line(nil, device: "B2")
             + Self.line("65f1c2a9e1b2c3d4e5f60013", device: "B3", extra: ",\"colour\":\"red\"") + "{not json\n"
             + Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5")
-        let first = try Self.request("POST", url, headers: auth, body: Array(body.utf8))
+        let first = try httpRequest("POST", url, headers: auth, body: Array(body.utf8))
         #expect(first.status == 200, "\(first.text)")
         #expect(first.json["accepted"] as? Int == 2 && first.json["duplicate"] as? Int == 0, "\(first.text)")
         let rejected = (first.json["rejected"] as? [[String: Any]] ?? []).map { "\($0["index"] ?? "?"):\($0["reason"] ?? "?")" }
         #expect(rejected == ["1:missing_id", "2:unknown_field", "3:malformed_json"], "\(first.text)")
         // The same batch again (a lost acknowledgement): stored once.
-        let second = try Self.request("POST", url, headers: auth, body: Array(body.utf8))
+        let second = try httpRequest("POST", url, headers: auth, body: Array(body.utf8))
         #expect(second.json["accepted"] as? Int == 0 && second.json["duplicate"] as? Int == 2, "\(second.text)")
         // gzip, with one new record and one seen.
         let gzipped = try Gzip.compress(ArraySlice((Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5") + Self.line("65f1c2a9e1b2c3d4e5f60016", device: "B6")).utf8))
-        let third = try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: gzipped)
+        let third = try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: gzipped)
         #expect(third.json["accepted"] as? Int == 1 && third.json["duplicate"] as? Int == 1, "\(third.text)")
-        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status == 415)
-        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: [1, 2, 3]).status == 400)
+        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status == 415)
+        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: [1, 2, 3]).status == 400)
         // Too large, before and after decompression.
         let big = String(repeating: Self.line("65f1c2a9e1b2c3d4e5f60020", device: "X"), count: 100)
-        #expect(try Self.request("POST", url, headers: auth, body: Array(big.utf8)).status == 413)
+        #expect(try httpRequest("POST", url, headers: auth, body: Array(big.utf8)).status == 413)
         let bomb = try Gzip.compress(ArraySlice([UInt8](repeating: 0x20, count: 200_000)), level: 9)
         #expect(bomb.count < 8192)
-        #expect(try Self.request("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: bomb).status == 413)
+        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: bomb).status == 413)
         // Client resets: a newer schema, an older session epoch.
-        let newer = try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Schema-Version": "2"]) { $1 }, body: Array(body.utf8))
+        let newer = try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Schema-Version": "2"]) { $1 }, body: Array(body.utf8))
         #expect(newer.status == 409 && newer.json["reason"] as? String == "schema_too_new" && newer.json["recoverable"] as? Bool == false, "\(newer.text)")
         let one = Array(Self.line("65f1c2a9e1b2c3d4e5f60031", device: "S1").utf8)
-        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-3"]) { $1 }, body: one).status == 200)
-        let stale = try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-2"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8))
+        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-3"]) { $1 }, body: one).status == 200)
+        let stale = try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-2"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8))
         #expect(stale.status == 409 && stale.json["error"] as? String == "client_reset_required" && stale.json["recoverable"] as? Bool == true, "\(stale.text)")
-        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-4"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)).status == 200)
-        #expect(try Self.request("POST", url, headers: auth.merging(["EdgeIngest-Protocol": "2"]) { $1 }, body: one).status == 501)
+        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-4"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)).status == 200)
+        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Protocol": "2"]) { $1 }, body: one).status == 501)
         // Routes.
-        #expect(try Self.request("GET", url, headers: auth).status == 405)
-        #expect(try Self.request("POST", gateway.base + "/ingest/v1/apps/other/batches", headers: auth, body: one).status == 404)
-        #expect(try Self.request("GET", gateway.base + "/nowhere").status == 404)
-        #expect(try Self.request("GET", gateway.base + "/healthz").text == "ok\n")
+        #expect(try httpRequest("GET", url, headers: auth).status == 405)
+        #expect(try httpRequest("POST", gateway.base + "/ingest/v1/apps/other/batches", headers: auth, body: one).status == 404)
+        #expect(try httpRequest("GET", gateway.base + "/nowhere").status == 404)
+        #expect(try httpRequest("GET", gateway.base + "/healthz").text == "ok\n")
         // Stored: B1, B5, B6, S1, S2 — each once, after the commit that preceded each 200.
         #expect(gateway.waitUntilArchived(5), "\(gateway.agent.stderr.suffix(2000))")
         #expect(try sqlite3(gateway.archive, "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)") == "B1,B5,B6,S1,S2")
@@ -230,13 +204,37 @@ import Glibc
         #expect(!gateway.agent.stderr.contains("B2"), "no payloads in the log")
     }
 
+    /// A gateway whose queue holds 5 records and uploads nowhere: a batch
+    /// that can never fit gets 413, one that does not fit now 503 with
+    /// Retry-After; a malformed session header 400.
+    @Test func aFullQueueAndMalformedHeadersAreAnsweredWithoutStoring() throws {
+        let fixture = try AgentFixture(
+            queue: "max_records = 5\noverflow_policy = \"block\"\n",
+            inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
+        )
+        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+        let address = try #require(fixture.listenAddress(), "\(agent.stderr)")
+        let url = "http://\(address)/ingest/v1/batches"
+        let lines = (0..<6).map { Self.line(String(format: "65f1c2a9e1b2c3d4e5f600%02x", $0 + 0x40), device: "Q\($0)") }
+        let six = try httpRequest("POST", url, body: Array(lines.joined().utf8))
+        #expect(six.status == 413 && six.json["error"] as? String == "too_large", "\(six.text)")
+        #expect(try httpRequest("POST", url, body: Array(lines[0..<4].joined().utf8)).json["accepted"] as? Int == 4)
+        let full = try httpRequest("POST", url, body: Array(lines[4..<6].joined().utf8))
+        #expect(full.status == 503 && full.json["error"] as? String == "queue_full", "\(full.text)")
+        let badSession = try httpRequest("POST", url, headers: ["EdgeIngest-Session": "no-epoch-x"], body: Array(lines[5].utf8))
+        #expect(badSession.status == 400 && badSession.json["error"] as? String == "bad_header", "\(badSession.text)")
+        #expect(agent.terminate() == 0)
+        #expect(try fixture.status()["accepted_total"] as? Int == 4)
+    }
+
     @Test func slowAndSurplusClientsAreCutOffWithoutStallingOthers() throws {
         let gateway = try Gateway()
         // A head that trickles (slowloris): 408 after request_timeout_ms (600 ms), then closed.
         let slow = try RawClient(port: gateway.port)
         slow.send("POST /ingest/v1/batches HTTP/1.1\r\nHost: x\r\n")
-        // Meanwhile another client is served at once.
-        #expect(try Self.request("GET", gateway.base + "/healthz").status == 200)
+        // Meanwhile another client is served: before the slow one's 408.
+        #expect(try httpRequest("GET", gateway.base + "/healthz").status == 200)
+        #expect(slow.readAll(timeoutMs: 0).isEmpty, "the slow client was answered before the other was served")
         let answer = slow.readAll(timeoutMs: 5_000)
         #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer)")
         // A body announced bigger than max_body_bytes: 413 without reading it.
@@ -251,10 +249,13 @@ import Glibc
         garbage.send("\u{1}\u{2}nonsense\r\n\r\n")
         #expect(garbage.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 400 "))
         // max_connections = 3: three idle connections held, a fourth gets 503.
-        let held = try (0..<3).map { _ in try RawClient(port: gateway.port) }
+        var held = try (0..<3).map { _ in try RawClient(port: gateway.port) }
         usleep(200_000)
         let surplus = try RawClient(port: gateway.port)
         #expect(surplus.readAll(timeoutMs: 5_000).hasPrefix("HTTP/1.1 503 "))
+        // One closed: its place is free again.
+        held.removeFirst()
+        #expect(eventually { (try? httpRequest("GET", gateway.base + "/healthz").status) == 200 })
         withExtendedLifetime(held) {}
         #expect(gateway.agent.terminate() == 0)
     }
@@ -284,76 +285,11 @@ import Glibc
     @Test func aTakenPortFailsTheStartWithTheAddress() throws {
         let first = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n")
         let agent = try RunningAgent(arguments: ["run", "--config", first.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
-        var listen: String?
-        _ = eventually {
-            listen = ((try? first.status())?["inputs"] as? [[String: Any]])?.first?["listen"] as? String
-            return listen != nil
-        }
-        let address = try #require(listen, "\(agent.stderr)")
+        let address = try #require(first.listenAddress(), "\(agent.stderr)")
         let second = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"\(address)\"\n")
         let result = try second.run(["run"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("Cannot listen on \(address): Address already in use"), "\(result.stderr.suffix(1000))")
         #expect(agent.terminate() == 0)
-    }
-}
-
-/// A plain TCP client for requests curl will not send.
-final class RawClient {
-    let fd: Int32
-
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard rc == 0 else { throw TestFailure("connect to 127.0.0.1:\(port) failed") }
-    }
-
-    func send(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    /// Everything until the server closes or `timeoutMs` passes.
-    func readAll(timeoutMs: Int32) -> String {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, timeoutMs) > 0 else { break }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            out += buffer[0..<n]
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    deinit { close(fd) }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// The README's first command ends with scripts/full-loop.sh: readings →
-/// the example configuration's agent → a backend ingestd (etc/backend.toml)
-/// → its archive. Run here with the binary built beside the tests.
-@Suite(.serialized) struct FullLoopScriptTests {
-    @Test func theReadmeLoopStoresEveryReadingOnceAndAddsUpAcrossRuns() throws {
-        let dir = try TemporaryDirectory()
-        let script = repositoryRoot.appendingPathComponent("scripts/full-loop.sh").path
-        var environment = IngestdBinary.environment
-        environment["INGESTD"] = IngestdBinary.url.path
-        environment["LOOP_DIR"] = dir.file("loop")
-        let first = try runTool("/bin/bash", [script, "5"], environment: environment)
-        #expect(first.status == 0, "\(first.output)")
-        #expect(first.output.contains("full-loop: stored 5 readings (5 in the archive in all)"), "\(first.output)")
-        let second = try runTool("/bin/bash", [script, "7"], environment: environment)
-        #expect(second.output.contains("full-loop: stored 7 readings (12 in the archive in all)"), "\(second.output)")
-        #expect(try sqlite3(dir.file("loop/backend/archive.sqlite"), "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "12|12")
-        #expect(try runTool("/bin/bash", [script, "five"], environment: environment).status == 2)
     }
 }
