@@ -321,20 +321,22 @@ poll_interval_ms = 50
     def finish(self, backend, config, total, timeout=120):
         """A last agent without faults delivers the rest; then every check."""
         agent = Agent(self.binary, config, self.agent_log)
-        deadline = time.time() + timeout
-        stats = backend.stats()
-        status = self.status()
-        while time.time() < deadline:
-            stats, status = backend.stats(), self.status()
-            # This agent's own status (not the last one's), once it is running.
-            if status.get("pid") != agent.process.pid:
-                time.sleep(0.05)
-                continue
-            if (stats["content_unique"] >= total and status.get("queued_records") == 0
-                    and status.get("uploaded_total") == status.get("accepted_total") == total):
-                break
-            time.sleep(0.2)
-        code = agent.stop()
+        try:
+            deadline = time.time() + timeout
+            stats = backend.stats()
+            status = self.status()
+            while time.time() < deadline:
+                stats, status = backend.stats(), self.status()
+                # This agent's own status (not the last one's), once it is running.
+                if status.get("pid") != agent.process.pid:
+                    time.sleep(0.05)
+                    continue
+                if (stats["content_unique"] >= total and status.get("queued_records") == 0
+                        and status.get("uploaded_total") == status.get("accepted_total") == total):
+                    break
+                time.sleep(0.2)
+        finally:
+            code = agent.stop()  # also when reading the backend failed: no agent left running
         status = self.status()
         r = self.result
         r.update(readings=total, received=stats["content_unique"], lost=total - stats["content_unique"],
@@ -502,6 +504,9 @@ def flapping(s, total, seconds, reset_probability):
 
 
 def free_port():
+    """A port free now. The relay's gateway rebinds it after every kill
+    (SO_REUSEADDR), so it must stay fixed for the edge's URL; another
+    process taking it between two rounds would fail the run, not pass it."""
     import socket
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -539,6 +544,13 @@ barometricPressureInHg = "double"
 windSpeedInMph = "int"
 """)
     gateway_log = os.path.join(s.work, "gateway.log")
+
+    def gateway_tail(lines=15):
+        try:
+            with open(gateway_log, errors="replace") as f:
+                return "\n--- gateway log (tail) ---\n" + "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
     edge_config = s.config(f"http://127.0.0.1:{port}/ingest/v1/batches")
     # Each side's queue fsyncs take 100 ms more (power-cut layer, no cuts), so
     # kills land after the gateway committed a batch and before the edge saw
@@ -573,9 +585,12 @@ windSpeedInMph = "int"
             code = edge.stop()
             edge = None
             if code != 0:
-                raise Failure(f"an edge agent exited {code} on SIGTERM\n" + s.tail())
+                raise Failure(f"an edge agent exited {code} on SIGTERM\n" + s.tail() + gateway_tail())
         gateway = gateway or Agent(s.binary, gateway_config, gateway_log)
-        s.finish(archive, edge_config, total)
+        try:
+            s.finish(archive, edge_config, total)
+        except Failure as error:
+            raise Failure(str(error) + gateway_tail()) from None
         # The gateway's own queue must drain into the archive too.
         deadline = time.time() + 60
         status = {}
@@ -597,7 +612,7 @@ windSpeedInMph = "int"
             problems.append("no batch reached the gateway twice: no kill landed between its commit and the edge's delete")
         if problems:
             s.result["checks"] = "; ".join(problems)
-            raise Failure(s.result["checks"])
+            raise Failure(s.result["checks"] + gateway_tail())
         s.result["rounds"] = rounds
     finally:
         for agent in (edge, gateway):

@@ -293,3 +293,24 @@ import Glibc
         #expect(agent.terminate() == 0)
     }
 }
+
+/// The README's first command ends with scripts/full-loop.sh: readings →
+/// the example configuration's agent → a backend ingestd (etc/backend.toml)
+/// → its archive. Run here with the binary built beside the tests.
+@Suite(.serialized) struct FullLoopScriptTests {
+    @Test func theReadmeLoopStoresEveryReadingOnceAndAddsUpAcrossRuns() throws {
+        let dir = try TemporaryDirectory()
+        let script = repositoryRoot.appendingPathComponent("scripts/full-loop.sh").path
+        var environment = IngestdBinary.environment
+        environment["INGESTD"] = IngestdBinary.url.path
+        environment["LOOP_DIR"] = dir.file("loop")
+        environment["LOOP_PORT"] = "0"  // any free port: a backend started from the README may hold 8480
+        let first = try runTool("/bin/bash", [script, "5"], environment: environment)
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("full-loop: stored 5 readings (5 in the archive in all)"), "\(first.output)")
+        let second = try runTool("/bin/bash", [script, "7"], environment: environment)
+        #expect(second.output.contains("full-loop: stored 7 readings (12 in the archive in all)"), "\(second.output)")
+        #expect(try sqlite3(dir.file("loop/backend/archive.sqlite"), "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "12|12")
+        #expect(try runTool("/bin/bash", [script, "five"], environment: environment).status == 2)
+    }
+}
