@@ -24,6 +24,9 @@ import Testing
         (500, nil, "Code: 27. DB::Exception: Cannot parse input", .badBatch(reason: "ClickHouse code 27")),
         (500, nil, "Code: 252. DB::Exception: Too many parts", .retry(reason: "ClickHouse code 252", retryAfterSeconds: nil)),
         (500, nil, "Code: 117. DB::Exception: Unknown field", .badBatch(reason: "ClickHouse code 117")),
+        // …and a wrong table, query or credentials the same way: the same table as the ClickHouse sink's.
+        (500, nil, "Code: 60. DB::Exception: Table telemetry.weather does not exist", .hold(reason: "ClickHouse code 60 (unknown table)")),
+        (500, nil, "Code: 62. DB::Exception: Syntax error", .hold(reason: "ClickHouse code 62 (syntax error in the insert)")),
         (501, nil, "", .hold(reason: "HTTP 501: the server does not implement this protocol")),
         (302, nil, "", .hold(reason: "HTTP 302: not a status this protocol defines")),
     ] as [(Int, String?, String, UploadOutcome)])

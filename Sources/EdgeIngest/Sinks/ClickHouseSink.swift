@@ -27,14 +27,6 @@ package final class ClickHouseSink: BatchSink {
     let database: String?
     let table: String?
 
-    /// ClickHouse codes that no retry or bisection can fix.
-    static let configurationCodes: [Int: String] = [
-        16: "no such column in the table", 60: "unknown table", 81: "unknown database", 62: "syntax error in the insert",
-        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token",
-        164: "the user is read-only", 192: "unknown user", 193: "wrong password", 194: "a password is required",
-        497: "access denied", 516: "authentication failed",
-    ]
-
     package init(settings: HTTPSettings, database: String?, table: String?, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
         self.database = database
@@ -64,7 +56,7 @@ package final class ClickHouseSink: BatchSink {
         // A 2xx from ClickHouse has no per-record rejections to read.
         if (200..<300).contains(status) { return .stored(rejected: []) }
         if let code = ResponseClassifier.clickHouseCode(body) {
-            if let meaning = configurationCodes[code] {
+            if let meaning = ResponseClassifier.clickHouseConfiguration[code] {
                 return .hold(reason: "ClickHouse code \(code) (\(meaning)): fix the table or the credentials in [upload]")
             }
             // Newer servers answer data errors with 400, older ones with 500.
