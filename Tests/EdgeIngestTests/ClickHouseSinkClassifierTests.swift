@@ -30,7 +30,7 @@ struct ClickHouseSinkClassifierTests {
         var settings = HTTPSettings(url: "http://127.0.0.1:8123/?async_insert=0")
         settings.gzip = true
         let sink = try ClickHouseSink(settings: settings, database: "telemetry", table: nil, userAgent: "test")
-        let batch = SinkBatch(type: "WeatherSensor", schemaVersion: 0, idempotencyKey: "65f1c2a9e1b2c3d4e5f60718-1000:0+500", payload: [][...], recordCount: 0, headers: [])
+        let batch = SinkBatch(type: "WeatherSensor", idempotencyKey: "65f1c2a9e1b2c3d4e5f60718-1000:0+500", payload: [][...], recordCount: 0, headers: [])
         #expect(sink.query(type: "WeatherSensor") == "INSERT INTO `telemetry`.`WeatherSensor` FORMAT JSONEachRow")
         #expect(
             sink.url(for: batch)

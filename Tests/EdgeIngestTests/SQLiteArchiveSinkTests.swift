@@ -13,7 +13,7 @@ struct SQLiteArchiveSinkTests {
             record.encodeJSON(into: &payload)
             payload.append(UInt8(ascii: "\n"))
         }
-        return SinkBatch(type: "WeatherSensor", schemaVersion: 0, idempotencyKey: key, payload: payload[...], recordCount: records.count, headers: [])
+        return SinkBatch(type: "WeatherSensor", idempotencyKey: key, payload: payload[...], recordCount: records.count, headers: [])
     }
 
     @Test func recordsLandInATypedTableOncePerId() throws {

@@ -101,7 +101,7 @@ func runOnce() async throws -> Run {
     while let lease = try queue.take(maxRecords: batchSize) {
         if let archive {
             let batch = SinkBatch(
-                type: lease.segments[0].type, schemaVersion: 0, idempotencyKey: lease.id,
+                type: lease.segments[0].type, idempotencyKey: lease.id,
                 payload: lease.payload(records: 0..<lease.recordCount), recordCount: lease.recordCount, headers: []
             )
             let outcome = archive.deliver(batch)

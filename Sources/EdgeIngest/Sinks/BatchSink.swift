@@ -27,7 +27,6 @@ package protocol BatchSink: AnyObject, CustomStringConvertible {
 package struct SinkBatch {
     /// The record type of every record.
     package var type: String
-    package var schemaVersion: Int64
     /// Stays the same across retries of the same records (docs/PROTOCOL.md).
     package var idempotencyKey: String
     package var payload: ArraySlice<UInt8>
@@ -35,9 +34,8 @@ package struct SinkBatch {
     /// Credentials and protocol headers for HTTP sinks; others ignore them.
     package var headers: [(String, String)]
 
-    package init(type: String, schemaVersion: Int64, idempotencyKey: String, payload: ArraySlice<UInt8>, recordCount: Int, headers: [(String, String)] = []) {
+    package init(type: String, idempotencyKey: String, payload: ArraySlice<UInt8>, recordCount: Int, headers: [(String, String)] = []) {
         self.type = type
-        self.schemaVersion = schemaVersion
         self.idempotencyKey = idempotencyKey
         self.payload = payload
         self.recordCount = recordCount

@@ -163,7 +163,7 @@ package final class Uploader: Sendable {
             } else {
                 outcome = sink.deliver(
                     SinkBatch(
-                        type: segment.type, schemaVersion: segment.schemaVersion, idempotencyKey: key,
+                        type: segment.type, idempotencyKey: key,
                         payload: lease.payload(records: range), recordCount: range.count, headers: headers
                     )
                 )

@@ -39,12 +39,12 @@ extension AgentConfiguration {
         return path.hasPrefix("/") ? path : stateDirectory + "/" + path
     }
 
-    /// Builds the configured sink for `upload` on the upload thread; nil for
-    /// the ingest protocol, which the uploader builds from `upload` itself.
-    func sinkFactory(for upload: UploadSettings, userAgent: String) -> SinkFactory? {
+    /// Builds the configured sink for `upload`, on the upload thread.
+    func sinkFactory(for upload: UploadSettings, userAgent: String) -> SinkFactory {
         switch sink {
         case .ingestProtocol:
-            return nil
+            let http = upload.http
+            return { try IngestProtocolSink(settings: http, userAgent: userAgent) }
         case .sqliteArchive:
             let path = resolvedArchivePath ?? ""
             let types = self.types
