@@ -27,7 +27,7 @@ package enum JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 
-    static func appendInt(_ value: Int64, to out: inout [UInt8]) {
+    package static func appendInt(_ value: Int64, to out: inout [UInt8]) {
         if value == 0 {
             out.append(48)
             return

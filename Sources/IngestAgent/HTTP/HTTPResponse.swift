@@ -82,7 +82,7 @@ indirect enum JSONValue: Sendable {
     func write(to out: inout [UInt8]) {
         switch self {
         case .string(let s): JSONWriter.appendString(s, to: &out)
-        case .int(let n): out += Array(String(n).utf8)
+        case .int(let n): JSONWriter.appendInt(n, to: &out)
         case .bool(let b): out += Array((b ? "true" : "false").utf8)
         case .array(let items):
             out.append(UInt8(ascii: "["))

@@ -96,7 +96,7 @@ final class IngestServer: HTTPHandler {
         }
         guard let userID else {
             // Never the key, email or password: the provider and the peer only.
-            logger.warning("Refused a login", metadata: ["ingest.input": "\(counters.snapshot.name)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"])
+            logger.warning("Refused a login", metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"])
             return .error(401, "login_refused", "these credentials are not accepted")
         }
         let now = wallClockMilliseconds() / 1000
