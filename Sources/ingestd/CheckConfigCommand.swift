@@ -24,6 +24,9 @@ struct CheckConfigCommand: ParsableCommand {
             } else if let upload = configuration.upload, case .clickHouse(let database, let table) = configuration.sink {
                 let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")
                 print("  upload: ClickHouse \(upload.http.url) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip)")
+            } else if let upload = configuration.upload, case .postgreSQL(let settings) = configuration.sink {
+                let target = (settings.schema.map { $0 + "." } ?? "") + (settings.table ?? "<record type>")
+                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password == nil ? "from libpq's defaults" : "from upload.password_file")")
             } else if let upload = configuration.upload {
                 print("  upload: \(upload.http.url), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
             } else {

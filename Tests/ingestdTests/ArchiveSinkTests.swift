@@ -35,7 +35,7 @@ import TestSupport
             ("sink = \"sqlite\"", "upload.path: is required with sink = \"sqlite\""),
             ("sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
              "upload.gzip: only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path"),
-            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, got \"kafka\""),
+            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, got \"kafka\""),
             ("url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"", "upload.path: is for sink = \"sqlite\"; this [upload] has sink = \"ingest\""),
             ("sink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ntable = \"weather; DROP\"", "upload.table: must be a plain name"),
             ("sink = \"clickhouse\"", "upload.url: is required in [upload]"),

@@ -62,7 +62,7 @@ struct ConfigurationDecoder {
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
         "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table",
+        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table", "schema", "password_file",
     ]
 
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
@@ -228,10 +228,13 @@ struct ConfigurationDecoder {
         guard let t else { return nil }
         rejectUnknown(t, known: Self.uploadKeys, prefix: "upload.")
         guard let sink = decodeSink(t) else { return nil }
-        if case .sqliteArchive = sink {
+        switch sink {
+        case .sqliteArchive, .postgreSQL:
             // Batching, retries and shutdown apply to every sink; the
             // HTTP settings stay empty (the uploader does not read them).
             return (decodeBatching(t, into: UploadSettings(http: HTTPSettings(url: ""), clientID: hostName())), sink)
+        case .ingestProtocol, .clickHouse:
+            break
         }
         guard let url = string(t["url"], "upload.url") else {
             problem(nil, "upload.url", "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\"")
@@ -281,8 +284,9 @@ struct ConfigurationDecoder {
     /// next to another sink are problems: they would silently do nothing.
     mutating func decodeSink(_ t: TOMLTable) -> SinkSettings? {
         let name = t["sink"].flatMap { string($0, "upload.sink") } ?? "ingest"
-        for (key, owner) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key }) where owner != name && t[key] != nil {
-            problem(t[key], "upload.\(key)", "is for sink = \"\(owner)\"; this [upload] has sink = \"\(name)\"")
+        for (key, owners) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key }) where !owners.contains(name) && t[key] != nil {
+            let sinks = owners.map { "\"\($0)\"" }.joined(separator: " or ")
+            problem(t[key], "upload.\(key)", "is for sink = \(sinks); this [upload] has sink = \"\(name)\"")
         }
         switch name {
         case "ingest":
@@ -300,10 +304,42 @@ struct ConfigurationDecoder {
                 return nil
             }
             return .sqliteArchive(path: path)
+        case "postgresql":
+            return decodePostgres(t)
         default:
             problem(t["sink"], "upload.sink", "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\"")
             return nil
         }
+    }
+
+    /// `sink = "postgresql"`: the libpq URL, the password file, schema and
+    /// table, and the two timeouts.
+    mutating func decodePostgres(_ t: TOMLTable) -> SinkSettings? {
+        for key in SinkSettings.httpKeys.subtracting(SinkSettings.postgresKeys).sorted() where t[key] != nil {
+            problem(t[key], "upload.\(key)", "only applies to HTTP sinks; sink = \"postgresql\" connects with libpq (TLS: sslmode, sslrootcert, sslcert, sslkey in upload.url)")
+        }
+        guard let url = string(t["url"], "upload.url"), !url.isEmpty else {
+            problem(t["sink"], "upload.url", "is required with sink = \"postgresql\": a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\"")
+            return nil
+        }
+        guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
+            problem(t["url"], "upload.url", "must be a libpq URL (postgresql://user@host:port/database) or key=value string, got \"\(PostgresSettings.redacted(String(url.prefix(40))))\"")
+            return nil
+        }
+        var settings = PostgresSettings(url: url)
+        settings.schema = identifier(t["schema"], "upload.schema")
+        settings.table = identifier(t["table"], "upload.table")
+        if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) { settings.connectTimeoutMilliseconds = Int(n) }
+        if let v = t["timeout_ms"], let n = integer(v, "upload.timeout_ms", min: 1) { settings.timeoutMilliseconds = Int(n) }
+        if let path = string(t["password_file"], "upload.password_file") {
+            if let text = readTextFile(path) {
+                let password = String(text.reversed().drop(while: { $0 == "\n" || $0 == "\r" }).reversed())
+                if password.isEmpty { problem(t["password_file"], "upload.password_file", "'\(path)' is empty") } else { settings.password = password }
+            } else {
+                problem(t["password_file"], "upload.password_file", "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
+            }
+        }
+        return .postgreSQL(settings)
     }
 
     /// A table or database name: letters, digits and underscores, not

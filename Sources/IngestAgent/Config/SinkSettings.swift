@@ -18,11 +18,19 @@ public enum SinkSettings: Sendable, Equatable {
     /// `sink = "clickhouse"`: `INSERT … FORMAT JSONEachRow` over HTTP to
     /// `upload.url`, into `database.table` (default: the record type's name).
     case clickHouse(database: String?, table: String?)
+    /// `sink = "postgresql"`: `INSERT … ON CONFLICT (_id) DO NOTHING` through
+    /// libpq to the database at `upload.url`.
+    case postgreSQL(PostgresSettings)
 
     /// The names `upload.sink` accepts.
-    static let names = ["ingest", "sqlite", "clickhouse"]
+    static let names = ["ingest", "sqlite", "clickhouse", "postgresql"]
     /// Keys of `[upload]` that only some sinks read, and which.
-    static let sinkOnlyKeys: [String: String] = ["path": "sqlite", "database": "clickhouse", "table": "clickhouse"]
+    static let sinkOnlyKeys: [String: [String]] = [
+        "path": ["sqlite"], "database": ["clickhouse"], "table": ["clickhouse", "postgresql"], "schema": ["postgresql"],
+        "password_file": ["postgresql"],
+    ]
+    /// HTTP keys the postgresql sink reads too.
+    static let postgresKeys: Set<String> = ["url", "connect_timeout_ms", "timeout_ms"]
 
     /// Keys of `[upload]` that only an HTTP sink reads.
     static let httpKeys: Set<String> = [
@@ -52,6 +60,9 @@ extension AgentConfiguration {
         case .clickHouse(let database, let table):
             let http = upload.http
             return { try ClickHouseSink(settings: http, database: database, table: table, userAgent: userAgent) }
+        case .postgreSQL(let settings):
+            let types = self.types
+            return { PostgresSink(settings: settings, types: types) }
         }
     }
 }
