@@ -60,7 +60,7 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Parses 24 hexadecimal ASCII bytes; nil if they are not exactly that.
-    init?(hexUTF8 p: UnsafeRawBufferPointer) {
+    package init?(hexUTF8 p: UnsafeRawBufferPointer) {
         guard p.count == 24 else { return nil }
         var out: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -26,11 +26,15 @@ package final class ClickHouseSink: BatchSink {
     let transport: CurlTransport
     let database: String?
     let table: String?
+    /// Whether inserts carry `insert_deduplication_token` (ClickHouse 22.x
+    /// and later; older servers refuse the setting with code 115).
+    let deduplicationToken: Bool
 
-    package init(settings: HTTPSettings, database: String?, table: String?, userAgent: String) throws {
+    package init(settings: HTTPSettings, database: String?, table: String?, deduplicationToken: Bool = true, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
         self.database = database
         self.table = table
+        self.deduplicationToken = deduplicationToken
     }
 
     package var description: String { "ClickHouse \(transport.settings.url)" }
@@ -43,8 +47,8 @@ package final class ClickHouseSink: BatchSink {
 
     package func url(for batch: SinkBatch) -> String {
         let base = transport.settings.url
-        return base + (base.contains("?") ? "&" : "?") + "query=" + percentEncoded(query(type: batch.type))
-            + "&insert_deduplication_token=" + percentEncoded(batch.idempotencyKey)
+        let insert = base + (base.contains("?") ? "&" : "?") + "query=" + percentEncoded(query(type: batch.type))
+        return deduplicationToken ? insert + "&insert_deduplication_token=" + percentEncoded(batch.idempotencyKey) : insert
     }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {

@@ -18,7 +18,7 @@ extension CurlTransport {
     /// POSTs a batch and turns the answer into an outcome with `classify`
     /// (status, Retry-After, body, batch size); a network failure is a
     /// passing one: retry.
-    func deliver(
+    package func deliver(
         _ batch: SinkBatch, headers: [(String, String)], url: String? = nil,
         classify: (Int, String?, [UInt8], Int) -> UploadOutcome
     ) -> UploadOutcome {

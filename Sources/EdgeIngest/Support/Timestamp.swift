@@ -1,16 +1,16 @@
 /// ISO 8601 parsing and formatting for `timestamp` fields, in UTC with
 /// millisecond precision, without Foundation's formatters (they are slow and
 /// locale-sensitive).
-enum Timestamp {
+package enum Timestamp {
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM)` into epoch
     /// milliseconds. A zone is required: a reading without one is ambiguous.
     /// Fractions beyond milliseconds are truncated.
-    static func parseISO8601(_ text: String) -> Int64? {
+    package static func parseISO8601(_ text: String) -> Int64? {
         var text = text
         return text.withUTF8 { parse(UnsafeRawBufferPointer($0)) }
     }
 
-    static func parse(_ p: UnsafeRawBufferPointer) -> Int64? {
+    package static func parse(_ p: UnsafeRawBufferPointer) -> Int64? {
         var i = 0
         func digits(_ n: Int) -> Int64? {
             guard i + n <= p.count else { return nil }

@@ -5,13 +5,13 @@
 public enum ResponseClassifier {
     /// ClickHouse error codes that mean the data itself is bad; every other
     /// code (252 too many parts, 159 timeout, 241 memory, …) is retried.
-    static let clickHouseBadData: Set<Int> = [26, 27, 117, 6, 38, 41, 53, 69, 70, 72, 73, 131]
+    static let clickHouseBadData: Set<Int> = [26, 27, 117, 6, 38, 41, 53, 69, 70, 72, 131]
     /// ClickHouse codes that no retry or bisection can fix: the table, the
     /// query or the credentials are wrong. One table for the ClickHouse
     /// sink and for a 500 with `Code: N` from any backend.
     static let clickHouseConfiguration: [Int: String] = [
-        16: "no such column in the table", 60: "unknown table", 81: "unknown database", 62: "syntax error in the insert",
-        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token",
+        16: "no such column in the table", 60: "unknown table", 73: "unknown format", 81: "unknown database", 62: "syntax error in the insert",
+        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token (set upload.deduplication_token = false)",
         164: "the user is read-only", 192: "unknown user", 193: "wrong password", 194: "a password is required",
         497: "access denied", 516: "authentication failed",
     ]

@@ -62,7 +62,7 @@ struct ConfigurationDecoder {
     static let uploadKeys: Set<String> = [
         "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
         "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table", "schema", "password_file",
+        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table", "schema", "password_file", "deduplication_token", "measurement", "tags", "timestamp",
     ]
 
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
@@ -119,6 +119,17 @@ struct ConfigurationDecoder {
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.schemaVersion)
+        if case .lineProtocol(_, let tags, let timestamp) = c.sink, let upload = table(root["upload"], "upload") {
+            for tag in tags where !c.types.contains(where: { $0.fields.contains { $0.name == tag } }) {
+                problem(upload["tags"], "upload.tags", "names '\(tag.prefix(40))', which no record type under [types] declares")
+            }
+            if let timestamp, !c.types.contains(where: { $0.fields.contains { $0.name == timestamp && $0.type == .timestamp } }) {
+                problem(upload["timestamp"], "upload.timestamp", "must name a field of type timestamp under [types], got '\(timestamp.prefix(40))'")
+            }
+            if c.upload?.http.url.contains("precision=") == true {
+                problem(upload["url"], "upload.url", "must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself")
+            }
+        }
         if c.auth != nil, c.upload == nil {
             problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
         }
@@ -233,7 +244,7 @@ struct ConfigurationDecoder {
             // Batching, retries and shutdown apply to every sink; the
             // HTTP settings stay empty (the uploader does not read them).
             return (decodeBatching(t, into: UploadSettings(http: HTTPSettings(url: ""), clientID: hostName())), sink)
-        case .ingestProtocol, .clickHouse:
+        case .ingestProtocol, .clickHouse, .lineProtocol:
             break
         }
         guard let url = string(t["url"], "upload.url") else {
@@ -294,7 +305,16 @@ struct ConfigurationDecoder {
         case "clickhouse":
             let database = identifier(t["database"], "upload.database")
             let table = identifier(t["table"], "upload.table")
-            return .clickHouse(database: database, table: table)
+            let token = t["deduplication_token"].flatMap { bool($0, "upload.deduplication_token") } ?? true
+            return .clickHouse(database: database, table: table, deduplicationToken: token)
+        case "influxdb":
+            let measurement = t["measurement"].flatMap { string($0, "upload.measurement") }
+            if let measurement, measurement.isEmpty || measurement.hasPrefix("_") || measurement.contains(where: \.isNewline) {
+                problem(t["measurement"], "upload.measurement", "must be a name not starting with _ and without newlines, got \"\(measurement.prefix(40))\"")
+            }
+            let tags = t["tags"].map { strings($0, "upload.tags") } ?? []
+            let timestamp = t["timestamp"].flatMap { string($0, "upload.timestamp") }
+            return .lineProtocol(measurement: measurement, tags: tags, timestamp: timestamp)
         case "sqlite":
             for key in SinkSettings.httpKeys.sorted() where t[key] != nil {
                 problem(t[key], "upload.\(key)", "only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path")

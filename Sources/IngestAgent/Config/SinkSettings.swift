@@ -17,17 +17,23 @@ public enum SinkSettings: Sendable, Equatable {
     case sqliteArchive(path: String)
     /// `sink = "clickhouse"`: `INSERT … FORMAT JSONEachRow` over HTTP to
     /// `upload.url`, into `database.table` (default: the record type's name).
-    case clickHouse(database: String?, table: String?)
+    /// `deduplicationToken` false leaves `insert_deduplication_token` out,
+    /// for servers older than 22.x.
+    case clickHouse(database: String?, table: String?, deduplicationToken: Bool = true)
     /// `sink = "postgresql"`: `INSERT … ON CONFLICT (_id) DO NOTHING` through
     /// libpq to the database at `upload.url`.
     case postgreSQL(PostgresSettings)
+    /// `sink = "influxdb"`: line protocol over HTTP to `upload.url`
+    /// (InfluxDB's or VictoriaMetrics' `/write`).
+    case lineProtocol(measurement: String?, tags: [String], timestamp: String?)
 
     /// The names `upload.sink` accepts.
-    static let names = ["ingest", "sqlite", "clickhouse", "postgresql"]
+    static let names = ["ingest", "sqlite", "clickhouse", "postgresql", "influxdb"]
     /// Keys of `[upload]` that only some sinks read, and which.
     static let sinkOnlyKeys: [String: [String]] = [
         "path": ["sqlite"], "database": ["clickhouse"], "table": ["clickhouse", "postgresql"], "schema": ["postgresql"],
-        "password_file": ["postgresql"],
+        "password_file": ["postgresql"], "deduplication_token": ["clickhouse"], "measurement": ["influxdb"], "tags": ["influxdb"],
+        "timestamp": ["influxdb"],
     ]
     /// HTTP keys the postgresql sink reads too.
     static let postgresKeys: Set<String> = ["url", "connect_timeout_ms", "timeout_ms"]
@@ -57,9 +63,13 @@ extension AgentConfiguration {
             let path = resolvedArchivePath ?? ""
             let types = self.types
             return { SQLiteArchiveSink(path: path, types: types) }
-        case .clickHouse(let database, let table):
+        case .clickHouse(let database, let table, let token):
             let http = upload.http
-            return { try ClickHouseSink(settings: http, database: database, table: table, userAgent: userAgent) }
+            return { try ClickHouseSink(settings: http, database: database, table: table, deduplicationToken: token, userAgent: userAgent) }
+        case .lineProtocol(let measurement, let tags, let timestamp):
+            let http = upload.http
+            let types = self.types
+            return { try LineProtocolSink(settings: http, types: types, measurement: measurement, tags: tags, timestamp: timestamp, userAgent: userAgent) }
         case .postgreSQL(let settings):
             let types = self.types
             return { PostgresSink(settings: settings, types: types) }

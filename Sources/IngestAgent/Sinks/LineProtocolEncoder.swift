@@ -1,0 +1,154 @@
+import EdgeIngest
+
+/// Turns queued records (flat JSON objects) into InfluxDB line protocol,
+/// one point per record:
+///
+///     WeatherSensor,deviceId=WX1278UIT barometricPressureInHg=29.65,temperatureInFahrenheit=66.7,windSpeedInMph=3i 1763719315120000000
+///
+/// - the measurement: `measurement`, else the record type's name;
+/// - tags: the fields named in `tags` (sorted by key, as InfluxDB prefers);
+///   a null or empty value leaves the tag out;
+/// - fields: every other declared field, by its declared type: int → `3i`,
+///   double → `66.7`, bool → `true`, string and objectId → `"text"`, a
+///   timestamp other than the point's time → integer milliseconds (`…i`);
+///   `_id` is not sent (these engines key a point by series + time);
+/// - the time (nanoseconds): the `timestamp` field, else the type's first
+///   timestamp field; a record without one gets its `_id`'s time: the
+///   ObjectId's second plus its 24-bit counter as nanoseconds — unique per
+///   record within a second and the same on every re-send, so a re-sent
+///   point overwrites itself instead of adding a second one.
+///
+/// A record that cannot be a valid point (no field left once tags are
+/// taken out; a newline in a value, which line protocol cannot carry) is
+/// refused alone, with its index, and goes to the dead-letter table.
+struct LineProtocolEncoder {
+    let measurement: [UInt8]
+    let tags: Set<String>
+    let timestampField: String?
+    let types: [String: FieldType]
+    private var parser = NDJSONParser()
+    private var parsed = ParsedLine()
+
+    init(type: RecordType, measurement: String?, tags: [String], timestamp: String?) {
+        self.measurement = Self.escaped(Array((measurement ?? type.name).utf8), special: [0x2C, 0x20])
+        self.tags = Set(tags)
+        self.types = Dictionary(type.fields.map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
+        self.timestampField = timestamp ?? type.fields.first { $0.type == .timestamp }?.name
+    }
+
+    struct Refusal: Error { var reason: String }
+
+    /// Appends the point for one queued JSON line to `out`, or throws
+    /// without appending anything.
+    mutating func encode(_ line: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(Refusal) {
+        do { try parser.parse(line, into: &parsed) } catch { throw Refusal(reason: "the queued record is not a JSON object") }
+        var tagParts: [(String, [UInt8])] = []
+        var fieldPart: [UInt8] = []
+        var time: Int64?
+        var idTime: Int64?
+        for field in parsed.fields {
+            let key = parsed.keyString(field)
+            if key == RecordType.primaryKey {
+                if case .string(var hex) = field.value, let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) }) {
+                    idTime = Self.time(of: id)
+                }
+                continue
+            }
+            if case .null = field.value { continue }
+            let declared = types[key]
+            if key == timestampField, let ms = Self.milliseconds(field.value) {
+                time = ms * 1_000_000
+                continue
+            }
+            if tags.contains(key) {
+                let text = Self.tagText(field.value)
+                guard !text.contains(0x0A), !text.contains(0x0D) else { throw Refusal(reason: "tag '\(key)' holds a newline, which line protocol cannot carry") }
+                if !text.isEmpty { tagParts.append((key, Self.escaped(text, special: [0x2C, 0x3D, 0x20]))) }
+                continue
+            }
+            guard let value = try Self.fieldValue(field.value, declared: declared, key: key) else { continue }
+            if !fieldPart.isEmpty { fieldPart.append(0x2C) }
+            fieldPart += Self.escaped(Array(key.utf8), special: [0x2C, 0x3D, 0x20])
+            fieldPart.append(0x3D)
+            fieldPart += value
+        }
+        guard !fieldPart.isEmpty else { throw Refusal(reason: "no field left once the tags are taken out: a point needs at least one") }
+        guard let nanoseconds = time ?? idTime else { throw Refusal(reason: "no time: neither a timestamp field nor an ObjectId _id") }
+        out += measurement
+        for (key, value) in tagParts.sorted(by: { $0.0 < $1.0 }) {
+            out.append(0x2C)
+            out += Self.escaped(Array(key.utf8), special: [0x2C, 0x3D, 0x20])
+            out.append(0x3D)
+            out += value
+        }
+        out.append(0x20)
+        out += fieldPart
+        out.append(0x20)
+        out += Array(String(nanoseconds).utf8)
+        out.append(0x0A)
+    }
+
+    /// An ObjectId's second plus its counter (its last 3 bytes) in nanoseconds.
+    static func time(of id: ObjectId) -> Int64 {
+        let hex = Array(id.hexString.utf8)
+        let counter = Int64(String(decoding: hex[18..<24], as: UTF8.self), radix: 16) ?? 0
+        return Int64(id.timestampSeconds) * 1_000_000_000 + counter
+    }
+
+    static func milliseconds(_ value: RawFieldValue) -> Int64? {
+        switch value {
+        case .string(let text), .text(let text): return Timestamp.parseISO8601(text)
+        case .timestamp(let ms): return ms
+        case .int(let ms): return ms
+        default: return nil
+        }
+    }
+
+    static func tagText(_ value: RawFieldValue) -> [UInt8] {
+        switch value {
+        case .string(let text), .text(let text): return Array(text.utf8)
+        case .int(let n): return Array(String(n).utf8)
+        case .double(let d): return Array(String(d).utf8)
+        case .bool(let b): return Array((b ? "true" : "false").utf8)
+        case .objectId(let id): return Array(id.hexString.utf8)
+        case .timestamp(let ms): return Array(String(ms).utf8)
+        case .null, .unsupported: return []
+        }
+    }
+
+    /// A field value by the field's declared type (the queued JSON number
+    /// `30` of a double field is still sent as a float).
+    static func fieldValue(_ value: RawFieldValue, declared: FieldType?, key: String) throws(Refusal) -> [UInt8]? {
+        switch value {
+        case .int(let n):
+            return Array((declared == .double ? String(Double(n)) : "\(n)i").utf8)
+        case .double(let d):
+            return Array((declared == .int ? "\(Int64(d))i" : String(d)).utf8)
+        case .bool(let b):
+            return Array((b ? "true" : "false").utf8)
+        case .string(let text), .text(let text):
+            if declared == .timestamp, let ms = Timestamp.parseISO8601(text) { return Array("\(ms)i".utf8) }
+            guard !text.utf8.contains(0x0A), !text.utf8.contains(0x0D) else {
+                throw Refusal(reason: "field '\(key)' holds a newline, which line protocol cannot carry")
+            }
+            return [0x22] + escaped(Array(text.utf8), special: [0x22, 0x5C]) + [0x22]
+        case .objectId(let id):
+            return Array("\"\(id.hexString)\"".utf8)
+        case .timestamp(let ms):
+            return Array("\(ms)i".utf8)
+        case .null, .unsupported:
+            return nil
+        }
+    }
+
+    /// `bytes` with a backslash before each byte in `special`.
+    static func escaped(_ bytes: [UInt8], special: Set<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        for b in bytes {
+            if special.contains(b) { out.append(0x5C) }
+            out.append(b)
+        }
+        return out
+    }
+}

@@ -1,0 +1,115 @@
+import EdgeIngest
+import Foundation
+@testable import IngestAgent
+import Testing
+import TestSupport
+
+/// The influxdb sink's request bodies (line protocol) and its reading of
+/// InfluxDB's and VictoriaMetrics' answers, recorded from real servers.
+struct LineProtocolSinkTests {
+    static func type(_ extra: [RecordType.Field] = []) throws -> RecordType {
+        try RecordType(
+            name: "WeatherSensor",
+            fields: [
+                .init(name: "deviceId", type: .string), .init(name: "temperatureInFahrenheit", type: .double),
+                .init(name: "windSpeedInMph", type: .int),
+            ] + extra)
+    }
+
+    static func encode(_ lines: [String], type: RecordType, measurement: String? = nil, tags: [String] = ["deviceId"], timestamp: String? = nil)
+        -> (body: String, refused: [RecordRejection])
+    {
+        let sink = try! LineProtocolSink(
+            settings: HTTPSettings(url: "http://127.0.0.1:9/write?db=t"), types: [type], measurement: measurement, tags: tags, timestamp: timestamp,
+            userAgent: "test")
+        let payload = Array(lines.map { $0 + "\n" }.joined().utf8)
+        let (body, refused) = sink.encode(SinkBatch(type: type.name, idempotencyKey: "k", payload: payload[...], recordCount: lines.count), type: type)
+        return (String(decoding: body, as: UTF8.self), refused)
+    }
+
+    @Test func recordsBecomePointsWithTagsTypedFieldsAndTheirTime() throws {
+        let type = try Self.type([.init(name: "takenAt", type: .timestamp), .init(name: "calibrated", type: .bool), .init(name: "site", type: .string)])
+        let (body, refused) = Self.encode(
+            [
+                #"{"_id":"65a1b2c3d4e5f60718293a4b","deviceId":"WX 12,a=b","temperatureInFahrenheit":30,"windSpeedInMph":3,"takenAt":"2026-11-21T10:00:00.250Z","calibrated":true,"site":"say \"hi\" \\ there"}"#,
+            ], type: type, measurement: "weather station")
+        #expect(refused.isEmpty)
+        #expect(body == #"weather\ station,deviceId=WX\ 12\,a\=b temperatureInFahrenheit=30.0,windSpeedInMph=3i,calibrated=true,site="say \"hi\" \\ there" 1795255200250000000"# + "\n")
+    }
+
+    @Test func withoutATimestampFieldThePointTakesItsIdsSecondAndCounter() throws {
+        // 0x65a1b2c3 = 1705095875 s; counter 0x3a4b5c = 3820380 ns.
+        let (body, _) = Self.encode([#"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#], type: try Self.type())
+        #expect(body == "WeatherSensor,deviceId=A temperatureInFahrenheit=1.5,windSpeedInMph=2i 1705095875003820380\n")
+        // The same record re-sent is the same point: InfluxDB overwrites it.
+        #expect(Self.encode([#"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#], type: try Self.type()).body == body)
+    }
+
+    @Test func aRecordThatCannotBeAPointIsRefusedAloneWithItsIndex() throws {
+        let type = try Self.type([.init(name: "note", type: .string, isRequired: false)])
+        let (body, refused) = Self.encode(
+            [
+                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b02","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"note":"two\nlines"}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b03","deviceId":"A","temperatureInFahrenheit":null,"windSpeedInMph":null}"#,
+            ], type: type, tags: ["deviceId"])
+        #expect(refused.map(\.index) == [1, 2])
+        #expect(refused[0].reason == "field 'note' holds a newline, which line protocol cannot carry")
+        #expect(refused[1].reason.hasPrefix("no field left once the tags are taken out"))
+        #expect(body.split(separator: "\n").count == 1)
+    }
+
+    /// What each recorded write means; every POST in the recordings is here.
+    static let influx: [String: String] = [
+        "write_ok_ns": "stored", "write_ok_ms": "stored", "duplicate_point_first": "stored", "duplicate_point_second": "stored",
+        "duplicate_point_new_value": "stored", "gzip_body": "stored", "empty_body": "stored", "auth_ok": "stored",
+        "field_type_conflict": "bad", "field_type_conflict_within_batch_new_measurement": "bad", "parse_error_among_good": "bad",
+        "all_lines_unparsable": "bad", "point_beyond_retention": "bad", "only_points_beyond_retention": "bad",
+        "content_encoding_gzip_but_plain_body": "bad",
+        "database_not_found": "hold", "database_param_missing": "hold", "retention_policy_not_found": "hold", "auth_read_only_user": "hold",
+        "auth_no_credentials": "unauthorized", "auth_wrong_password_basic": "unauthorized", "auth_wrong_password_params": "unauthorized",
+        "auth_unknown_user": "unauthorized", "setup_create_database": "skip", "setup_create_short_rp": "skip",
+    ]
+
+    static func kind(_ outcome: UploadOutcome) -> String {
+        switch outcome {
+        case .stored: return "stored"
+        case .badBatch: return "bad"
+        case .hold: return "hold"
+        case .unauthorized: return "unauthorized"
+        case .retry: return "retry"
+        default: return "\(outcome)"
+        }
+    }
+
+    @Test func everyRecordedInfluxDBAnswerIsReadRight() throws {
+        let writes = try RecordedExchange.writes(in: "influxdb-1.6.json")
+        #expect(Set(writes.keys) == Set(Self.influx.keys), "a recorded write without an expectation, or the reverse")
+        for (name, exchange) in writes where Self.influx[name] != "skip" {
+            let outcome = LineProtocolSink.classify(status: exchange.status, retryAfter: nil, body: Array(exchange.responseBody.utf8), batchSize: 3)
+            #expect(Self.kind(outcome) == Self.influx[name], "\(name): \(exchange.status) \(exchange.responseBody) → \(outcome)")
+            // A reason never quotes the refused line.
+            #expect(!"\(outcome)".contains("garbage"), "\(name)")
+        }
+    }
+
+    @Test func aPartialWriteSaysWhatKindWithoutQuotingData() throws {
+        let writes = try RecordedExchange.writes(in: "influxdb-1.6.json")
+        let conflict = try #require(writes["field_type_conflict"])
+        #expect(LineProtocolSink.classify(status: 400, retryAfter: nil, body: Array(conflict.responseBody.utf8), batchSize: 3)
+            == .badBatch(reason: "InfluxDB HTTP 400: partial write, field type conflict"))
+        let missing = try #require(writes["database_not_found"])
+        #expect(LineProtocolSink.classify(status: 404, retryAfter: nil, body: Array(missing.responseBody.utf8), batchSize: 3)
+            == .hold(reason: "InfluxDB HTTP 404: no such database: fix upload.url (db=, rp=)"))
+    }
+
+    @Test func everyRecordedVictoriaMetricsAnswerIsReadRight() throws {
+        let writes = try RecordedExchange.writes(in: "victoria-metrics-1.79.json")
+        #expect(writes.count >= 15)
+        for (name, exchange) in writes {
+            let outcome = LineProtocolSink.classify(status: exchange.status, retryAfter: nil, body: Array(exchange.responseBody.utf8), batchSize: 3)
+            // 204 for everything, even lines it dropped: only the gzip mix-up is refused.
+            #expect(Self.kind(outcome) == (name == "content_encoding_gzip_but_plain_body" ? "bad" : "stored"), "\(name) → \(outcome)")
+        }
+    }
+}
