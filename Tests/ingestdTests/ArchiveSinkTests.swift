@@ -30,15 +30,26 @@ import TestSupport
         #expect(result.stdout.contains("  upload: SQLite archive /srv/archive.sqlite, 300 records per batch"), "\(result.stdout)")
     }
 
+    @Test func checkConfigShowsTheLineProtocolMapping() throws {
+        let fixture = try AgentFixture("\n[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"deviceId\"]\n")
+        let result = try fixture.run(["check-config"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("  upload: line protocol http://127.0.0.1:8086/write?db=t, measurement <record type>, tags [deviceId], time from the first timestamp field, else _id, 1000 records per batch"), "\(result.stdout)")
+    }
+
     @Test func checkConfigNamesWhatASinkNeedsAndWhatItIgnores() throws {
         let cases: [(upload: String, expected: String)] = [
             ("sink = \"sqlite\"", "upload.path: is required with sink = \"sqlite\""),
             ("sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
              "upload.gzip: only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path"),
-            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, got \"kafka\""),
+            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"kafka\""),
             ("url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"", "upload.path: is for sink = \"sqlite\"; this [upload] has sink = \"ingest\""),
             ("sink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ntable = \"weather; DROP\"", "upload.table: must be a plain name"),
             ("sink = \"clickhouse\"", "upload.url: is required in [upload]"),
+            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"site\"]", "upload.tags: names 'site', which no record type under [types] declares"),
+            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntimestamp = \"deviceId\"", "upload.timestamp: must name a field of type timestamp"),
+            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t&precision=ms\"", "upload.url: must not set precision="),
+            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\nmeasurement = \"_w\"", "upload.measurement: must be a name not starting with _"),
         ]
         for (upload, expected) in cases {
             let fixture = try AgentFixture("\n[upload]\n" + upload + "\n")

@@ -4,8 +4,8 @@ import TestSupport
 
 /// `upload.sink = "clickhouse"` through the built binary against
 /// Tests/Support/clickhouse-fake.py, which answers with ClickHouse's own
-/// error wording and statuses. A real server: scripts/sink-engines.sh is not
-/// written yet (see docs/SINKS.md).
+/// error wording and statuses. Answers of a real ClickHouse 18.16:
+/// ClickHouseRecordedAnswerTests; a real server: scripts/sink-engines.sh.
 @Suite(.serialized) struct ClickHouseSinkTests {
     /// The fake on a kernel-chosen loopback port; killed when released.
     final class FakeClickHouse {
