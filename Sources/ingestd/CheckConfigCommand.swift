@@ -23,14 +23,14 @@ struct CheckConfigCommand: ParsableCommand {
                 print("  upload: SQLite archive \(archive), \(upload.maxRecords) records per batch")
             } else if let upload = configuration.upload, case .clickHouse(let database, let table, let token) = configuration.sink {
                 let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")
-                print("  upload: ClickHouse \(upload.http.url) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), deduplication token \(token ? "sent" : "off")")
+                print("  upload: ClickHouse \(upload.http.displayURL) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), deduplication token \(token ? "sent" : "off")")
             } else if let upload = configuration.upload, case .lineProtocol(let measurement, let tags, let timestamp) = configuration.sink {
-                print("  upload: line protocol \(upload.http.url), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field, else _id"), \(upload.maxRecords) records per batch")
+                print("  upload: line protocol \(upload.http.displayURL), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field, else _id"), \(upload.maxRecords) records per batch")
             } else if let upload = configuration.upload, case .postgreSQL(let settings) = configuration.sink {
                 let target = (settings.schema.map { $0 + "." } ?? "") + (settings.table ?? "<record type>")
-                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password == nil ? "from libpq's defaults" : "from upload.password_file")")
+                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password == nil ? "from libpq's defaults" : "set")")
             } else if let upload = configuration.upload {
-                print("  upload: \(upload.http.url), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
+                print("  upload: \(upload.http.displayURL), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
             } else {
                 print("  upload: none (readings stay queued)")
             }

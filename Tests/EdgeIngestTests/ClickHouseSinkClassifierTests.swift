@@ -78,6 +78,15 @@ struct ClickHouseRecordedAnswerTests {
         }
     }
 
+    @Test func anOldServerRefusingTheTokenSaysHowToTurnItOff() throws {
+        let refused = try #require(try RecordedExchange.writes(in: "clickhouse-18.16.json")["insert_with_dedup_token"])
+        guard case .hold(let reason) = ClickHouseSink.classify(status: refused.status, retryAfter: nil, body: Array(refused.responseBody.utf8), batchSize: 3) else {
+            Issue.record("expected a hold")
+            return
+        }
+        #expect(reason.hasSuffix("set upload.deduplication_token = false"), "\(reason)")
+    }
+
     @Test func theInsertsOurSinkSendsAreTheOnesRecorded() throws {
         let writes = try RecordedExchange.writes(in: "clickhouse-18.16.json")
         var settings = HTTPSettings(url: "http://127.0.0.1:18123/")

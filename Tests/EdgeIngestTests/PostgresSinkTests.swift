@@ -95,6 +95,21 @@ import TestSupport
         #expect(inline.description.contains("ingest:***@127.0.0.1"))
     }
 
+    @Test func aTableDroppedBehindTheSinksBackIsMadeAgain() throws {
+        let server = try PostgresServer()
+        let sink = try Self.sink(server)
+        #expect(sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2))) == .stored(rejected: []))
+        try server.psql("DROP TABLE \"WeatherSensor\"")
+        // The prepared insert fails once (42P01, a hold); the next attempt looks at the table again.
+        guard case .hold(let reason) = sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2, start: 2))) else {
+            Issue.record("expected a hold")
+            return
+        }
+        #expect(reason.contains("42P01"), "\(reason)")
+        #expect(sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2, start: 2))) == .stored(rejected: []))
+        #expect(try server.psql("SELECT count(*) FROM \"WeatherSensor\"") == "2")
+    }
+
     @Test func anInsertWithoutRightsHoldsAndSaysSo() throws {
         let server = try PostgresServer()
         try server.psql("CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; CREATE TABLE \"WeatherSensor\" (_id text PRIMARY KEY, \"deviceId\" text, \"temperatureInFahrenheit\" double precision, \"barometricPressureInHg\" double precision, \"windSpeedInMph\" bigint)")
@@ -156,6 +171,14 @@ import TestSupport
         #expect(try server.psql("SELECT count(*), count(DISTINCT _id) FROM \"WeatherSensor\"") == "4|4")
     }
 
+    @Test func theWatchdogAllowsEveryStatementItsOwnTimeout() throws {
+        var settings = PostgresSettings(url: "postgresql://db/t")
+        settings.connectTimeoutMilliseconds = 2_000
+        settings.timeoutMilliseconds = 60_000
+        // WeatherSensor has 4 fields: columns, create, 4 added columns, insert.
+        #expect(PostgresSink(settings: settings, types: [try declaredWeatherSensor()]).deliveryTimeLimitMilliseconds == 2_000 + 7 * 60_000)
+    }
+
     @Test func withoutLibpqTheSinkHoldsAndSaysWhatToInstall() {
         guard case .failure(let error) = LibPQ.load(names: ["libpq-that-is-not-there.so.5"]) else {
             Issue.record("expected a failure")
@@ -204,13 +227,21 @@ import TestSupport
         ("host=db password='p w\\'x' dbname=t", "host=db password=*** dbname=t"),
         ("host=db password=pw dbname=t", "host=db password=*** dbname=t"),
         ("postgresql://a@db/t?user_password=x", "postgresql://a@db/t?user_password=x"),
+        ("host=db password = 'p w' dbname=t", "host=db password = *** dbname=t"),
+        ("host=db sslpassword=kp password=pw", "host=db sslpassword=*** password=***"),
+        ("postgresql://u@db/t?sslpassword=kp&sslmode=require", "postgresql://u@db/t?sslpassword=***&sslmode=require"),
+        ("host=db\tpassword=pw\tdbname=t", "host=db\tpassword=***\tdbname=t"),
+        ("pgsql://ingest:averyveryverylongpassword@db/t", "pgsql://ingest:***@db/t"),
+        ("http://influx:8086/write?db=t&u=me&p=s3cret", "http://influx:8086/write?db=t&u=me&p=***"),
+        ("http://ch:8123/?user=u&password=pw&query=x", "http://ch:8123/?user=u&password=***&query=x"),
+        ("http://ch:8123/?dp=1&pp=2", "http://ch:8123/?dp=1&pp=2"),
     ])
     func passwordsAreRedactedFromTheURL(url: String, shown: String) {
-        #expect(PostgresSettings.redacted(url) == shown)
+        #expect(redactedURL(url) == shown)
     }
 
     @Test func theBatchIsSentAsOneJSONArray() {
-        #expect(PostgresSink.jsonArray(Array("{\"a\":1}\n{\"b\":2}\n".utf8)[...]) == Array("[{\"a\":1},{\"b\":2}]".utf8))
-        #expect(PostgresSink.jsonArray(Array("{\"a\":\"x\\ny\"}\n".utf8)[...]) == Array("[{\"a\":\"x\\ny\"}]".utf8))
+        #expect(PostgresSink.jsonArray(Array("{\"a\":1}\n{\"b\":2}\n".utf8)[...]) == Array("[{\"a\":1},{\"b\":2}]\0".utf8))
+        #expect(PostgresSink.jsonArray(Array("{\"a\":\"x\\ny\"}\n".utf8)[...]) == Array("[{\"a\":\"x\\ny\"}]\0".utf8))
     }
 }

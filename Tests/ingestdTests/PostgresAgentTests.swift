@@ -7,14 +7,17 @@ import TestSupport
 /// batches, timeouts, rights, classification) are EdgeIngestTests'
 /// PostgresSinkTests.
 @Suite struct PostgresAgentTests {
-    static func fixture(_ server: PostgresServer, _ extra: String = "") throws -> AgentFixture {
-        try AgentFixture(
+    /// The password in `password_file`, or (`inline`) in the URL, where
+    /// every log line and status must show it as `***`.
+    static func fixture(_ server: PostgresServer, inline: Bool = false, _ extra: String = "") throws -> AgentFixture {
+        let url = inline ? server.url.replacingOccurrences(of: "ingest@", with: "ingest:\(server.password)@") : server.url
+        return try AgentFixture(
             """
 
             [upload]
             sink = "postgresql"
-            url = "\(server.url)"
-            password_file = "\(server.passwordFile)"
+            url = "\(url)"
+            \(inline ? "" : "password_file = \"\(server.passwordFile)\"")
             linger_ms = 20
             retry_base_ms = 20
             retry_cap_ms = 200
@@ -29,7 +32,7 @@ import TestSupport
             CREATE TABLE weather (_id text PRIMARY KEY, "deviceId" text NOT NULL CHECK ("deviceId" <> 'POISON'), "temperatureInFahrenheit" double precision,
               "barometricPressureInHg" double precision, "windSpeedInMph" bigint)
             """)
-        let fixture = try Self.fixture(server, "table = \"weather\"\nmax_records = 500")
+        let fixture = try Self.fixture(server, inline: true, "table = \"weather\"\nmax_records = 500")
         let readings = (0..<2500).map { reading($0 % 40, device: $0 == 1234 ? "POISON" : "A\($0)") + "\n" }.joined()
         // stdin stays open while the uploader bisects (a drain on stop does not).
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
@@ -38,9 +41,10 @@ import TestSupport
         let result = (status: agent.terminate(), stderr: agent.stderr)
         #expect(reached, "\(result.stderr.suffix(2000))")
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("PostgreSQL \(server.url)"), "\(result.stderr.suffix(2000))")
+        #expect(result.stderr.contains("PostgreSQL postgresql://ingest:***@127.0.0.1:\(server.port)/telemetry"), "\(result.stderr.suffix(2000))")
         #expect(result.stderr.contains("PostgreSQL error 23514"), "\(result.stderr.suffix(2000))")
         #expect(!result.stderr.contains(server.password))
+        #expect(!(try fixture.run(["status", "--json"]).stdout.contains(server.password)))
         #expect(try server.psql("SELECT count(*), count(DISTINCT _id), count(DISTINCT \"deviceId\") FROM weather") == "2499|2499|2499")
         let status = try fixture.status()
         #expect(status["queued_records"] as? Int == 0)
@@ -54,6 +58,24 @@ import TestSupport
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("  upload: PostgreSQL postgresql://ingest:***@db:5432/telemetry into edge.<record type>, 1000 records per batch"), "\(result.stdout)")
         #expect(!result.stdout.contains("inline-pw"))
+    }
+
+    @Test func thePasswordComesFromTheSystemdCredentialWhenNoFileIsNamed() throws {
+        let dir = try TemporaryDirectory()
+        let credentials = dir.file("credentials")
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        let fixture = try AgentFixture("\n[upload]\nsink = \"postgresql\"\nurl = \"postgresql://ingest@db/telemetry\"\n")
+        var environment = IngestdBinary.environment
+        environment["CREDENTIALS_DIRECTORY"] = credentials
+        // No credential file: libpq's own sources, not an error.
+        let without = try fixture.run(["check-config"], environment: environment)
+        #expect(without.status == 0, "\(without.stderr)")
+        #expect(without.stdout.contains("password from libpq's defaults"), "\(without.stdout)")
+        try "cred-pw-3391\n".write(toFile: credentials + "/postgres-password", atomically: true, encoding: .utf8)
+        let with = try fixture.run(["check-config"], environment: environment)
+        #expect(with.status == 0, "\(with.stderr)")
+        #expect(with.stdout.contains("password set"), "\(with.stdout)")
+        #expect(!with.stdout.contains("cred-pw-3391"))
     }
 
     @Test func checkConfigNamesWhatThePostgresqlSinkNeedsAndWhatItIgnores() throws {

@@ -85,6 +85,11 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         withUnsafeBytes(of: bytes) { UInt32($0[0]) << 24 | UInt32($0[1]) << 16 | UInt32($0[2]) << 8 | UInt32($0[3]) }
     }
 
+    /// The 3-byte counter (the last part of the id).
+    public var counter: UInt32 {
+        withUnsafeBytes(of: bytes) { UInt32($0[9]) << 16 | UInt32($0[10]) << 8 | UInt32($0[11]) }
+    }
+
     /// True for the zero id.
     public var isZero: Bool { self == ObjectId() }
 

@@ -20,6 +20,14 @@ package protocol BatchSink: AnyObject, CustomStringConvertible {
     /// Stores `batch` or says why not. Must be idempotent by `_id`: the
     /// same records come again after a lost acknowledgement or a crash.
     func deliver(_ batch: SinkBatch) -> UploadOutcome
+    /// The longest one ``deliver(_:)`` may take with the sink's own
+    /// timeouts; longer means wedged (the watchdog stops being fed). Nil:
+    /// the uploader's HTTP connect + request timeouts.
+    var deliveryTimeLimitMilliseconds: Int? { get }
+}
+
+extension BatchSink {
+    package var deliveryTimeLimitMilliseconds: Int? { nil }
 }
 
 /// One delivery attempt: records of one type, as the NDJSON the queue holds
@@ -40,6 +48,21 @@ package struct SinkBatch {
         self.payload = payload
         self.recordCount = recordCount
         self.headers = headers
+    }
+
+    /// Calls `body` with each record's index in the batch and its JSON line
+    /// (without the "\n"), in order.
+    package func forEachRecord(_ body: (Int, UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try payload.withUnsafeBytes { bytes in
+            var start = 0
+            var index = 0
+            while start < bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                try body(index, UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                index += 1
+                start = end + 1
+            }
+        }
     }
 }
 

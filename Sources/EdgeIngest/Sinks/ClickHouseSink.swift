@@ -37,7 +37,7 @@ package final class ClickHouseSink: BatchSink {
         self.deduplicationToken = deduplicationToken
     }
 
-    package var description: String { "ClickHouse \(transport.settings.url)" }
+    package var description: String { "ClickHouse \(transport.settings.displayURL)" }
 
     /// The insert for records of `type`.
     package func query(type: String) -> String {
@@ -61,7 +61,9 @@ package final class ClickHouseSink: BatchSink {
         if (200..<300).contains(status) { return .stored(rejected: []) }
         if let code = ResponseClassifier.clickHouseCode(body) {
             if let meaning = ResponseClassifier.clickHouseConfiguration[code] {
-                return .hold(reason: "ClickHouse code \(code) (\(meaning)): fix the table or the credentials in [upload]")
+                // The only setting the sink sends is the deduplication token.
+                let fix = code == 115 ? "set upload.deduplication_token = false" : "fix the table or the credentials in [upload]"
+                return .hold(reason: "ClickHouse code \(code) (\(meaning)): \(fix)")
             }
             // Newer servers answer data errors with 400, older ones with 500.
             if status == 400 || ResponseClassifier.clickHouseBadData.contains(code) {

@@ -7,7 +7,7 @@ package final class IngestProtocolSink: BatchSink {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
     }
 
-    package var description: String { "\(transport.settings.url) (gzip \(transport.settings.gzip))" }
+    package var description: String { "\(transport.settings.displayURL) (gzip \(transport.settings.gzip))" }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         transport.deliver(batch, headers: batch.headers, classify: ResponseClassifier.classify)

@@ -53,23 +53,15 @@ package final class SQLiteArchiveSink: BatchSink {
             let check = try isRecordStatement(in: db)
             let stored = try db.transaction { () throws -> Int in
                 var stored = 0
-                var index = 0
-                try batch.payload.withUnsafeBytes { bytes in
-                    var start = 0
-                    while start < bytes.count {
-                        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-                        let line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-                        insert.bind(1, text: line)
-                        try insert.run()
-                        if db.changes == 1 {
-                            stored += 1
-                        } else {
-                            check.bind(1, text: line)
-                            defer { check.reset() }
-                            guard try check.step(), check.int64(0) == 1 else { throw ArchiveRecordError(index: index) }
-                        }
-                        index += 1
-                        start = end + 1
+                try batch.forEachRecord { index, line in
+                    insert.bind(1, text: line)
+                    try insert.run()
+                    if db.changes == 1 {
+                        stored += 1
+                    } else {
+                        check.bind(1, text: line)
+                        defer { check.reset() }
+                        guard try check.step(), check.int64(0) == 1 else { throw ArchiveRecordError(index: index) }
                     }
                 }
                 return stored
@@ -118,30 +110,25 @@ package final class SQLiteArchiveSink: BatchSink {
     /// nothing (as a duplicate does).
     private func insertStatement(for type: RecordType, in db: SQLiteConnection) throws -> SQLiteStatement {
         if let prepared = inserts[type.name] { return prepared }
-        let table = Self.quoted(type.name)
+        let table = sqlIdentifier(type.name)
         // RecordType.fields never holds _id: it is every record's primary key.
-        let definitions = ["\"_id\" TEXT PRIMARY KEY NOT NULL"] + type.fields.map { "\(Self.quoted($0.name)) \(Self.columnType($0.type))" }
+        let definitions = ["\"_id\" TEXT PRIMARY KEY NOT NULL"] + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
         try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         var existing = Set<String>()
         let info = try db.prepare("SELECT name FROM pragma_table_info(?)")
         info.bind(1, type.name)
         while try info.step() { existing.insert(info.string(0)) }
         for field in type.fields where !existing.contains(field.name) {
-            try db.execute("ALTER TABLE \(table) ADD COLUMN \(Self.quoted(field.name)) \(Self.columnType(field.type))")
+            try db.execute("ALTER TABLE \(table) ADD COLUMN \(sqlIdentifier(field.name)) \(Self.columnType(field.type))")
         }
         let names = ([RecordType.primaryKey] + type.fields.map(\.name))
         let values = names.map { "json_extract(?1, \(Self.jsonPath($0)))" }
         let statement = try db.prepare(
-            "INSERT OR IGNORE INTO \(table) (\(names.map(Self.quoted).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
+            "INSERT OR IGNORE INTO \(table) (\(names.map(sqlIdentifier).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
                 + " WHERE CASE WHEN json_valid(?1) THEN json_type(?1, '$._id') END = 'text'"
         )
         inserts[type.name] = statement
         return statement
-    }
-
-    /// An SQL identifier in double quotes, inner quotes doubled.
-    static func quoted(_ name: String) -> String {
-        "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 
     /// `'$."name"'`: the JSON path of a top-level key as an SQL string literal.

@@ -27,3 +27,9 @@ package func quoted(_ text: some StringProtocol) -> String {
     }
     return out + "\""
 }
+
+/// An SQL identifier in double quotes, inner quotes doubled (SQLite and
+/// PostgreSQL alike): `we"ird` → `"we""ird"`.
+package func sqlIdentifier(_ name: String) -> String {
+    "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+}

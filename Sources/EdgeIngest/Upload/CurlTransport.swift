@@ -124,7 +124,7 @@ public final class CurlTransport {
             return curl_easy_perform(handle)
         }
         withExtendedLifetime(box) {}
-        guard code == CURLE_OK else { throw TransportError(code: code, url: settings.url, timeoutMilliseconds: settings.timeoutMilliseconds) }
+        guard code == CURLE_OK else { throw TransportError(code: code, url: settings.displayURL, timeoutMilliseconds: settings.timeoutMilliseconds) }
         var status = 0
         _ = edgeingest_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return HTTPResponse(status: status, headers: box.sink.headers, body: box.sink.body)

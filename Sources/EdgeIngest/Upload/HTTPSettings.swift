@@ -26,7 +26,11 @@ public struct HTTPSettings: Sendable, CustomStringConvertible {
 
     public init(url: String) { self.url = url }
 
+    /// ``url`` as logs, errors and `check-config` show it: any password in
+    /// it replaced by `***` (``redactedURL(_:)``).
+    public var displayURL: String { redactedURL(url) }
+
     public var description: String {
-        "HTTPSettings(url: \(url), gzip: \(gzip), token: \(bearerToken == nil ? "none" : "set"), caFile: \(caFile ?? "system"))"
+        "HTTPSettings(url: \(displayURL), gzip: \(gzip), token: \(bearerToken == nil ? "none" : "set"), caFile: \(caFile ?? "system"))"
     }
 }

@@ -11,7 +11,7 @@ public enum ResponseClassifier {
     /// sink and for a 500 with `Code: N` from any backend.
     static let clickHouseConfiguration: [Int: String] = [
         16: "no such column in the table", 60: "unknown table", 73: "unknown format", 81: "unknown database", 62: "syntax error in the insert",
-        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token (set upload.deduplication_token = false)",
+        115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token",
         164: "the user is read-only", 192: "unknown user", 193: "wrong password", 194: "a password is required",
         497: "access denied", 516: "authentication failed",
     ]

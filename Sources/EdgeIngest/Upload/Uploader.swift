@@ -156,7 +156,8 @@ package final class Uploader: Sendable {
                 $0.requests += 1
                 if attempt > 0 { $0.resends += 1 }
             }
-            state.expectProgress(within: settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
+            state.expectProgress(
+                within: sink.deliveryTimeLimitMilliseconds ?? settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
             let outcome: UploadOutcome
             if let credentialsOffline {
                 outcome = .retry(reason: credentialsOffline, retryAfterSeconds: nil)
@@ -175,7 +176,7 @@ package final class Uploader: Sendable {
             }
             switch outcome {
             case .stored(let rejected):
-                for r in rejected { deadLetters[range.lowerBound + r.index] = "rejected by the backend: \(r.reason)" }
+                for r in rejected { deadLetters[range.lowerBound + r.index] = "rejected by the sink: \(r.reason)" }
                 work.removeFirst()
                 attempt = 0
                 reported = false

@@ -238,7 +238,7 @@ struct ConfigurationDecoder {
     mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> (UploadSettings, SinkSettings)? {
         guard let t else { return nil }
         rejectUnknown(t, known: Self.uploadKeys, prefix: "upload.")
-        guard let sink = decodeSink(t) else { return nil }
+        guard let sink = decodeSink(t, environment: environment) else { return nil }
         switch sink {
         case .sqliteArchive, .postgreSQL:
             // Batching, retries and shutdown apply to every sink; the
@@ -293,7 +293,7 @@ struct ConfigurationDecoder {
 
     /// `upload.sink` and what it needs; nil after a problem. HTTP-only keys
     /// next to another sink are problems: they would silently do nothing.
-    mutating func decodeSink(_ t: TOMLTable) -> SinkSettings? {
+    mutating func decodeSink(_ t: TOMLTable, environment: [String: String]) -> SinkSettings? {
         let name = t["sink"].flatMap { string($0, "upload.sink") } ?? "ingest"
         for (key, owners) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key }) where !owners.contains(name) && t[key] != nil {
             let sinks = owners.map { "\"\($0)\"" }.joined(separator: " or ")
@@ -325,7 +325,7 @@ struct ConfigurationDecoder {
             }
             return .sqliteArchive(path: path)
         case "postgresql":
-            return decodePostgres(t)
+            return decodePostgres(t, environment: environment)
         default:
             problem(t["sink"], "upload.sink", "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\"")
             return nil
@@ -334,7 +334,7 @@ struct ConfigurationDecoder {
 
     /// `sink = "postgresql"`: the libpq URL, the password file, schema and
     /// table, and the two timeouts.
-    mutating func decodePostgres(_ t: TOMLTable) -> SinkSettings? {
+    mutating func decodePostgres(_ t: TOMLTable, environment: [String: String]) -> SinkSettings? {
         for key in SinkSettings.httpKeys.subtracting(SinkSettings.postgresKeys).sorted() where t[key] != nil {
             problem(t[key], "upload.\(key)", "only applies to HTTP sinks; sink = \"postgresql\" connects with libpq (TLS: sslmode, sslrootcert, sslcert, sslkey in upload.url)")
         }
@@ -343,7 +343,7 @@ struct ConfigurationDecoder {
             return nil
         }
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
-            problem(t["url"], "upload.url", "must be a libpq URL (postgresql://user@host:port/database) or key=value string, got \"\(PostgresSettings.redacted(String(url.prefix(40))))\"")
+            problem(t["url"], "upload.url", "must be a libpq URL (postgresql://user@host:port/database) or key=value string, got \"\(redactedURL(url).prefix(40))\"")
             return nil
         }
         var settings = PostgresSettings(url: url)
@@ -351,14 +351,7 @@ struct ConfigurationDecoder {
         settings.table = identifier(t["table"], "upload.table")
         if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) { settings.connectTimeoutMilliseconds = Int(n) }
         if let v = t["timeout_ms"], let n = integer(v, "upload.timeout_ms", min: 1) { settings.timeoutMilliseconds = Int(n) }
-        if let path = string(t["password_file"], "upload.password_file") {
-            if let text = readTextFile(path) {
-                let password = String(text.reversed().drop(while: { $0 == "\n" || $0 == "\r" }).reversed())
-                if password.isEmpty { problem(t["password_file"], "upload.password_file", "'\(path)' is empty") } else { settings.password = password }
-            } else {
-                problem(t["password_file"], "upload.password_file", "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
-            }
-        }
+        settings.password = secret(t["password_file"], "upload.password_file", credential: "postgres-password", environment: environment, required: false)
         return .postgreSQL(settings)
     }
 
@@ -563,6 +556,29 @@ struct ConfigurationDecoder {
             return nil
         }
         return n
+    }
+
+    /// A secret from `key`'s file, else the systemd credential `credential`
+    /// (newlines removed). Without either: a problem when `required`, else
+    /// nil (the credential only counts when its file exists).
+    mutating func secret(_ value: TOMLValue?, _ key: String, credential: String, environment: [String: String], required: Bool = true) -> String? {
+        var path = string(value, key)
+        if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
+            required || access(directory + "/" + credential, F_OK) == 0
+        {
+            path = directory + "/" + credential
+        }
+        guard let path else {
+            if required { problem(nil, key, "is required: a file holding the secret (mode 0600), or the systemd credential '\(credential)'") }
+            return nil
+        }
+        guard let text = readTextFile(path) else {
+            problem(value, key, "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
+            return nil
+        }
+        let secret = text.filter { !$0.isNewline }
+        if secret.isEmpty { problem(value, key, "'\(path)' is empty") }
+        return secret.isEmpty ? nil : secret
     }
 
     mutating func bool(_ value: TOMLValue, _ key: String) -> Bool? {

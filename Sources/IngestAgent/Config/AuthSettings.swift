@@ -70,23 +70,6 @@ extension ConfigurationDecoder {
         return AuthSettings(appID: appID, baseURL: baseURL, credentials: credentials)
     }
 
-    /// A secret from `key`'s file, else the systemd credential `credential`.
-    private mutating func secret(_ value: TOMLValue?, _ key: String, credential: String, environment: [String: String]) -> String? {
-        var path = string(value, key)
-        if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"] { path = directory + "/" + credential }
-        guard let path else {
-            problem(nil, key, "is required: a file holding the secret (mode 0600), or the systemd credential '\(credential)'")
-            return nil
-        }
-        guard let text = readTextFile(path) else {
-            problem(value, key, "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
-            return nil
-        }
-        let secret = text.filter { !$0.isNewline }
-        if secret.isEmpty { problem(value, key, "'\(path)' is empty") }
-        return secret.isEmpty ? nil : secret
-    }
-
     mutating func decodeClientReset(_ t: TOMLTable?) -> ClientResetSettings {
         var settings = ClientResetSettings()
         guard let t else { return settings }

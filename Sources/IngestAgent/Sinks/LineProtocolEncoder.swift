@@ -13,14 +13,16 @@ import EdgeIngest
 ///   timestamp other than the point's time → integer milliseconds (`…i`);
 ///   `_id` is not sent (these engines key a point by series + time);
 /// - the time (nanoseconds): the `timestamp` field, else the type's first
-///   timestamp field; a record without one gets its `_id`'s time: the
-///   ObjectId's second plus its 24-bit counter as nanoseconds — unique per
+///   timestamp field; a record without one gets its `_id`'s time
+///   (``time(of:)``): the ObjectId's second and its counter — unique per
 ///   record within a second and the same on every re-send, so a re-sent
 ///   point overwrites itself instead of adding a second one.
 ///
 /// A record that cannot be a valid point (no field left once tags are
 /// taken out; a newline in a value, which line protocol cannot carry) is
-/// refused alone, with its index, and goes to the dead-letter table.
+/// refused alone, with its index, and goes to the dead-letter table; so is
+/// one whose time line protocol cannot hold (before 1677 or after 2262) or
+/// whose tag value ends with a backslash (it would escape the separator).
 struct LineProtocolEncoder {
     let measurement: [UInt8]
     let tags: Set<String>
@@ -56,13 +58,15 @@ struct LineProtocolEncoder {
             }
             if case .null = field.value { continue }
             let declared = types[key]
-            if key == timestampField, let ms = Self.milliseconds(field.value) {
-                time = ms * 1_000_000
+            if key == timestampField {
+                time = try Self.nanoseconds(field.value, key: key)
                 continue
             }
             if tags.contains(key) {
                 let text = Self.tagText(field.value)
                 guard !text.contains(0x0A), !text.contains(0x0D) else { throw Refusal(reason: "tag '\(key)' holds a newline, which line protocol cannot carry") }
+                // A trailing backslash would escape the separator after it.
+                guard text.last != 0x5C else { throw Refusal(reason: "tag '\(key)' ends with a backslash, which line protocol cannot carry") }
                 if !text.isEmpty { tagParts.append((key, Self.escaped(text, special: [0x2C, 0x3D, 0x20]))) }
                 continue
             }
@@ -88,31 +92,40 @@ struct LineProtocolEncoder {
         out.append(0x0A)
     }
 
-    /// An ObjectId's second plus its counter (its last 3 bytes) in nanoseconds.
+    /// An ObjectId's time, unique per id within its second and the same on
+    /// every re-send: the second, plus the counter's last three decimal
+    /// digits as milliseconds (so engines that keep milliseconds, like
+    /// VictoriaMetrics, tell up to 1,000 ids of a second apart), plus the
+    /// rest of the counter (< 16,778) as nanoseconds.
     static func time(of id: ObjectId) -> Int64 {
-        let hex = Array(id.hexString.utf8)
-        let counter = Int64(String(decoding: hex[18..<24], as: UTF8.self), radix: 16) ?? 0
-        return Int64(id.timestampSeconds) * 1_000_000_000 + counter
+        let counter = Int64(id.counter)
+        return Int64(id.timestampSeconds) * 1_000_000_000 + counter % 1_000 * 1_000_000 + counter / 1_000
     }
 
+    /// A timestamp field's value as line protocol's nanoseconds since the
+    /// epoch, which reach from 1677 to 2262.
+    static func nanoseconds(_ value: RawFieldValue, key: String) throws(Refusal) -> Int64 {
+        guard let ms = milliseconds(value) else { throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry") }
+        let (ns, overflow) = ms.multipliedReportingOverflow(by: 1_000_000)
+        guard !overflow else { throw Refusal(reason: "field '\(key)' is outside 1677–2262, the range of line protocol's nanosecond times") }
+        return ns
+    }
+
+    // The values come from NDJSONParser over queued records: null, bool,
+    // int, double or string (timestamps are ISO 8601 text, objectIds hex).
+
     static func milliseconds(_ value: RawFieldValue) -> Int64? {
-        switch value {
-        case .string(let text), .text(let text): return Timestamp.parseISO8601(text)
-        case .timestamp(let ms): return ms
-        case .int(let ms): return ms
-        default: return nil
-        }
+        guard case .string(let text) = value else { return nil }
+        return Timestamp.parseISO8601(text)
     }
 
     static func tagText(_ value: RawFieldValue) -> [UInt8] {
         switch value {
-        case .string(let text), .text(let text): return Array(text.utf8)
+        case .string(let text): return Array(text.utf8)
         case .int(let n): return Array(String(n).utf8)
         case .double(let d): return Array(String(d).utf8)
         case .bool(let b): return Array((b ? "true" : "false").utf8)
-        case .objectId(let id): return Array(id.hexString.utf8)
-        case .timestamp(let ms): return Array(String(ms).utf8)
-        case .null, .unsupported: return []
+        default: return []
         }
     }
 
@@ -123,20 +136,24 @@ struct LineProtocolEncoder {
         case .int(let n):
             return Array((declared == .double ? String(Double(n)) : "\(n)i").utf8)
         case .double(let d):
-            return Array((declared == .int ? "\(Int64(d))i" : String(d)).utf8)
+            // An int field's value is an integer (validated); a fraction here would be a damaged record.
+            if declared == .int {
+                guard let n = Int64(exactly: d) else { throw Refusal(reason: "field '\(key)' is declared int but holds \(d)") }
+                return Array("\(n)i".utf8)
+            }
+            return Array(String(d).utf8)
         case .bool(let b):
             return Array((b ? "true" : "false").utf8)
-        case .string(let text), .text(let text):
-            if declared == .timestamp, let ms = Timestamp.parseISO8601(text) { return Array("\(ms)i".utf8) }
+        case .string(let text):
+            if declared == .timestamp {
+                guard let ms = Timestamp.parseISO8601(text) else { throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry") }
+                return Array("\(ms)i".utf8)
+            }
             guard !text.utf8.contains(0x0A), !text.utf8.contains(0x0D) else {
                 throw Refusal(reason: "field '\(key)' holds a newline, which line protocol cannot carry")
             }
             return [0x22] + escaped(Array(text.utf8), special: [0x22, 0x5C]) + [0x22]
-        case .objectId(let id):
-            return Array("\"\(id.hexString)\"".utf8)
-        case .timestamp(let ms):
-            return Array("\(ms)i".utf8)
-        case .null, .unsupported:
+        default:
             return nil
         }
     }

@@ -24,29 +24,26 @@ import EdgeIngest
 /// drops, so only what it says can be trusted.
 final class LineProtocolSink: BatchSink {
     let transport: CurlTransport
-    let types: [String: RecordType]
-    let measurement: String?
-    let tags: [String]
-    let timestamp: String?
-    private var encoders: [String: LineProtocolEncoder] = [:]
+    /// One per record type, made once: each keeps its parser's buffers.
+    private var encoders: [String: LineProtocolEncoder]
+    /// `upload.url` with `precision=ns`.
     let url: String
 
     init(settings: HTTPSettings, types: [RecordType], measurement: String?, tags: [String], timestamp: String?, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
-        self.types = Dictionary(types.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        self.measurement = measurement
-        self.tags = tags
-        self.timestamp = timestamp
+        encoders = Dictionary(
+            types.map { ($0.name, LineProtocolEncoder(type: $0, measurement: measurement, tags: tags, timestamp: timestamp)) },
+            uniquingKeysWith: { first, _ in first })
         url = settings.url + (settings.url.contains("?") ? "&" : "?") + "precision=ns"
     }
 
-    var description: String { "line protocol \(transport.settings.url)" }
+    var description: String { "line protocol \(transport.settings.displayURL)" }
 
     func deliver(_ batch: SinkBatch) -> UploadOutcome {
-        guard let type = types[batch.type] else {
+        guard let (body, refused) = encode(batch) else {
             return .hold(reason: "the influxdb sink has no declaration of record type '\(batch.type)': declare it under [types]")
         }
-        let (body, refused) = encode(batch, type: type)
+        // Nothing left to send: every record was refused here.
         if refused.count == batch.recordCount { return .stored(rejected: refused) }
         var points = batch
         points.payload = body[...]
@@ -55,25 +52,20 @@ final class LineProtocolSink: BatchSink {
         return outcome
     }
 
-    /// The batch as line protocol, and the records that cannot be points.
-    func encode(_ batch: SinkBatch, type: RecordType) -> (body: [UInt8], refused: [RecordRejection]) {
-        var encoder = encoders[type.name] ?? LineProtocolEncoder(type: type, measurement: measurement, tags: tags, timestamp: timestamp)
-        defer { encoders[type.name] = encoder }
+    /// The batch as line protocol, and the records that cannot be points;
+    /// nil for an undeclared type.
+    func encode(_ batch: SinkBatch) -> (body: [UInt8], refused: [RecordRejection])? {
+        // Taken out while in use, so its buffers are not copied on write.
+        guard var encoder = encoders.removeValue(forKey: batch.type) else { return nil }
+        defer { encoders[batch.type] = encoder }
         var body: [UInt8] = []
         body.reserveCapacity(batch.payload.count)
         var refused: [RecordRejection] = []
-        batch.payload.withUnsafeBytes { bytes in
-            var start = 0
-            var index = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
-                do throws(LineProtocolEncoder.Refusal) {
-                    try encoder.encode(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), into: &body)
-                } catch {
-                    refused.append(RecordRejection(index: index, reason: error.reason))
-                }
-                index += 1
-                start = end + 1
+        batch.forEachRecord { index, line in
+            do throws(LineProtocolEncoder.Refusal) {
+                try encoder.encode(line, into: &body)
+            } catch {
+                refused.append(RecordRejection(index: index, reason: error.reason))
             }
         }
         return (body, refused)
@@ -87,12 +79,16 @@ final class LineProtocolSink: BatchSink {
         if text.contains("database is required") || text.contains("retention policy not found") || text.contains("database not found") {
             return .hold(reason: "InfluxDB HTTP \(status): \(Self.named(text)): fix upload.url (db=, rp=)")
         }
+        if text.contains("gzip") {
+            // Our body did not match its Content-Encoding: our fault, not the data's.
+            return .retry(reason: "HTTP \(status): \(Self.named(text))", retryAfterSeconds: nil)
+        }
         if status == 400 {
             // A partial write stored the valid points; bisecting finds the
             // refused ones (re-writing a stored point changes nothing).
             return .badBatch(reason: "InfluxDB HTTP 400: \(Self.named(text))")
         }
-        return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: [], batchSize: batchSize)
+        return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: body, batchSize: batchSize)
     }
 
     /// The kind of error, without the quoted line (which holds data).

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -11,7 +13,8 @@
 /// clear error, not a binary that refuses to start.
 ///
 /// Only the calls the sink needs, with the C signatures of libpq-fe.h
-/// (PostgreSQL 10 and later ship the same ABI as `libpq.so.5`).
+/// (`libpq.so.5`; the connection sets `tcp_user_timeout`, which needs the
+/// libpq of PostgreSQL 12 or later — Debian 11 ships 13, Debian 12 ships 15).
 struct LibPQ: @unchecked Sendable {
     typealias Connection = OpaquePointer
     typealias Result = OpaquePointer
@@ -46,8 +49,17 @@ struct LibPQ: @unchecked Sendable {
     static let fieldSQLState = Int32(UInt8(ascii: "C"))
     static let fieldPrimaryMessage = Int32(UInt8(ascii: "M"))
 
-    /// The library, or why it cannot be loaded; loaded once per process.
-    static let shared: Swift.Result<LibPQ, PostgresError> = load(names: ["libpq.so.5", "libpq.so"])
+    /// The library, loaded on first use. A failure is not kept: once the
+    /// operator installs libpq5, the next connection attempt finds it.
+    static func shared() throws(PostgresError) -> LibPQ {
+        try loaded.withLock { (cached: inout LibPQ?) throws(PostgresError) -> LibPQ in
+            if let cached { return cached }
+            let library = try load(names: ["libpq.so.5", "libpq.so"]).get()
+            cached = library
+            return library
+        }
+    }
+    private static let loaded = Mutex<LibPQ?>(nil)
 
     static func load(names: [String]) -> Swift.Result<LibPQ, PostgresError> {
         var handle: UnsafeMutableRawPointer?
@@ -93,7 +105,7 @@ struct LibPQ: @unchecked Sendable {
             let clear
         else {
             return .failure(
-                PostgresError(kind: .configuration, message: "libpq.so.5 lacks \(missing.joined(separator: ", ")): install libpq5 from PostgreSQL 10 or later"))
+                PostgresError(kind: .configuration, message: "libpq.so.5 lacks \(missing.joined(separator: ", ")): install libpq5 from PostgreSQL 12 or later"))
         }
         return .success(
             LibPQ(

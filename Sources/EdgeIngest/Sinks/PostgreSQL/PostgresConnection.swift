@@ -4,9 +4,11 @@
     import Darwin
 #endif
 
-/// One libpq connection, used from one thread. Statements run with a
-/// deadline (`PQsendQueryParams` and `poll`), so a server that stops
-/// answering costs `timeout_ms`, not the agent's shutdown.
+/// One libpq connection, used from one thread. Answers are awaited with a
+/// deadline (`PQsendQueryParams`, then `poll` before every `PQgetResult`),
+/// so a server that stops answering costs `timeout_ms`, not the agent's
+/// shutdown. Sending itself blocks (a batch is one write); a peer that
+/// stops reading is bounded by `tcp_user_timeout` (= `timeout_ms`).
 ///
 /// ```swift
 /// let db = try PostgresConnection(settings: settings)
@@ -25,7 +27,7 @@ final class PostgresConnection {
     }
 
     init(settings: PostgresSettings) throws(PostgresError) {
-        let pq = try LibPQ.shared.get()
+        let pq = try LibPQ.shared()
         self.pq = pq
         timeoutMilliseconds = settings.timeoutMilliseconds
         // Processed in order, the last value of a key wins: our defaults
@@ -51,7 +53,7 @@ final class PostgresConnection {
         guard pq.status(connection) == LibPQ.connectionOK else {
             let message = pq.errorMessage(connection).map { String(cString: $0) } ?? "unknown error"
             pq.finish(connection)
-            throw PostgresError(kind: .connection, message: "cannot connect to \(Self.redacted(settings)): \(PostgresError.oneLine(message))")
+            throw PostgresError(kind: .connection, message: "cannot connect to \(redactedURL(settings.url)): \(PostgresError.oneLine(message))")
         }
         handle = connection
         // Notices ("relation already exists, skipping") would go to stderr.
@@ -60,29 +62,30 @@ final class PostgresConnection {
 
     deinit { pq.finish(handle) }
 
-    static func redacted(_ settings: PostgresSettings) -> String { PostgresSettings.redacted(settings.url) }
-
     /// Whether the connection broke (the next statement would fail too).
     var isBroken: Bool { pq.status(handle) != LibPQ.connectionOK }
 
     /// Runs one statement with text parameters (`$1`, `$2`, …; nil is NULL).
-    /// `parameters` are NUL-terminated by this function.
     func execute(_ sql: String, _ parameters: [String?] = []) throws(PostgresError) -> Answer {
-        try execute(sql, byteParameters: parameters.map { $0.map { Array($0.utf8) } })
+        try execute(sql, cStrings: parameters.map { $0.map { Array($0.utf8) + [0] } })
     }
 
-    /// Runs one statement whose parameters are UTF-8 bytes (no NUL inside).
-    func execute(_ sql: String, byteParameters parameters: [[UInt8]?]) throws(PostgresError) -> Answer {
-        let terminated = parameters.map { $0.map { $0 + [0] } }
-        let sent = withPointers(to: terminated) { pointers in
+    /// Runs one statement whose parameters are NUL-terminated UTF-8 bytes
+    /// (no copy is made: a batch's JSON is passed as it is).
+    func execute(_ sql: String, cStrings parameters: [[UInt8]?]) throws(PostgresError) -> Answer {
+        precondition(parameters.allSatisfy { $0 == nil || $0?.last == 0 }, "parameters must end in NUL")
+        let sent = withPointers(to: parameters) { pointers in
             pointers.withUnsafeBufferPointer { pq.sendQueryParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0) }
         }
         guard sent == 1 else { throw connectionError("sending a statement") }
-        try awaitAnswer()
+        let deadline = monotonicMilliseconds() + Int64(timeoutMilliseconds)
         var first: PostgresError?
         var answer = Answer(firstColumn: [], affected: 0)
-        // Every result must be read before the connection takes a new statement.
-        while let result = pq.getResult(handle) {
+        // Every result must be read before the connection takes a new
+        // statement; each PQgetResult may wait, so each waits for its input first.
+        while true {
+            try awaitInput(until: deadline)
+            guard let result = pq.getResult(handle) else { break }
             defer { pq.clear(result) }
             let status = pq.resultStatus(result)
             if status == LibPQ.commandOK || status == LibPQ.tuplesOK {
@@ -100,9 +103,8 @@ final class PostgresConnection {
         return answer
     }
 
-    /// Waits until the whole answer is in, or the deadline passes.
-    private func awaitAnswer() throws(PostgresError) {
-        let deadline = monotonicMilliseconds() + Int64(timeoutMilliseconds)
+    /// Waits until PQgetResult would not block, or the deadline passes.
+    private func awaitInput(until deadline: Int64) throws(PostgresError) {
         while true {
             guard pq.consumeInput(handle) == 1 else { throw connectionError("reading the answer") }
             if pq.isBusy(handle) == 0 { return }

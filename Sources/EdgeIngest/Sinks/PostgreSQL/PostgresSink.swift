@@ -50,6 +50,13 @@ package final class PostgresSink: BatchSink {
 
     package var description: String { settings.description }
 
+    /// Connecting, then one statement each for the columns, the table, every
+    /// column added and the insert, each with its own `timeout_ms`.
+    package var deliveryTimeLimitMilliseconds: Int? {
+        let statements = 3 + (types.values.map(\.fields.count).max() ?? 0)
+        return settings.connectTimeoutMilliseconds + statements * settings.timeoutMilliseconds
+    }
+
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         guard let type = types[batch.type] else {
             return .hold(reason: "the postgresql sink has no declaration of record type '\(batch.type)': declare it under [types]")
@@ -57,7 +64,7 @@ package final class PostgresSink: BatchSink {
         do throws(PostgresError) {
             let db = try open()
             let insert = try insertStatement(for: type, in: db)
-            let answer = try db.execute(insert, byteParameters: [Self.jsonArray(batch.payload)])
+            let answer = try db.execute(insert, cStrings: [Self.jsonArray(batch.payload)])
             storedCount += answer.affected
             duplicateCount += batch.recordCount - answer.affected
             return .stored(rejected: [])
@@ -65,6 +72,9 @@ package final class PostgresSink: BatchSink {
             if connection?.isBroken ?? true || error.kind == .timeout {
                 // After a timeout the answer may still come: start afresh.
                 connection = nil
+                inserts = [:]
+            } else if case .server(let state) = error.kind, !state.hasPrefix("22"), !state.hasPrefix("23") {
+                // The table may have changed (dropped, a column gone): look again next time.
                 inserts = [:]
             }
             return Self.classify(error)
@@ -80,7 +90,7 @@ package final class PostgresSink: BatchSink {
 
     /// `"schema"."table"` for records of `type`.
     func tableName(for type: RecordType) -> String {
-        (settings.schema.map { Self.quoted($0) + "." } ?? "") + Self.quoted(settings.table ?? type.name)
+        (settings.schema.map { sqlIdentifier($0) + "." } ?? "") + sqlIdentifier(settings.table ?? type.name)
     }
 
     /// Creates or widens the type's table when it lacks a column, and
@@ -95,16 +105,16 @@ package final class PostgresSink: BatchSink {
             ).firstColumn)
         if existing.isEmpty {
             // RecordType.fields never holds _id: it is every record's primary key.
-            let definitions = ["\"_id\" text PRIMARY KEY"] + type.fields.map { "\(Self.quoted($0.name)) \(Self.columnType($0.type))" }
+            let definitions = ["\"_id\" text PRIMARY KEY"] + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
             _ = try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         } else {
             for field in type.fields where !existing.contains(field.name) {
-                _ = try db.execute("ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(Self.quoted(field.name)) \(Self.columnType(field.type))")
+                _ = try db.execute("ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(sqlIdentifier(field.name)) \(Self.columnType(field.type))")
             }
         }
-        let columns = ([RecordType.primaryKey] + type.fields.map(\.name)).map(Self.quoted).joined(separator: ", ")
+        let columns = ([RecordType.primaryKey] + type.fields.map(\.name)).map(sqlIdentifier).joined(separator: ", ")
         let shape = ([("_id", "text")] + type.fields.map { ($0.name, Self.columnType($0.type)) })
-            .map { "\(Self.quoted($0.0)) \($0.1)" }.joined(separator: ", ")
+            .map { "\(sqlIdentifier($0.0)) \($0.1)" }.joined(separator: ", ")
         let statement =
             "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM jsonb_to_recordset($1::jsonb) AS r(\(shape)) ON CONFLICT (\"_id\") DO NOTHING"
         inserts[type.name] = statement
@@ -112,14 +122,14 @@ package final class PostgresSink: BatchSink {
     }
 
     /// The queued NDJSON (one object per line, each ending in "\n") as a
-    /// JSON array: `[line,line,…]`.
+    /// NUL-terminated JSON array: `[line,line,…]\0`.
     static func jsonArray(_ payload: ArraySlice<UInt8>) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "[")]
-        out.reserveCapacity(payload.count + 2)
+        out.reserveCapacity(payload.count + 3)
         out += payload
         while let last = out.last, last == UInt8(ascii: "\n") { out.removeLast() }
         for i in out.indices where out[i] == UInt8(ascii: "\n") { out[i] = UInt8(ascii: ",") }
-        out.append(UInt8(ascii: "]"))
+        out += [UInt8(ascii: "]"), 0]
         return out
     }
 
@@ -152,15 +162,11 @@ package final class PostgresSink: BatchSink {
     }
 
     /// Connection failures no retry fixes: the server refused the login or
-    /// has no such database or role (libpq's wording, client-side English).
+    /// has no such database or role. These are the server's FATAL messages
+    /// in English: a server with another `lc_messages` makes them retries.
     static func refusedLogin(_ message: String) -> Bool {
         ["password authentication failed", "no pg_hba.conf entry", "does not exist", "no password supplied", "authentication method"]
             .contains { message.contains($0) }
-    }
-
-    /// A PostgreSQL identifier in double quotes, inner quotes doubled.
-    static func quoted(_ name: String) -> String {
-        "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 
     static func columnType(_ type: FieldType) -> String {
