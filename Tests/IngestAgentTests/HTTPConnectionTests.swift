@@ -1,6 +1,7 @@
 import EdgeIngest
 import Foundation
 @testable import IngestAgent
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -437,6 +438,24 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         #expect(connection.write(response, to: nil, keepAlive: false))
         let expected = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
         #expect(pair.received(atLeast: expected.utf8.count, timeoutMs: 2000) == Array(expected.utf8))
+    }
+
+    @Test func aClientThatDoesNotReadItsAnswerCostsTheRequestTimeoutNotAThread() throws {
+        let pair = try SocketPair()
+        let connection = pair.connection(limits(requestMs: 300))
+        // Far more than the socket buffers hold; the client never reads.
+        let response = HTTPResponse(status: 200, headers: [], body: [UInt8](repeating: 0x41, count: 16 << 20))
+        let done = DispatchSemaphore(value: 0)
+        let wrote = Mutex<Bool?>(nil)
+        Thread.detachNewThread {
+            let ok = connection.write(response, to: nil, keepAlive: false)
+            wrote.withLock { $0 = ok }
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + 5) == .success
+        if !finished { shutdown(pair.client, Int32(SHUT_RDWR)) }  // unblock a send that waits for the reader
+        #expect(finished, "a blocking send waits until the client reads, past the request timeout")
+        if finished { #expect(wrote.withLock { $0 } == false) } else { done.wait() }
     }
 
     @Test func headAnswersHaveTheLengthButNoBodyAnd204HasNeither() throws {

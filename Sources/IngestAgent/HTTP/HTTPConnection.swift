@@ -148,7 +148,7 @@ struct HTTPConnection {
             guard left > 0 else { return false }
             var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             guard poll(&pfd, 1, Int32(clamping: left)) > 0 else { return false }
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 return false
