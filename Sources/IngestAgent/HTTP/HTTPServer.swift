@@ -75,14 +75,16 @@ final class HTTPServer: Sendable {
     /// Accepts connections until `stop` fires, then waits for the
     /// connections' threads: each finishes the request it is answering
     /// (a commit under way completes and is acknowledged) and closes.
-    func serve(stop: StopSignal, heartbeat: () -> Void) {
+    /// `heartbeat` runs on every pass, at least every `idleMilliseconds`
+    /// (a listener busy accepting is alive too).
+    func serve(stop: StopSignal, idleMilliseconds: Int32, heartbeat: () -> Void) {
         while true {
-            switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: 1_000) {
+            heartbeat()
+            switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: idleMilliseconds) {
             case .stopped:
                 finished.wait()
                 return
             case .timeout:
-                heartbeat()
                 continue
             case .readable:
                 break
@@ -99,7 +101,7 @@ final class HTTPServer: Sendable {
                 if errno == EMFILE || errno == ENFILE { usleep(100_000) }
                 continue
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is not in Swift's Glibc module
             let peer = HTTPServer.describe(&storage) ?? "?"
             let admitted = active.withLock { count -> Bool in
                 guard count < maxConnections else { return false }

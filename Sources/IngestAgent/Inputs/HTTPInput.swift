@@ -37,7 +37,7 @@ struct HTTPInput: Service {
     func run() async throws {
         defer { context.counters.update { $0.finished = true } }
         try await runBlockingLoop { [server, context] stop in
-            server.serve(stop: stop) { context.counters.heartbeat() }
+            server.serve(stop: stop, idleMilliseconds: context.waitMilliseconds(pending: false)) { context.counters.heartbeat() }
             context.logger.info("Stopped serving the ingest protocol", metadata: ["ingest.input": "\(context.settings.name)"])
         }
     }
