@@ -75,6 +75,12 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         #expect(throws: AgentError.self) { try ServerAccounts.loadUsers(path: twice) }
     }
 
+    @Test func aUsersFileTakesSaltedPasswordHashesOnly() throws {
+        let dir = try TemporaryDirectory()
+        let fast = try accountsFile(dir, "ops@example.com \(passwordPBKDF2)\nbot@example.com sha256$\(passwordSHA256)\n", name: "fast-user")
+        #expect(throws: AgentError.self) { try ServerAccounts.loadUsers(path: fast) }
+    }
+
     @Test func anEmptyFileHasNoAccounts() throws {
         let dir = try TemporaryDirectory()
         #expect(try ServerAccounts.load(path: try accountsFile(dir, ""), what: "api key", validName: ServerAccounts.isKeyName).isEmpty)

@@ -47,7 +47,11 @@ struct ServerAccounts: Sendable {
     /// Reads a `users_file`. Emails are compared without case, so two lines
     /// for the same address in different case are refused.
     static func loadUsers(path: String) throws -> [String: SecretHash] {
-        try load(path: path, what: "user", validName: isEmail, normalize: { $0.lowercased() })
+        let users = try load(path: path, what: "user", validName: isEmail, normalize: { $0.lowercased() })
+        if let fast = users.first(where: { $0.value.isFast }) {
+            throw AgentError("\(path): the user \(quoted(fast.key)) has an unsalted SHA-256 hash; passwords take 'pbkdf2-sha256$…' (`ingestd hash-secret`).")
+        }
+        return users
     }
 
     /// Reads an accounts file: `name hash` per line. Errors name the file
@@ -96,9 +100,14 @@ struct ServerAccounts: Sendable {
     }
 
     /// The user id of the email account whose password is `password`, if any.
+    /// An unknown email costs the same PBKDF2 as a known one, so the time
+    /// of a refusal does not tell which emails have accounts.
     func userID(email: String, password: String) -> String? {
-        guard let hash = users[email.lowercased()], hash.verify(password) else { return nil }
-        return ServerAccounts.userID(email: email)
+        guard let hash = users[email.lowercased()] else {
+            _ = SecretHash.unknownUser.verify(password)
+            return nil
+        }
+        return hash.verify(password) ? ServerAccounts.userID(email: email) : nil
     }
 
     /// The stable user id of an email account (the same on every login).
@@ -140,7 +149,7 @@ enum SecretHash: Sendable, Hashable {
     }
 
     /// Hashes a new secret: PBKDF2 with a random salt, or SHA-256 for API keys.
-    static func make(_ secret: String, fast: Bool, iterations: Int = 200_000) -> SecretHash {
+    static func make(_ secret: String, fast: Bool, iterations: Int = SecretHash.defaultIterations) -> SecretHash {
         if fast { return .sha256(Secrets.sha256(Array(secret.utf8))) }
         let salt = Secrets.randomBytes(16)
         return .pbkdf2(iterations: iterations, salt: salt, hash: Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: iterations))
@@ -163,6 +172,11 @@ enum SecretHash: Sendable, Hashable {
     }
 
     var isFast: Bool { if case .sha256 = self { true } else { false } }
+
+    /// PBKDF2 iterations of a new password hash.
+    static let defaultIterations = 200_000
+    /// Checked for an email without an account: the default cost, matching nothing.
+    static let unknownUser = SecretHash.pbkdf2(iterations: defaultIterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
 }
 
 /// The hash of a secret as an HTTP input's account files hold it
