@@ -6,6 +6,7 @@ import IngestAgent
 enum ExitCodes {
     static let unhealthy = ExitCode(1)
     static let notRunning = ExitCode(3)
+    static let usageError = ExitCode(64)
     static let dataError = ExitCode(65)
     static let ioError = ExitCode(74)
     static let configError = ExitCode(78)

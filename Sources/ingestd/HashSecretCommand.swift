@@ -32,16 +32,17 @@ struct HashSecretCommand: ParsableCommand {
 
     func run() throws {
         let onTerminal = isatty(0) == 1
-        if onTerminal { printError(apiKey ? "API key: " : "Password: ") }
+        // The prompt stays on the line being typed; the Enter (not echoed) ends it.
+        if onTerminal { printErrorInline(apiKey ? "API key: " : "Password: ") }
         let secret = readSecretLine(echo: !onTerminal)
-        if onTerminal { printError("") }
+        if onTerminal { printErrorInline("\n") }
         guard let secret, !secret.isEmpty else {
             printError("No secret on standard input: pipe it in, or type it at the prompt.")
-            throw ExitCode(64)
+            throw ExitCodes.usageError
         }
         if apiKey && secret.count < 20 {
             printError("An API key must be at least 20 characters (it is hashed with plain SHA-256): make one with `head -c 24 /dev/urandom | base64`.")
-            throw ExitCode(64)
+            throw ExitCodes.usageError
         }
         print(accountFileHash(of: secret, apiKey: apiKey))
     }
