@@ -221,10 +221,18 @@ import Glibc
         #expect(try httpRequest("POST", url, body: Array(lines[0..<4].joined().utf8)).json["accepted"] as? Int == 4)
         let full = try httpRequest("POST", url, body: Array(lines[4..<6].joined().utf8))
         #expect(full.status == 503 && full.json["error"] as? String == "queue_full", "\(full.text)")
+        // A small body of many lines: refused by count before anything is decoded or logged.
+        let newlines = try httpRequest("POST", url, body: [UInt8](repeating: 0x0A, count: 10_001))
+        #expect(newlines.status == 413 && newlines.json["error"] as? String == "too_many_records", "\(newlines.text)")
+        // Rejections past the first ten of a batch are logged as one line.
+        let bad = try httpRequest("POST", url, body: Array(String(repeating: "{not json\n", count: 30).utf8))
+        #expect((bad.json["rejected"] as? [Any])?.count == 30, "\(bad.text)")
         let badSession = try httpRequest("POST", url, headers: ["EdgeIngest-Session": "no-epoch-x"], body: Array(lines[5].utf8))
         #expect(badSession.status == 400 && badSession.json["error"] as? String == "bad_header", "\(badSession.text)")
         #expect(agent.terminate() == 0)
         #expect(try fixture.status()["accepted_total"] as? Int == 4)
+        #expect(agent.stderr.components(separatedBy: "Rejected a received record").count - 1 == 10, "\(agent.stderr.suffix(3000))")
+        #expect(agent.stderr.contains("ingest.more=20"), "\(agent.stderr.suffix(3000))")
     }
 
     @Test func slowAndSurplusClientsAreCutOffWithoutStallingOthers() throws {

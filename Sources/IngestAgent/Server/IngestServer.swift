@@ -165,6 +165,12 @@ final class IngestServer: HTTPHandler {
         case let other?:
             return .error(415, "unsupported_encoding", "Content-Encoding \(quoted(String(other.prefix(32)))) is not supported: send gzip or identity")
         }
+        // A bound on records as on bytes: a 2 KiB gzip body of newlines would
+        // otherwise cost a million rejections in the answer and the log.
+        let lineCount = body.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } + (body.last.map { $0 == UInt8(ascii: "\n") ? 0 : 1 } ?? 0)
+        guard lineCount <= Self.maxRecordsPerBatch else {
+            return .error(413, "too_many_records", "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches")
+        }
         let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? context.settings.type)
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
@@ -192,12 +198,21 @@ final class IngestServer: HTTPHandler {
                 log: "the client's session epoch \(session?.epoch ?? 0) is older than \(seen), already seen (a client restored from a backup?)", peer: peer
             )
         case .stored(let result):
-            for rejection in rejections {
+            for rejection in rejections.prefix(Self.loggedRejectionsPerBatch) {
                 logger.warning(
                     "Rejected a received record",
                     metadata: [
                         "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.batch": "\(request.header("idempotency-key") ?? "-")",
                         "ingest.index": "\(rejection.index)", "ingest.reason": "\(rejection.reason)", "ingest.detail": "\(rejection.message)",
+                    ]
+                )
+            }
+            if rejections.count > Self.loggedRejectionsPerBatch {
+                logger.warning(
+                    "Rejected more records of the same batch (not logged one by one; the answer lists them, status counts them)",
+                    metadata: [
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.batch": "\(request.header("idempotency-key") ?? "-")",
+                        "ingest.more": "\(rejections.count - Self.loggedRejectionsPerBatch)",
                     ]
                 )
             }
@@ -222,6 +237,11 @@ final class IngestServer: HTTPHandler {
             return .json(200, object: fields)
         }
     }
+
+    /// Records (lines) one batch may hold: 413 `too_many_records` above.
+    static let maxRecordsPerBatch = 10_000
+    /// Rejections logged one by one per batch; the rest in one line.
+    static let loggedRejectionsPerBatch = 10
 
     private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPResponse {
         logger.warning(

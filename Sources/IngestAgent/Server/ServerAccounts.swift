@@ -183,6 +183,6 @@ enum SecretHash: Sendable, Hashable {
 /// (`ingestd hash-secret`): SHA-256 for an API key (`fast`: checked on every
 /// batch when used as a static token, so the key itself must be long and
 /// random), PBKDF2-HMAC-SHA-256 with a random salt for a password.
-public func accountFileHash(of secret: String, apiKey: Bool) -> String {
+package func accountFileHash(of secret: String, apiKey: Bool) -> String {
     SecretHash.make(secret, fast: apiKey).text
 }
