@@ -115,7 +115,10 @@ final class HTTPServer: Sendable {
             finished.enter()
             let started = BlockingThread.detach { [self] in
                 serveConnection(fd, peer: peer, stop: stop)
+                // The slot is free before the client sees the close: a client
+                // that reconnects at once is never counted twice.
                 active.withLock { $0 -= 1 }
+                close(fd)
                 finished.leave()
             }
             if !started {
@@ -126,8 +129,8 @@ final class HTTPServer: Sendable {
         }
     }
 
+    /// Serves requests on `fd` until it closes or is refused; the caller closes it.
     private func serveConnection(_ fd: Int32, peer: String, stop: StopSignal) {
-        defer { close(fd) }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var connection = HTTPConnection(fd: fd, limits: limits, stop: stop)
