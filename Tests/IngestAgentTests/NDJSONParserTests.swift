@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import EdgeIngest
 @testable import IngestAgent
 import Testing
@@ -100,5 +103,51 @@ import Testing
         let ours = bytes.withUnsafeBytes { firstInvalidUTF8($0) }
         #expect(ours == 0)
         #expect(String(validating: bytes, as: UTF8.self) == nil)
+    }
+
+    /// The 8-byte ASCII stride must not skip a bad byte wherever it sits.
+    @Test func utf8CheckerFindsABadByteAtEveryOffset() {
+        for length in 1...40 {
+            for at in 0..<length {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                bytes[at] = 0xFF
+                #expect(bytes.withUnsafeBytes { firstInvalidUTF8($0) } == at)
+                bytes[at] = 0xC3  // start of "é", completed when there is room
+                if at + 1 < length { bytes[at + 1] = 0xA9 }
+                let expected: Int? = at + 1 < length ? nil : at
+                #expect(bytes.withUnsafeBytes { firstInvalidUTF8($0) } == expected)
+                #expect((String(validating: bytes, as: UTF8.self) == nil) == (expected != nil))
+            }
+        }
+    }
+
+    /// The parser's own decimal conversion (no strtod) gives strtod's
+    /// double, bit for bit, for numbers it takes, and declines the others.
+    @Test func decimalNumbersConvertExactlyAsStrtodDoes() throws {
+        var generator = SystemRandomNumberGenerator()
+        var texts = ["0.1", "-0.0", "0.0", "29.65", "66.7", "1e22", "1e23", "123456789012345.0", "1234567890123456.0", "99999999999999999999",
+                     "0.000001", "1E-22", "9.999999999999999", "4.35", "-17.5e3", "1e-400", "2.5E+10", "0.30000000000000004"]
+        for _ in 0..<20_000 {
+            let digits = String(UInt64.random(in: 0...999_999_999_999_999_999, using: &generator)).prefix(Int.random(in: 1...18))
+            let point = Int.random(in: 0...digits.count)
+            var text = String(digits.prefix(point)) + "." + String(digits.dropFirst(point))
+            if text.hasPrefix(".") { text = "0" + text }
+            if text.hasSuffix(".") { text += "5" }
+            if Bool.random() { text = "-" + text }
+            if Int.random(in: 0..<4) == 0 { text += "e\(Int.random(in: -30...30))" }
+            texts.append(text)
+        }
+        var fast = 0
+        for text in texts {
+            let value = try #require(try parse(#"{"x":"# + text + "}").first?.1)
+            let expected = strtod(text, nil)
+            guard case .double(let got) = value else {
+                #expect(Bool(false), "\(text) parsed as \(value)")
+                continue
+            }
+            #expect(got.bitPattern == expected.bitPattern, "\(text): \(got) != strtod's \(expected)")
+            if Array(text.utf8).withUnsafeBytes({ NDJSONParser.fastDouble($0) }) != nil { fast += 1 }
+        }
+        #expect(fast > texts.count / 2)  // the fast path is taken, not only the fallback
     }
 }

@@ -35,6 +35,28 @@ extension DurableQueue {
         onWaitForSpace: (@Sendable () -> Void)? = nil
     ) async throws -> AppendResult {
         let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        return try await appendChecked(batch, positions: positions, counters: counters, onWaitForSpace: onWaitForSpace)
+    }
+
+    /// Appends records already encoded (by ``RecordBuilder/finish(into:)``),
+    /// with the same guarantees as ``append(_:positions:counters:onWaitForSpace:)-([Record],_,_,_)``.
+    @discardableResult
+    public func append(
+        _ batch: EncodedBatch,
+        positions: [SourcePosition] = [],
+        counters: [String: Int64] = [:],
+        onWaitForSpace: (@Sendable () -> Void)? = nil
+    ) async throws -> AppendResult {
+        try batch.check(against: typesByName, queueName: configuration.location.description)
+        return try await appendChecked(batch, positions: positions, counters: counters, onWaitForSpace: onWaitForSpace)
+    }
+
+    private func appendChecked(
+        _ batch: EncodedBatch,
+        positions: [SourcePosition],
+        counters: [String: Int64],
+        onWaitForSpace: (@Sendable () -> Void)?
+    ) async throws -> AppendResult {
         let sizes = batch.recordSizes
         var waited = false
         while true {

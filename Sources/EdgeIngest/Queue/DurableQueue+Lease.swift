@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension DurableQueue {
     /// Takes the oldest records for upload, without deleting them.
     ///
@@ -41,7 +45,7 @@ extension DurableQueue {
                 let base = payload.count
                 let start = cursor
                 while take < min(available, room) {
-                    guard let newline = row.payload[cursor...].firstIndex(of: UInt8(ascii: "\n")) else {
+                    guard let newline = DurableQueue.newline(in: row.payload, from: cursor) else {
                         throw EdgeIngestError(
                             .queueCorrupt,
                             "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
@@ -99,7 +103,8 @@ extension DurableQueue {
             var remaining = Int64(count)
             var bytes: Int64 = 0
             var recordOffset = 0
-            try store.db.transaction {
+            // Losing this commit to a power cut only re-sends these records (same _ids).
+            try store.withoutSync { try store.db.transaction {
                 for part in lease.parts where remaining > 0 {
                     let inPart = min(remaining, part.toRecord - part.fromRecord)
                     let lastIndex = recordOffset + Int(inPart) - 1
@@ -125,7 +130,7 @@ extension DurableQueue {
                 }
                 try store.add(counter: "dead_lettered_total", dead)
                 try store.add(counter: "acknowledged_total", Int64(count) - dead)
-            }
+            } }
             state.counters["dead_lettered_total", default: 0] += dead
             state.counters["acknowledged_total", default: 0] -= dead
             state.lease = nil
@@ -161,6 +166,12 @@ extension DurableQueue {
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
             )
         }
+    }
+
+    /// The index of the first newline at or after `start` (memchr).
+    static func newline(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < bytes.count, let found = memchr(bytes.baseAddress! + start, 0x0A, bytes.count - start) else { return nil }
+        return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
     }
 
     static func checkInvariants(_ row: QueueStore.SegmentRow, name: String) throws {

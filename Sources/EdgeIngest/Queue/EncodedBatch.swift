@@ -1,7 +1,17 @@
-/// Records encoded for the queue, grouped into runs of one type, in input
-/// order. Built outside the queue's lock.
-struct EncodedBatch {
-    struct Run {
+/// Validated records encoded for the queue (one JSON line each), grouped
+/// into runs of one type, in input order. Filled outside the queue's lock,
+/// by ``RecordBuilder/finish(into:)`` without a ``Record`` per reading, and
+/// appended in one transaction by ``DurableQueue/append(_:positions:counters:onWaitForSpace:)-(EncodedBatch,_,_,_)``.
+///
+/// ```swift
+/// var batch = EncodedBatch()
+/// var builder = RecordBuilder(type: sensor)
+/// try builder.set(field: 0, "WX1278UIT")
+/// try builder.finish(into: &batch)
+/// try await queue.append(batch)
+/// ```
+public struct EncodedBatch: Sendable {
+    struct Run: Sendable {
         var typeName: String
         /// 12 bytes per record.
         var ids: [UInt8]
@@ -26,8 +36,26 @@ struct EncodedBatch {
     }
 
     var runs: [Run] = []
-    private init() {}
-    var count: Int { runs.reduce(0) { $0 + $1.count } }
+    /// Each declaration records were encoded with, once: the queue checks
+    /// them against its own object types before storing.
+    private var encodedTypes: [RecordType] = []
+
+    /// Records a new run reserves room for.
+    private var expectedRecords = 0
+
+    /// An empty batch.
+    ///
+    /// - Parameter expectedRecords: how many records it will likely hold
+    ///   (a commit's worth), so its buffers are allocated once.
+    public init(expectedRecords: Int = 0) {
+        self.expectedRecords = expectedRecords
+    }
+
+    /// The number of records.
+    public var count: Int { runs.reduce(0) { $0 + $1.count } }
+
+    /// Whether the batch has no records.
+    public var isEmpty: Bool { runs.isEmpty }
 
     /// Size of each record with its newline, in order.
     var recordSizes: [Int] {
@@ -45,30 +73,33 @@ struct EncodedBatch {
 
     /// Encodes `records`, refusing any whose type is not in `types`.
     init(records: [Record], types: [String: RecordType], queueName: String) throws {
-        var lastChecked: RecordType.Identity?
-        var start = 0
-        while start < records.count {
-            // One run per stretch of records of one type, sized for that stretch.
-            let name = records[start].type.name
-            var end = start + 1
-            while end < records.count, records[end].type.name == name { end += 1 }
-            var run = Run(typeName: name, ids: [], payload: [], ends: [])
-            run.payload.reserveCapacity(160 * (end - start))
-            run.ids.reserveCapacity(12 * (end - start))
-            run.ends.reserveCapacity(end - start)
-            for record in records[start..<end] {
-                if record.type.identity !== lastChecked {
-                    try EncodedBatch.check(record.type, against: types, queueName: queueName)
-                    lastChecked = record.type.identity
-                }
-                record.encodeJSON(into: &run.payload)
-                run.payload.append(UInt8(ascii: "\n"))
-                run.ends.append(run.payload.count)
-                record.id.appendBytes(to: &run.ids)
-            }
-            runs.append(run)
-            start = end
+        expectedRecords = records.count
+        for record in records { append(type: record.type, id: record.id, values: record.values) }
+        try check(against: types, queueName: queueName)
+    }
+
+    /// Appends one validated record.
+    mutating func append(type: RecordType, id: ObjectId, values: [FieldValue?]) {
+        if encodedTypes.last?.storage !== type.storage, !encodedTypes.contains(where: { $0.storage === type.storage }) {
+            encodedTypes.append(type)
         }
+        if runs.isEmpty || runs[runs.count - 1].typeName != type.name {
+            var run = Run(typeName: type.name, ids: [], payload: [], ends: [])
+            run.payload.reserveCapacity(160 * expectedRecords)
+            run.ids.reserveCapacity(12 * expectedRecords)
+            run.ends.reserveCapacity(expectedRecords)
+            runs.append(run)
+        }
+        let last = runs.count - 1
+        Record.encodeJSON(type: type, id: id, values: values, into: &runs[last].payload)
+        runs[last].payload.append(UInt8(ascii: "\n"))
+        runs[last].ends.append(runs[last].payload.count)
+        id.appendBytes(to: &runs[last].ids)
+    }
+
+    /// Refuses the batch if a record's type is not one of `types` (the queue's).
+    func check(against types: [String: RecordType], queueName: String) throws {
+        for type in encodedTypes { try EncodedBatch.check(type, against: types, queueName: queueName) }
     }
 
     private static func check(_ type: RecordType, against types: [String: RecordType], queueName: String) throws {
@@ -116,6 +147,7 @@ struct EncodedBatch {
     /// This batch without the records at `indices` (ascending, over the whole batch).
     func removing(_ indices: [Int]) -> EncodedBatch {
         var out = EncodedBatch()
+        out.encodedTypes = encodedTypes
         var next = 0
         var base = 0
         for run in runs {

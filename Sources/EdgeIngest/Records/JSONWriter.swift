@@ -98,12 +98,17 @@ extension Record {
     /// `{"_id":"…","deviceId":"WX1278UIT",…}` with fields in declaration
     /// order and absent optional fields left out.
     public func encodeJSON(into out: inout [UInt8]) {
+        Record.encodeJSON(type: type, id: id, values: values, into: &out)
+    }
+
+    /// Appends one record, given by its parts, as ``encodeJSON(into:)`` does.
+    static func encodeJSON(type: RecordType, id: ObjectId, values: [FieldValue?], into out: inout [UInt8]) {
         out.append(contentsOf: #"{"_id":""#.utf8)
         let start = out.count
         out.append(contentsOf: repeatElement(0, count: 24))
         out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
         out.append(UInt8(ascii: "\""))
-        let keys = type.encodedKeys
+        let keys = type.storage.encodedKeys
         for i in values.indices {
             guard let value = values[i] else { continue }
             out.append(contentsOf: keys[i])

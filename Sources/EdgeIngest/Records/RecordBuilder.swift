@@ -30,13 +30,13 @@ public struct RecordBuilder: Sendable {
 
     /// Sets field `index` (of ``RecordType/fields``) from a raw value.
     public mutating func set(field index: Int, _ raw: RawFieldValue) throws {
-        let field = type.fields[index]
         if seen[index] {
-            throw EdgeIngestError.invalidRecord(.duplicateField, field: field.name, "field '\(field.name)' appears more than once")
+            let name = type.storage.fields[index].name
+            throw EdgeIngestError.invalidRecord(.duplicateField, field: name, "field '\(name)' appears more than once")
         }
         seen[index] = true
         if case .null = raw { return }
-        values[index] = try type.convert(raw, to: field)
+        values[index] = try type.convert(raw, toFieldAt: index)
     }
 
     /// Sets `_id` from a raw value (an ObjectId or its text; null generates one).
@@ -55,21 +55,55 @@ public struct RecordBuilder: Sendable {
     /// Applies defaults, checks required fields, generates `_id` if needed.
     public func finish() throws -> Record {
         var values = values
-        for i in type.fields.indices where values[i] == nil {
-            let field = type.fields[i]
-            if let fallback = field.defaultValue {
-                values[i] = fallback
-            } else if field.isRequired {
-                let how = seen[i] ? "got null" : "but it is missing"
-                throw EdgeIngestError.invalidRecord(
-                    .missingField,
-                    field: field.name,
-                    "field '\(field.name)' is required (\(field.type.expectation)), \(how)"
-                )
-            }
+        for i in values.indices where values[i] == nil {
+            values[i] = try valueOrDefault(i)
         }
-        let finalID = id.flatMap { $0.isZero ? nil : $0 } ?? ObjectId.generate()
         return Record(type: type, id: finalID, values: values)
+    }
+
+    /// Finishes the record as ``finish()`` does and appends it, encoded,
+    /// to `batch`, then empties the builder for the next record of the same
+    /// type. No ``Record`` is made: this is the agent's path for readings.
+    ///
+    /// ```swift
+    /// var batch = EncodedBatch()
+    /// var builder = RecordBuilder(type: sensor)
+    /// for line in lines {
+    ///     try builder.set(field: 0, .string(line.device))  // …
+    ///     try builder.finish(into: &batch)
+    /// }
+    /// try await queue.append(batch)
+    /// ```
+    ///
+    /// If it throws (a required field missing), nothing is appended and
+    /// the builder is emptied all the same.
+    public mutating func finish(into batch: inout EncodedBatch) throws {
+        defer { reset() }
+        for i in values.indices where values[i] == nil {
+            values[i] = try valueOrDefault(i)
+        }
+        batch.append(type: type, id: finalID, values: values)
+    }
+
+    /// Forgets every value set, keeping the storage, for the next record.
+    public mutating func reset() {
+        for i in values.indices {
+            values[i] = nil
+            seen[i] = false
+        }
+        id = nil
+        idSeen = false
+    }
+
+    private var finalID: ObjectId { id.flatMap { $0.isZero ? nil : $0 } ?? ObjectId.generate() }
+
+    /// The default of absent field `i`, nil for an optional one; throws for a required one.
+    private func valueOrDefault(_ i: Int) throws -> FieldValue? {
+        let field = type.storage.fields[i]
+        if let fallback = field.defaultValue { return fallback }
+        guard field.isRequired else { return nil }
+        let how = seen[i] ? "got null" : "but it is missing"
+        throw EdgeIngestError.invalidRecord(.missingField, field: field.name, "field '\(field.name)' is required (\(field.type.expectation)), \(how)")
     }
 
     /// The error for a key the type does not declare.

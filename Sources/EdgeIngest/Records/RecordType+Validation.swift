@@ -64,15 +64,18 @@ extension RecordType {
         }
     }
 
-    func convert(_ raw: RawFieldValue, to field: Field) throws -> FieldValue {
+    /// Converts a raw value to the type of field `index`. Reads the field
+    /// in place: copying a ``Field`` per value costs retains on the hot path.
+    func convert(_ raw: RawFieldValue, toFieldAt index: Int) throws -> FieldValue {
         func mismatch(_ reason: ValidationFailure.Reason = .typeMismatch, _ expected: String? = nil) -> EdgeIngestError {
-            EdgeIngestError.invalidRecord(
+            let field = storage.fields[index]
+            return EdgeIngestError.invalidRecord(
                 reason,
                 field: field.name,
                 "field '\(field.name)' must be \(expected ?? field.type.expectation), got \(raw.errorDescription)"
             )
         }
-        switch field.type.kind {
+        switch storage.fields[index].type.kind {
         case .string:
             switch raw {
             case .string(let s), .text(let s): return .string(s)

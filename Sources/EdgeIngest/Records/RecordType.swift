@@ -47,19 +47,42 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     public static let typeField = "_type"
 
     /// The type's name, as records and the backend know it.
-    public let name: String
+    public var name: String { storage.name }
     /// The declared fields, without `_id`, in declaration order.
-    public let fields: [Field]
+    public var fields: [Field] { storage.fields }
 
-    let fieldIndex: [String: Int]
+    var fieldIndex: [String: Int] { storage.fieldIndex }
     /// Each field's name as UTF-8, for byte-level lookups.
-    let fieldNamesUTF8: [[UInt8]]
+    var fieldNamesUTF8: [[UInt8]] { storage.fieldNamesUTF8 }
+    /// `,"name":` for each field, pre-encoded for the JSON writer.
+    var encodedKeys: [[UInt8]] { storage.encodedKeys }
     /// Shared by every copy of one declaration: equal identities mean equal
     /// types without comparing fields (the queue checks each record).
-    let identity: Identity
-    final class Identity: Sendable {}
-    /// `,"name":` for each field, pre-encoded for the JSON writer.
-    let encodedKeys: [[UInt8]]
+    var identity: Storage { storage }
+
+    /// Everything a type holds, in one object: copying a `RecordType` (into
+    /// every record and builder) retains once instead of once per array.
+    final class Storage: Sendable {
+        let name: String
+        let fields: [Field]
+        let fieldIndex: [String: Int]
+        let fieldNamesUTF8: [[UInt8]]
+        let encodedKeys: [[UInt8]]
+
+        init(name: String, fields: [Field], fieldIndex: [String: Int]) {
+            self.name = name
+            self.fields = fields
+            self.fieldIndex = fieldIndex
+            fieldNamesUTF8 = fields.map { Array($0.name.utf8) }
+            encodedKeys = fields.map { field in
+                var key: [UInt8] = [UInt8(ascii: ",")]
+                JSONWriter.appendString(field.name, to: &key)
+                key.append(UInt8(ascii: ":"))
+                return key
+            }
+        }
+    }
+    let storage: Storage
 
     /// Declares a type.
     ///
@@ -104,17 +127,7 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
             index[field.name] = kept.count
             kept.append(field)
         }
-        self.name = name
-        self.identity = Identity()
-        self.fields = kept
-        self.fieldIndex = index
-        self.fieldNamesUTF8 = kept.map { Array($0.name.utf8) }
-        self.encodedKeys = kept.map { field in
-            var key: [UInt8] = [UInt8(ascii: ",")]
-            JSONWriter.appendString(field.name, to: &key)
-            key.append(UInt8(ascii: ":"))
-            return key
-        }
+        storage = Storage(name: name, fields: kept, fieldIndex: index)
     }
 
     public var description: String {
@@ -122,7 +135,7 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     }
 
     public static func == (a: RecordType, b: RecordType) -> Bool {
-        a.identity === b.identity || (a.name == b.name && a.fields == b.fields)
+        a.storage === b.storage || (a.name == b.name && a.fields == b.fields)
     }
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)

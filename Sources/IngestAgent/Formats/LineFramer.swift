@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Splits a byte stream into lines with bounded memory.
 ///
 /// A line longer than `maxLineBytes` is reported as ``Event/overlong`` and
@@ -45,7 +49,7 @@ struct LineFramer {
         let count = chunk.count
         while start < count {
             let rest = UnsafeRawBufferPointer(rebasing: chunk[start...])
-            guard let found = rest.firstIndex(of: delimiter) else {
+            guard let hit = memchr(rest.baseAddress!, Int32(delimiter), rest.count) else {
                 // No delimiter in the rest of the chunk: keep it (bounded).
                 if discarding {
                     discardedBytes += rest.count
@@ -58,7 +62,7 @@ struct LineFramer {
                 }
                 return
             }
-            let lineEnd = start + (found - rest.startIndex)
+            let lineEnd = start + rest.baseAddress!.distance(to: UnsafeRawPointer(hit))
             let lineBytes = UnsafeRawBufferPointer(rebasing: chunk[start..<lineEnd])
             let consumed = Int64(lineEnd - start + 1)
             let number = nextLineNumber

@@ -212,6 +212,7 @@ struct NDJSONParser {
                 if v != .min { return .int(-v) }
             }
         }
+        if let exact = NDJSONParser.fastDouble(text) { return .double(exact) }
         // Longer integers and decimals: strtod on a NUL-terminated copy.
         if text.count > 400 { return .double(isInteger ? (text[0] == UInt8(ascii: "-") ? -.infinity : .infinity) : .nan) }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count + 1) { buffer in
@@ -219,6 +220,57 @@ struct NDJSONParser {
             buffer[text.count] = 0
             return .double(strtod(buffer.baseAddress!, nil))
         }
+    }
+
+    private static let powersOfTen: [Double] = (0...22).map { (0..<$0).reduce(1.0) { p, _ in p * 10 } }
+
+    /// A JSON number (already checked by ``readNumber()``) with at most 15
+    /// significant digits and a decimal exponent within ±22, converted
+    /// without strtod: its digits and the power of ten are exact doubles,
+    /// so one multiplication or division rounds correctly (Clinger's fast
+    /// path, the one strtod itself takes first). Nil for any other number.
+    static func fastDouble(_ text: UnsafeRawBufferPointer) -> Double? {
+        var k = 0
+        let negative = text[0] == UInt8(ascii: "-")
+        if negative { k = 1 }
+        var mantissa: UInt64 = 0
+        var significant = 0
+        var fractionDigits = 0
+        var inFraction = false
+        while k < text.count {
+            let c = text[k]
+            if c == UInt8(ascii: ".") {
+                inFraction = true
+            } else if c >= 0x30, c <= 0x39 {
+                if mantissa != 0 || c != 0x30 { significant += 1 }
+                guard significant <= 15 else { return nil }
+                mantissa = mantissa &* 10 &+ UInt64(c - 0x30)
+                if inFraction { fractionDigits += 1 }
+            } else {
+                break  // 'e' or 'E'
+            }
+            k += 1
+        }
+        var exponent = 0
+        if k < text.count {
+            k += 1
+            var exponentNegative = false
+            if text[k] == UInt8(ascii: "-") || text[k] == UInt8(ascii: "+") {
+                exponentNegative = text[k] == UInt8(ascii: "-")
+                k += 1
+            }
+            while k < text.count {
+                exponent = exponent * 10 + Int(text[k] - 0x30)
+                guard exponent <= 400 else { return nil }
+                k += 1
+            }
+            if exponentNegative { exponent = -exponent }
+        }
+        let scale = exponent - fractionDigits
+        guard scale >= -22, scale <= 22 else { return nil }
+        var value = Double(mantissa)
+        value = scale < 0 ? value / powersOfTen[-scale] : value * powersOfTen[scale]
+        return negative ? -value : value
     }
 
     /// Skips a nested object or array, iteratively, up to ``maxDepth``.

@@ -27,18 +27,53 @@ struct ReadingRouter: Sendable {
         undeclaredDefault = declared == nil ? defaultType.map { ($0, defaultTypeOrigin) } : nil
     }
 
-    private static let typeKey = Array("_type".utf8)
-    private static let idKey = Array("_id".utf8)
-
-    private static func isKey(_ key: [UInt8], _ field: ParsedLine.Field, in line: ParsedLine) -> Bool {
-        field.keyCount == key.count && line.keys.withUnsafeBytes { keys in
-            key.withUnsafeBytes { memcmp(keys.baseAddress! + field.keyStart, $0.baseAddress!, key.count) == 0 }
+    /// Whether the field's key is `key` (a static string: no lazy global
+    /// and no array per comparison on the hot path).
+    private static func isKey(_ key: StaticString, _ field: ParsedLine.Field, in line: ParsedLine) -> Bool {
+        field.keyCount == key.utf8CodeUnitCount && line.keys.withUnsafeBytes { keys in
+            memcmp(keys.baseAddress! + field.keyStart, key.utf8Start, field.keyCount) == 0
         }
     }
 
+    /// The builder of the last routed reading's type, kept for the next
+    /// one (its storage is reused: no allocation per reading).
+    private var spareBuilder: RecordBuilder?
+
+    /// Validates a parsed line and returns it as a ``Record``.
     func route(_ line: ParsedLine) throws(LineRejection) -> Record {
+        var builder = RecordBuilder(type: try recordType(of: line))
+        do {
+            try fill(&builder, from: line)
+            return try builder.finish()
+        } catch {
+            throw ReadingRouter.rejection(for: error)
+        }
+    }
+
+    /// Validates a parsed line and appends it, encoded, to `batch`.
+    mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
+        let type = try recordType(of: line)
+        var builder: RecordBuilder
+        if let spare = spareBuilder, spare.type == type {
+            builder = spare
+            spareBuilder = nil  // one owner, so the builder's storage is not copied on write
+        } else {
+            builder = RecordBuilder(type: type)
+        }
+        defer { spareBuilder = builder }
+        do {
+            try fill(&builder, from: line)
+            try builder.finish(into: &batch)
+        } catch {
+            builder.reset()
+            throw ReadingRouter.rejection(for: error)
+        }
+    }
+
+    /// The reading's own `_type`, else the input's type.
+    private func recordType(of line: ParsedLine) throws(LineRejection) -> RecordType {
         var type = defaultType
-        for field in line.fields where ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
+        for field in line.fields where ReadingRouter.isKey("_type", field, in: line) {
             guard case .string(let name) = field.value else {
                 throw LineRejection(reason: ValidationFailure.Reason.unknownType.description, message: "field '_type' must be a string naming a declared record type")
             }
@@ -62,31 +97,35 @@ struct ReadingRouter: Sendable {
                 message: "the reading has no '_type' and input '\(inputName)' has no type configured"
             )
         }
-        do {
-            var builder = RecordBuilder(type: type)
-            var hint = 0
-            for field in line.fields {
-                if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
-                    try builder.set(field: index, field.value)
-                    hint = index + 1
-                } else if ReadingRouter.isKey(ReadingRouter.idKey, field, in: line) {
-                    try builder.setID(field.value)
-                } else if !ReadingRouter.isKey(ReadingRouter.typeKey, field, in: line) {
-                    throw RecordBuilder.unknownField(line.keyString(field), in: type)
-                }
+        return type
+    }
+
+    /// Sets the builder's fields and `_id` from the line.
+    private func fill(_ builder: inout RecordBuilder, from line: ParsedLine) throws {
+        let type = builder.type
+        var hint = 0
+        for field in line.fields {
+            if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
+                try builder.set(field: index, field.value)
+                hint = index + 1
+            } else if ReadingRouter.isKey("_id", field, in: line) {
+                try builder.setID(field.value)
+            } else if !ReadingRouter.isKey("_type", field, in: line) {
+                throw RecordBuilder.unknownField(line.keyString(field), in: type)
             }
-            if requireID && !builder.hasID {
-                // Null and the all-zero id would get a new random id: a re-sent record would be stored again.
-                throw LineRejection(reason: "missing_id", message: "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId")
-            }
-            return try builder.finish()
-        } catch let error as LineRejection {
-            throw error
-        } catch let error as EdgeIngestError {
-            throw LineRejection(reason: error.validationFailure?.reason.description ?? error.code.description, message: error.message)
-        } catch {
-            throw LineRejection(reason: "invalid_record", message: "\(error)")
+        }
+        if requireID && !builder.hasID {
+            // Null and the all-zero id would get a new random id: a re-sent record would be stored again.
+            throw LineRejection(reason: "missing_id", message: "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId")
         }
     }
 
+    private static func rejection(for error: any Error) -> LineRejection {
+        switch error {
+        case let error as LineRejection: return error
+        case let error as EdgeIngestError:
+            return LineRejection(reason: error.validationFailure?.reason.description ?? error.code.description, message: error.message)
+        default: return LineRejection(reason: "invalid_record", message: "\(error)")
+        }
+    }
 }

@@ -4,6 +4,9 @@ func firstInvalidUTF8(_ bytes: UnsafeRawBufferPointer) -> Int? {
     var i = 0
     let n = bytes.count
     while i < n {
+        // Eight ASCII bytes at a time: readings are mostly ASCII.
+        while i + 8 <= n, bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+        guard i < n else { break }
         let b0 = bytes[i]
         if b0 < 0x80 {
             i += 1

@@ -44,7 +44,7 @@ final class QueueCommitter: Sendable {
     private var stopping: Bool { control.withLock { $0.stopping } }
 
     /// Starts committing a batch once the previous one is durable.
-    func submit(_ records: [Record], _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
+    func submit(_ records: EncodedBatch, _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
         try waitForInFlight()
         counters.update { $0.waitingForSpace = true }
         let task = Task { [self] in

@@ -21,7 +21,9 @@ struct LineIngestor {
     private var csv: CSVParser
     private var router: ReadingRouter
     private var parsed = ParsedLine()
-    private var batch: [Record] = []
+    private var batch = EncodedBatch()
+    /// Records in `batch`.
+    private var batchCount = 0
     private var pendingRejections: [String: Int64] = [:]
     private var pendingLines = 0
     private var lastCommit = monotonicSeconds()
@@ -56,7 +58,7 @@ struct LineIngestor {
         readOffset = startOffset
         csv = CSVParser()
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
-        batch.reserveCapacity(commitMaxRecords)
+        batch = EncodedBatch(expectedRecords: commitMaxRecords)
     }
 
     /// Offset just after the last complete line handled.
@@ -110,7 +112,7 @@ struct LineIngestor {
         }
         let counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         try committer.submit(batch, positions, counts)
-        let accepted = Int64(batch.count)
+        let accepted = Int64(batchCount)
         let rejections = pendingRejections
         let position = positionSource.map { _ in String(committedOffset) }
         let label = positionLabel
@@ -131,7 +133,8 @@ struct LineIngestor {
             }
             s.heartbeatAt = wallClockMilliseconds()
         }
-        batch.removeAll(keepingCapacity: true)
+        batch = EncodedBatch(expectedRecords: commitMaxRecords)
+        batchCount = 0
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         lastCommit = monotonicSeconds()
@@ -163,13 +166,14 @@ struct LineIngestor {
                     try csv.parse(bytes, into: &parsed)
                 }
                 if settings.format == .ndjson || !parsed.fields.isEmpty {
-                    batch.append(try router.route(parsed))
+                    try router.route(parsed, into: &batch)
+                    batchCount += 1
                 }
             } catch {
                 reject(error, line: number, raw: bytes, rawLength: bytes.count)
             }
         }
-        if batch.count >= commitMaxRecords { try flush() }
+        if batchCount >= commitMaxRecords { try flush() }
     }
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {

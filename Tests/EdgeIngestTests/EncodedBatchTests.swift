@@ -1,0 +1,98 @@
+import TestSupport
+@testable import EdgeIngest
+import Testing
+
+/// The agent's path for readings: a reusable ``RecordBuilder`` finishing
+/// straight into an ``EncodedBatch``, with no ``Record`` per reading. It must
+/// store exactly what the ``Record`` path stores.
+@Suite struct EncodedBatchTests {
+    static func noteType() throws -> RecordType {
+        try RecordType(name: "Note", fields: [
+            .init(name: "text", type: .string),
+            .init(name: "level", type: .int, defaultValue: .int(3)),
+            .init(name: "tag", type: .string, isRequired: false),
+        ])
+    }
+
+    @Test func builderBatchesStoreWhatRecordsStore() async throws {
+        let sensor = try declaredWeatherSensor()
+        let note = try EncodedBatchTests.noteType()
+        let readings: [(RecordType, [String: RawFieldValue])] = [
+            (sensor, ["deviceId": "a", "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65, "windSpeedInMph": 2,
+                      "_id": "5f1a2b3c4d5e6f7a8b9c0d1e"]),
+            (sensor, ["deviceId": "b\"\n", "temperatureInFahrenheit": -0.5, "barometricPressureInHg": 30, "windSpeedInMph": 0,
+                      "_id": "5f1a2b3c4d5e6f7a8b9c0d1f"]),
+            (note, ["text": "defaults", "_id": "5f1a2b3c4d5e6f7a8b9c0d20"]),  // level defaulted, tag left out
+            (note, ["text": "all", "level": 9, "tag": "x", "_id": "5f1a2b3c4d5e6f7a8b9c0d21"]),
+            (sensor, ["deviceId": "c", "temperatureInFahrenheit": 1e21, "barometricPressureInHg": 0.1, "windSpeedInMph": 7,
+                      "_id": "5f1a2b3c4d5e6f7a8b9c0d22"]),
+        ]
+        var batch = EncodedBatch(expectedRecords: 4)
+        var builders: [String: RecordBuilder] = [:]
+        for (type, values) in readings {
+            var builder = builders[type.name] ?? RecordBuilder(type: type)
+            for (key, value) in values {
+                if key == "_id" { try builder.setID(value) } else { try builder.set(field: try #require(type.fieldIndex(named: key)), value) }
+            }
+            try builder.finish(into: &batch)
+            builders[type.name] = builder
+        }
+        let records = try readings.map { try $0.0.validate($0.1) }
+        #expect(batch.count == records.count)
+        #expect(batch.runs.map(\.typeName) == ["WeatherSensor", "Note", "WeatherSensor"])
+
+        let dir = try TemporaryDirectory()
+        let types = [sensor, note]
+        let viaBatch = try DurableQueue.open(QueueConfiguration(location: .file(path: dir.file("a.sqlite")), objectTypes: types))
+        let viaRecords = try DurableQueue.open(QueueConfiguration(location: .file(path: dir.file("b.sqlite")), objectTypes: types))
+        try await viaBatch.append(batch)
+        try await viaRecords.append(records)
+        let stored = try drain(viaBatch)
+        #expect(stored == records.map(\.jsonString))
+        #expect(stored == (try drain(viaRecords)))
+    }
+
+    @Test func aFailedRecordLeavesNothingBehindInTheBuilderOrTheBatch() throws {
+        let note = try EncodedBatchTests.noteType()
+        var batch = EncodedBatch()
+        var builder = RecordBuilder(type: note)
+        try builder.set(field: 2, "left over?")
+        #expect(throws: EdgeIngestError.self) { try builder.finish(into: &batch) }  // 'text' is required
+        #expect(batch.isEmpty)
+        try builder.set(field: 0, "next")  // not "appears more than once"
+        try builder.finish(into: &batch)
+        let queueLine = String(decoding: batch.runs[0].payload, as: UTF8.self)
+        #expect(queueLine.hasSuffix(#","text":"next","level":3}"# + "\n"))  // no 'tag' from the failed record
+    }
+
+    @Test func aQueueRefusesABatchOfATypeItDoesNotHold() async throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        var batch = EncodedBatch()
+        var builder = RecordBuilder(type: try EncodedBatchTests.noteType())
+        try builder.set(field: 0, "x")
+        try builder.finish(into: &batch)
+        await #expect(throws: EdgeIngestError.self) { try await queue.append(batch) }
+        #expect(try queue.statistics().queuedRecords == 0)
+    }
+
+    /// Acknowledged records are deleted without their own fsync; the
+    /// connection must be back at synchronous=FULL for the next append, also
+    /// after a failed acknowledgement.
+    @Test func deletesRunWithoutSyncAndAppendsSyncAgain() throws {
+        let dir = try TemporaryDirectory()
+        let store = try QueueStore(db: SQLiteConnection(path: dir.file("q.sqlite"), displayName: "q"), isFile: true, durability: .powerLossSafe)
+        #expect(try store.db.integer("PRAGMA synchronous") == 2)
+        #expect(try store.db.integer("PRAGMA secure_delete") == 2)  // FAST: acknowledged pages are not rewritten
+        let inside = try store.withoutSync { try store.db.integer("PRAGMA synchronous") }
+        #expect(inside == 1)
+        #expect(try store.db.integer("PRAGMA synchronous") == 2)
+        struct Boom: Error {}
+        #expect(throws: Boom.self) { try store.withoutSync { throw Boom() } }
+        #expect(try store.db.integer("PRAGMA synchronous") == 2)
+
+        let crashSafe = try QueueStore(db: SQLiteConnection(path: dir.file("c.sqlite"), displayName: "c"), isFile: true, durability: .crashSafe)
+        #expect(try crashSafe.withoutSync { try crashSafe.db.integer("PRAGMA synchronous") } == 1)
+        #expect(try crashSafe.db.integer("PRAGMA synchronous") == 1)  // never raised to FULL
+    }
+}
