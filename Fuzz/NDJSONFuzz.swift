@@ -41,11 +41,39 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
     case .fields(let fields):
         checkRewrite(fields)
         do throws(LineRejection) {
-            checkRecord(try inputRouter.route(parsed))
+            let record = try inputRouter.route(parsed)
+            checkRecord(record)
+            checkAgentPath(parsed, accepted: record)
         } catch {
             checkRejection(error)
+            checkAgentPath(parsed, accepted: nil)
         }
     }
+}
+
+/// The agent's router, kept from line to line as an input keeps it: its
+/// builder is reused, so a refused line must leave nothing for the next.
+nonisolated(unsafe) private var agentRouter = ReadingRouter(types: declaredTypes, defaultType: "WeatherSensor", inputName: "fuzz")
+
+/// The agent's path (a reused builder finishing into an EncodedBatch) takes
+/// and refuses exactly what the Record path does, and stores the same line
+/// (but for a generated `_id`).
+private func checkAgentPath(_ parsed: ParsedLine, accepted record: Record?) {
+    var batch = EncodedBatch()
+    do throws(LineRejection) {
+        try agentRouter.route(parsed, into: &batch)
+    } catch {
+        precondition(record == nil, "the agent's path refused a line the Record path took: \(error.message)")
+        return
+    }
+    guard let record else { preconditionFailure("the agent's path took a line the Record path refused") }
+    precondition(batch.count == 1, "the agent's path stored \(batch.count) records for one line")
+    var expected: [UInt8] = []
+    record.encodeJSON(into: &expected)
+    expected.append(UInt8(ascii: "\n"))
+    let stored = batch.runs[0].payload
+    let idEnd = 33  // {"_id":"<24 hex digits>"
+    precondition(stored.count == expected.count && stored[idEnd...] == expected[idEnd...], "the agent's path stored another line than the Record path")
 }
 
 /// A parsed line written back as JSON (keys and strings by JSONWriter,
