@@ -14,7 +14,7 @@ dir=${1:-/tmp/edgeingest-bench-rss-floor}
 mkdir -p "$dir"
 cc -O2 -o "$dir/floor" bench/rss-floor/floor.c -lcurl -lsqlite3 -lsystemd
 machine_line
-python3 -m http.server 0 --bind 127.0.0.1 --directory "$dir" > "$dir/server.log" 2>&1 &
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$dir" > "$dir/server.log" 2>&1 &
 server=$!
 trap 'kill -9 $server 2>/dev/null' EXIT
 port=""

@@ -122,6 +122,7 @@ edgeingest_sources=(
     Sources/EdgeIngest/Records/RecordType.swift
     Sources/EdgeIngest/Records/ValidationFailure.swift
     Sources/EdgeIngest/Queue/EncodedBatch.swift
+    Sources/EdgeIngest/Support/ByteSearch.swift
     Sources/EdgeIngest/Support/EdgeIngestError.swift
     Sources/EdgeIngest/Support/Quoting.swift
     Sources/EdgeIngest/Support/Timestamp.swift

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension DurableQueue {
     /// Takes the oldest records for upload, without deleting them.
     ///
@@ -45,7 +41,7 @@ extension DurableQueue {
                 let base = payload.count
                 let start = cursor
                 while take < min(available, room) {
-                    guard let newline = DurableQueue.newline(in: row.payload, from: cursor) else {
+                    guard let newline = firstOffset(of: UInt8(ascii: "\n"), in: row.payload, from: cursor) else {
                         throw EdgeIngestError(
                             .queueCorrupt,
                             "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
@@ -166,12 +162,6 @@ extension DurableQueue {
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
             )
         }
-    }
-
-    /// The index of the first newline at or after `start` (memchr).
-    static func newline(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        guard start < bytes.count, let found = memchr(bytes.baseAddress! + start, 0x0A, bytes.count - start) else { return nil }
-        return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
     }
 
     static func checkInvariants(_ row: QueueStore.SegmentRow, name: String) throws {

@@ -108,7 +108,7 @@ extension Record {
         out.append(contentsOf: repeatElement(0, count: 24))
         out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
         out.append(UInt8(ascii: "\""))
-        let keys = type.storage.encodedKeys
+        let keys = type.encodedKeys
         for i in values.indices {
             guard let value = values[i] else { continue }
             out.append(contentsOf: keys[i])

@@ -56,12 +56,11 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     var fieldNamesUTF8: [[UInt8]] { storage.fieldNamesUTF8 }
     /// `,"name":` for each field, pre-encoded for the JSON writer.
     var encodedKeys: [[UInt8]] { storage.encodedKeys }
-    /// Shared by every copy of one declaration: equal identities mean equal
-    /// types without comparing fields (the queue checks each record).
-    var identity: Storage { storage }
 
     /// Everything a type holds, in one object: copying a `RecordType` (into
     /// every record and builder) retains once instead of once per array.
+    /// Shared by every copy of one declaration, so the same object means the
+    /// same type without comparing fields (the queue checks each batch's).
     final class Storage: Sendable {
         let name: String
         let fields: [Field]

@@ -128,7 +128,8 @@ public struct InputSettings: Sendable, Hashable {
 public struct HTTPInputSettings: Sendable, Hashable {
     /// "host:port"; ":port" or "0.0.0.0:port" for every IPv4 interface, "[::]:port" for IPv6.
     public var listen: String
-    /// If set, only `/…/apps/<app_id>/…` paths are served.
+    /// If set, paths naming another app (`/…/apps/<other>/…`) are answered
+    /// 404; `/ingest/v1/batches`, which names no app, is served either way.
     public var appID: String?
     public var limits = HTTPLimits()
     /// Connections served at once; more are answered 503. The default is 32.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import EdgeIngest
 
 /// Splits a byte stream into lines with bounded memory.
 ///
@@ -49,7 +47,7 @@ struct LineFramer {
         let count = chunk.count
         while start < count {
             let rest = UnsafeRawBufferPointer(rebasing: chunk[start...])
-            guard let hit = memchr(rest.baseAddress!, Int32(delimiter), rest.count) else {
+            guard let found = firstOffset(of: delimiter, in: rest) else {
                 // No delimiter in the rest of the chunk: keep it (bounded).
                 if discarding {
                     discardedBytes += rest.count
@@ -62,7 +60,7 @@ struct LineFramer {
                 }
                 return
             }
-            let lineEnd = start + rest.baseAddress!.distance(to: UnsafeRawPointer(hit))
+            let lineEnd = start + found
             let lineBytes = UnsafeRawBufferPointer(rebasing: chunk[start..<lineEnd])
             let consumed = Int64(lineEnd - start + 1)
             let number = nextLineNumber

@@ -44,7 +44,7 @@ final class QueueCommitter: Sendable {
     private var stopping: Bool { control.withLock { $0.stopping } }
 
     /// Starts committing a batch once the previous one is durable.
-    func submit(_ records: EncodedBatch, _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
+    func submit(_ batch: EncodedBatch, _ positions: [SourcePosition], _ appCounters: [String: Int64]) throws {
         try waitForInFlight()
         counters.update { $0.waitingForSpace = true }
         let task = Task { [self] in
@@ -52,12 +52,12 @@ final class QueueCommitter: Sendable {
             while true {
                 do {
                     let waited = Mutex(false)
-                    try await queue.append(records, positions: positions, counters: appCounters) { [self] in
+                    try await queue.append(batch, positions: positions, counters: appCounters) { [self] in
                         waited.withLock { $0 = true }
                         queueFull()
                     }
                     if !waited.withLock({ $0 }) { queueHasRoom() }
-                    if !records.isEmpty { committed?.stop() }
+                    if !batch.isEmpty { committed?.stop() }
                     if attempt > 0 {
                         counters.update { $0.problem = nil }
                         logger?.notice("The queue's disk has space again; committing resumed", metadata: ["ingest.input": "\(counters.snapshot.name)"])
@@ -67,16 +67,16 @@ final class QueueCommitter: Sendable {
                     // (bounded memory), nothing read is lost, and the agent recovers
                     // by itself when space returns.
                     if attempt == 0 {
-                        counters.update { $0.problem = "the queue's disk is full: \(records.count) readings wait in memory and the input is paused" }
+                        counters.update { $0.problem = "the queue's disk is full: \(batch.count) readings wait in memory and the input is paused" }
                         logger?.error("The queue's disk is full; retrying the commit until space returns", metadata: ["ingest.input": "\(counters.snapshot.name)", "error": "\(error.message)"])
                     }
                     attempt += 1
                     try? await Task.sleep(for: .milliseconds(min(5_000, 100 << min(attempt, 6))))
                     continue
                 } catch let error as EdgeIngestError where error.code == .diskFull {
-                    failure.withLock { $0 = lostAtStop(records.count, because: "the queue's disk is full") }
+                    failure.withLock { $0 = lostAtStop(batch.count, because: "the queue's disk is full") }
                 } catch is CancellationError {
-                    failure.withLock { $0 = lostAtStop(records.count, because: "the queue is full (overflow_policy \"block\") and nothing freed space") }
+                    failure.withLock { $0 = lostAtStop(batch.count, because: "the queue is full (overflow_policy \"block\") and nothing freed space") }
                 } catch {
                     failure.withLock { $0 = error }
                 }

@@ -22,8 +22,6 @@ struct LineIngestor {
     private var router: ReadingRouter
     private var parsed = ParsedLine()
     private var batch = EncodedBatch()
-    /// Records in `batch`.
-    private var batchCount = 0
     private var pendingRejections: [String: Int64] = [:]
     private var pendingLines = 0
     private var lastCommit = monotonicSeconds()
@@ -112,7 +110,7 @@ struct LineIngestor {
         }
         let counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         try committer.submit(batch, positions, counts)
-        let accepted = Int64(batchCount)
+        let accepted = Int64(batch.count)
         let rejections = pendingRejections
         let position = positionSource.map { _ in String(committedOffset) }
         let label = positionLabel
@@ -134,7 +132,6 @@ struct LineIngestor {
             s.heartbeatAt = wallClockMilliseconds()
         }
         batch = EncodedBatch(expectedRecords: commitMaxRecords)
-        batchCount = 0
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         lastCommit = monotonicSeconds()
@@ -167,13 +164,12 @@ struct LineIngestor {
                 }
                 if settings.format == .ndjson || !parsed.fields.isEmpty {
                     try router.route(parsed, into: &batch)
-                    batchCount += 1
                 }
             } catch {
                 reject(error, line: number, raw: bytes, rawLength: bytes.count)
             }
         }
-        if batchCount >= commitMaxRecords { try flush() }
+        if batch.count >= commitMaxRecords { try flush() }
     }
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {

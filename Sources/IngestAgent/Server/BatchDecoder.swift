@@ -42,8 +42,7 @@ struct BatchDecoder: Sendable {
         var start = 0
         body.withUnsafeBytes { bytes in
             while start < bytes.count {
-                var end = start
-                while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+                let end = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: start) ?? bytes.count
                 var line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
                 if line.last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
                 do throws(LineRejection) {
