@@ -1,4 +1,5 @@
 import ArgumentParser
+import EdgeIngest
 import IngestAgent
 
 struct CheckConfigCommand: ParsableCommand {
@@ -28,7 +29,7 @@ struct CheckConfigCommand: ParsableCommand {
                 print("  upload: line protocol \(upload.http.displayURL), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field, else _id"), \(upload.maxRecords) records per batch")
             } else if let upload = configuration.upload, case .postgreSQL(let settings) = configuration.sink {
                 let target = (settings.schema.map { $0 + "." } ?? "") + (settings.table ?? "<record type>")
-                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password == nil ? "from libpq's defaults" : "set")")
+                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password != nil ? "set" : redactedURL(settings.url) != settings.url ? "in url" : "from libpq's defaults")")
             } else if let upload = configuration.upload {
                 print("  upload: \(upload.http.displayURL), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
             } else {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EdgeIngest
 import IngestAgent
 
 #if canImport(Glibc)
@@ -10,8 +11,9 @@ struct HashSecretCommand: ParsableCommand {
         commandName: "hash-secret",
         abstract: "Hash a password or API key for an HTTP input's users_file or api_keys_file.",
         discussion: """
-            Reads one secret from standard input (its first line; on a terminal, asked for \
-            without echo) and prints its hash. The account files hold one "name hash" per line, \
+            Reads one secret from standard input (all of it, without surrounding whitespace, as \
+            the agent reads its secret files; more than one line is refused; on a terminal, \
+            asked for without echo) and prints its hash. The account files hold one "name hash" per line, \
             so the secret itself is never stored on the server.
 
             Passwords get PBKDF2-HMAC-SHA-256 (200,000 iterations, random salt). API keys \
@@ -34,10 +36,16 @@ struct HashSecretCommand: ParsableCommand {
         let onTerminal = isatty(0) == 1
         // The prompt stays on the line being typed; the Enter (not echoed) ends it.
         if onTerminal { printErrorInline(apiKey ? "API key: " : "Password: ") }
-        let secret = readSecretLine(echo: !onTerminal)
+        let text = onTerminal ? readTypedLine() : readAll()
         if onTerminal { printErrorInline("\n") }
-        guard let secret, !secret.isEmpty else {
+        let secret: String
+        switch SecretText(text) {
+        case .secret(let found): secret = found
+        case .absent:
             printError("No secret on standard input: pipe it in, or type it at the prompt.")
+            throw ExitCodes.usageError
+        case .severalLines:
+            printError("Standard input holds more than one line: a secret is one line (for a key made with base64, use `base64 -w0`).")
             throw ExitCodes.usageError
         }
         if apiKey && secret.count < 20 {
@@ -47,10 +55,10 @@ struct HashSecretCommand: ParsableCommand {
         print(accountFileHash(of: secret, apiKey: apiKey))
     }
 
-    /// The first line of stdin without its newline; echo off on a terminal.
-    private func readSecretLine(echo: Bool) -> String? {
+    /// One line typed at the terminal, echo off.
+    private func readTypedLine() -> String {
         var saved = termios()
-        let restore = !echo && tcgetattr(0, &saved) == 0
+        let restore = tcgetattr(0, &saved) == 0
         if restore {
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
@@ -60,7 +68,19 @@ struct HashSecretCommand: ParsableCommand {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
-        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// All of a piped standard input (a secret is small: at most 64 KiB is read).
+    private func readAll() -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 65_536 {
+            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -93,6 +93,22 @@ import TestSupport
         #expect(inline.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(1))) == .stored(rejected: []))
         #expect(!inline.description.contains(server.password))
         #expect(inline.description.contains("ingest:***@127.0.0.1"))
+        // libpq quotes back what it cannot parse — here the password itself.
+        for (url, secret) in [
+            ("postgresql://ingest:pa%zz9931@127.0.0.1:\(server.port)/telemetry", "pa%zz9931"),
+            ("host=127.0.0.1 port=\(server.port) dbname=telemetry password=my w0rd7731", "w0rd7731"),
+        ] {
+            let unparsable = try Self.sink(server) {
+                $0.url = url
+                $0.password = nil
+            }
+            guard case .hold(let reason) = unparsable.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(1))) else {
+                Issue.record("expected a hold for an unparsable URL")
+                continue
+            }
+            #expect(!reason.contains(secret), "\(reason)")
+            #expect(reason.contains("fix upload.url"), "\(reason)")
+        }
     }
 
     @Test func aTableDroppedBehindTheSinksBackIsMadeAgain() throws {
@@ -192,7 +208,7 @@ import TestSupport
         ("22P02", UploadOutcome.badBatch(reason: "PostgreSQL error 22P02")),
         ("23502", .badBatch(reason: "PostgreSQL error 23502")),
         ("23514", .badBatch(reason: "PostgreSQL error 23514")),
-        ("54000", .tooLarge),
+        ("54000", .badBatch(reason: "PostgreSQL error 54000: m")),
         ("42P01", .hold(reason: "PostgreSQL error 42P01: m: fix the table, its rights or [upload]")),
         ("42501", .hold(reason: "PostgreSQL error 42501: m: fix the table, its rights or [upload]")),
         ("28P01", .hold(reason: "PostgreSQL error 28P01: m: fix the table, its rights or [upload]")),
@@ -226,6 +242,9 @@ import TestSupport
         ("postgresql://ingest@db/t?password=pw&sslmode=require", "postgresql://ingest@db/t?password=***&sslmode=require"),
         ("host=db password='p w\\'x' dbname=t", "host=db password=*** dbname=t"),
         ("host=db password=pw dbname=t", "host=db password=*** dbname=t"),
+        ("host=db password=my w0rd dbname=t", "host=db password=*** dbname=t"),
+        ("host=db password=pw\\ x dbname = t", "host=db password=*** dbname = t"),
+        ("host=db password=my w0rd", "host=db password=***"),
         ("postgresql://a@db/t?user_password=x", "postgresql://a@db/t?user_password=x"),
         ("host=db password = 'p w' dbname=t", "host=db password = *** dbname=t"),
         ("host=db sslpassword=kp password=pw", "host=db sslpassword=*** password=***"),

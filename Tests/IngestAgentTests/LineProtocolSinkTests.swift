@@ -100,8 +100,8 @@ struct LineProtocolSinkTests {
         "all_lines_unparsable": "bad", "point_beyond_retention": "bad", "only_points_beyond_retention": "bad",
         "content_encoding_gzip_but_plain_body": "retry",
         "database_not_found": "hold", "database_param_missing": "hold", "retention_policy_not_found": "hold", "auth_read_only_user": "hold",
-        "auth_no_credentials": "unauthorized", "auth_wrong_password_basic": "unauthorized", "auth_wrong_password_params": "unauthorized",
-        "auth_unknown_user": "unauthorized", "setup_create_database": "skip", "setup_create_short_rp": "skip",
+        "auth_no_credentials": "hold", "auth_wrong_password_basic": "hold", "auth_wrong_password_params": "hold",
+        "auth_unknown_user": "hold", "setup_create_database": "skip", "setup_create_short_rp": "skip",
     ]
 
     static func kind(_ outcome: UploadOutcome) -> String {
@@ -134,6 +134,20 @@ struct LineProtocolSinkTests {
         let missing = try #require(writes["database_not_found"])
         #expect(LineProtocolSink.classify(status: 404, retryAfter: nil, body: Array(missing.responseBody.utf8), batchSize: 3)
             == .hold(reason: "InfluxDB HTTP 404: no such database: fix upload.url (db=, rp=)"))
+    }
+
+    /// Messages about data quote the refused line: words in it must not pass
+    /// for the engine's own configuration or encoding errors (a retried or
+    /// held poison batch would stop the queue for good).
+    @Test func wordsInsideQuotedDataDoNotChangeTheAnswer() {
+        for quoted in ["gzip: invalid header", "database not found", "retention policy not found"] {
+            let body = #"{"error":"partial write: field type conflict: input field "\#(quoted)" on measurement "weather" is type integer, already exists as type float dropped=1"}"#
+            #expect(LineProtocolSink.classify(status: 400, retryAfter: nil, body: Array(body.utf8), batchSize: 3)
+                == .badBatch(reason: "InfluxDB HTTP 400: partial write, field type conflict"), "\(quoted)")
+            let unparsable = #"{"error":"unable to parse 'weather,deviceId=\#(quoted) x=1i 1': invalid field format"}"#
+            #expect(LineProtocolSink.classify(status: 400, retryAfter: nil, body: Array(unparsable.utf8), batchSize: 3)
+                == .badBatch(reason: "InfluxDB HTTP 400: unparsable line"), "\(quoted)")
+        }
     }
 
     @Test func everyRecordedVictoriaMetricsAnswerIsReadRight() throws {

@@ -56,7 +56,7 @@ import TestSupport
         let fixture = try AgentFixture("\n[upload]\nsink = \"postgresql\"\nurl = \"postgresql://ingest:inline-pw@db:5432/telemetry\"\nschema = \"edge\"\n")
         let result = try fixture.run(["check-config"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("  upload: PostgreSQL postgresql://ingest:***@db:5432/telemetry into edge.<record type>, 1000 records per batch"), "\(result.stdout)")
+        #expect(result.stdout.contains("  upload: PostgreSQL postgresql://ingest:***@db:5432/telemetry into edge.<record type>, 1000 records per batch, password in url"), "\(result.stdout)")
         #expect(!result.stdout.contains("inline-pw"))
     }
 
@@ -76,6 +76,17 @@ import TestSupport
         #expect(with.status == 0, "\(with.stderr)")
         #expect(with.stdout.contains("password set"), "\(with.stdout)")
         #expect(!with.stdout.contains("cred-pw-3391"))
+        // The unit's empty SetCredential= default (a newline) means no password, as for the upload token.
+        try "\n".write(toFile: credentials + "/postgres-password", atomically: true, encoding: .utf8)
+        let empty = try fixture.run(["check-config"], environment: environment)
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(empty.stdout.contains("password from libpq's defaults"), "\(empty.stdout)")
+        // A secret wrapped over two lines is refused, not joined.
+        try "first-half\nsecond-half\n".write(toFile: credentials + "/postgres-password", atomically: true, encoding: .utf8)
+        let wrapped = try fixture.run(["check-config"], environment: environment)
+        #expect(wrapped.status == 78)
+        #expect(wrapped.stderr.contains("holds more than one line: a secret is one line"), "\(wrapped.stderr)")
+        #expect(!wrapped.stderr.contains("first-half"))
     }
 
     @Test func checkConfigNamesWhatThePostgresqlSinkNeedsAndWhatItIgnores() throws {

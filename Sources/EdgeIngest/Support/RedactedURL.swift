@@ -7,7 +7,10 @@
 ///     redactedURL("http://influx:8086/write?db=t&u=me&p=s3cret") // …&u=me&p=***
 ///     redactedURL("host=db password = 's3 cret' dbname=t")       // host=db password = *** dbname=t
 ///
-/// A key written percent-encoded (`pass%77ord=`) is not recognised.
+/// An unquoted value runs to the next key (a word followed by `=`), so a
+/// password typed with a space (`password=my secret`, or libpq's `\ `) is
+/// hidden whole. A key written percent-encoded (`pass%77ord=`) is not
+/// recognised.
 package func redactedURL(_ url: String) -> String {
     var text = Substring(url)
     if let scheme = text.firstRange(of: "://") {
@@ -46,11 +49,34 @@ package func redactedURL(_ url: String) -> String {
             }
             end = end < valueStart.endIndex ? valueStart.index(after: end) : end
         } else {
-            end = valueStart.firstIndex(where: { separators.contains($0) }) ?? valueStart.endIndex
+            end = unquotedValueEnd(valueStart)
         }
         out += rest[..<valueStart.startIndex] + "***"
         rest = rest[end...]
         i = rest.startIndex
     }
     return out + rest
+}
+
+/// Where an unquoted value that starts `value` ends: at `&` or `?` (a URI's
+/// query), or before the whitespace that precedes the next `key=` or
+/// `key =` of a libpq key/value string.
+private func unquotedValueEnd(_ value: Substring) -> Substring.Index {
+    let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" }
+    var end = value.startIndex
+    while end < value.endIndex {
+        let c = value[end]
+        if c == "&" || c == "?" { break }
+        if c == "\\" {
+            end = value.index(end, offsetBy: 2, limitedBy: value.endIndex) ?? value.endIndex
+            continue
+        }
+        if blank(c) {
+            let next = value[end...].drop(while: blank)
+            let word = next.prefix { !blank($0) }
+            if next.isEmpty || word.contains("=") || next[word.endIndex...].drop(while: blank).first == "=" { break }
+        }
+        end = value.index(after: end)
+    }
+    return end
 }

@@ -252,7 +252,7 @@ struct ConfigurationDecoder {
             return nil
         }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            problem(t["url"], "upload.url", "must start with http:// or https://, got \"\(url.prefix(40))\"")
+            problem(t["url"], "upload.url", "must start with http:// or https://, got \"\(redactedURL(url).prefix(40))\"")
             return nil
         }
         var http = HTTPSettings(url: url)
@@ -274,20 +274,7 @@ struct ConfigurationDecoder {
             }
         }
         // The token: a file (mode 0600 or a systemd credential), never the config itself.
-        var tokenPath = string(t["token_file"], "upload.token_file")
-        if tokenPath == nil, let credentials = environment["CREDENTIALS_DIRECTORY"] {
-            // The unit's empty SetCredential= default means "no token": not an error.
-            let candidate = credentials + "/upload-token"
-            if let text = readTextFile(candidate), !text.allSatisfy({ $0.isWhitespace }) { tokenPath = candidate }
-        }
-        if let tokenPath {
-            if let text = readTextFile(tokenPath) {
-                let token = text.filter { !$0.isNewline && $0 != " " }
-                if token.isEmpty { problem(t["token_file"], "upload.token_file", "'\(tokenPath)' is empty") } else { http.bearerToken = token }
-            } else {
-                problem(t["token_file"], "upload.token_file", "'\(tokenPath)' cannot be read: \(String(cString: strerror(errno)))")
-            }
-        }
+        http.bearerToken = secret(t["token_file"], "upload.token_file", credential: "upload-token", environment: environment, required: false)
         return (decodeBatching(t, into: UploadSettings(http: http, clientID: hostName())), sink)
     }
 
@@ -561,8 +548,14 @@ struct ConfigurationDecoder {
     /// A secret from `key`'s file, else the systemd credential `credential`
     /// (newlines removed). Without either: a problem when `required`, else
     /// nil (the credential only counts when its file exists).
+    /// A secret from the file `value` names, else the systemd credential
+    /// `credential`, read by the one rule of ``SecretText``. An optional
+    /// secret's credential that is empty (the unit's `SetCredential=`
+    /// default) is no secret, not an error; a file named in the config must
+    /// hold one.
     mutating func secret(_ value: TOMLValue?, _ key: String, credential: String, environment: [String: String], required: Bool = true) -> String? {
         var path = string(value, key)
+        let fromCredential = path == nil
         if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
             required || access(directory + "/" + credential, F_OK) == 0
         {
@@ -576,9 +569,11 @@ struct ConfigurationDecoder {
             problem(value, key, "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
             return nil
         }
-        let secret = text.filter { !$0.isNewline }
-        if secret.isEmpty { problem(value, key, "'\(path)' is empty") }
-        return secret.isEmpty ? nil : secret
+        let secret = SecretText(text)
+        if case .secret(let found) = secret { return found }
+        if secret == .absent, fromCredential, !required { return nil }
+        problem(value, key, secret.problem(path)!)
+        return nil
     }
 
     mutating func bool(_ value: TOMLValue, _ key: String) -> Bool? {

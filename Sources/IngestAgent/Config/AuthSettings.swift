@@ -44,7 +44,7 @@ extension ConfigurationDecoder {
         if appID == nil { problem(nil, "auth.app_id", "is required in [auth]: the backend application's id") }
         if baseURL == nil { problem(nil, "auth.base_url", "is required in [auth]: the backend's base URL, e.g. \"https://backend.example\"") }
         if let baseURL, !(baseURL.hasPrefix("http://") || baseURL.hasPrefix("https://")) {
-            problem(t["base_url"], "auth.base_url", "must start with http:// or https://, got \"\(baseURL.prefix(40))\"")
+            problem(t["base_url"], "auth.base_url", "must start with http:// or https://, got \"\(redactedURL(baseURL).prefix(40))\"")
         }
         let provider = string(t["provider"], "auth.provider") ?? "api-key"
         var credentials: Credentials?

@@ -76,10 +76,13 @@ final class LineProtocolSink: BatchSink {
     static func classify(status: Int, retryAfter: String?, body: [UInt8], batchSize: Int) -> UploadOutcome {
         if (200..<300).contains(status) { return .stored(rejected: []) }
         let text = String(decoding: body.prefix(2048), as: UTF8.self)
-        if text.contains("database is required") || text.contains("retention policy not found") || text.contains("database not found") {
+        // Matched at the start of the engine's message only: messages about
+        // data quote the refused line, which may hold any of these words.
+        let message = Self.errorMessage(text)
+        if ["database is required", "retention policy not found", "database not found"].contains(where: message.hasPrefix) {
             return .hold(reason: "InfluxDB HTTP \(status): \(Self.named(text)): fix upload.url (db=, rp=)")
         }
-        if text.contains("gzip") {
+        if message.hasPrefix("gzip:") || message.contains("cannot read gzipped") {
             // Our body did not match its Content-Encoding: our fault, not the data's.
             return .retry(reason: "HTTP \(status): \(Self.named(text))", retryAfterSeconds: nil)
         }
@@ -88,19 +91,35 @@ final class LineProtocolSink: BatchSink {
             // refused ones (re-writing a stored point changes nothing).
             return .badBatch(reason: "InfluxDB HTTP 400: \(Self.named(text))")
         }
+        if status == 401 {
+            // No login to refresh here ([auth] is for the ingest protocol): hold until fixed.
+            return .hold(reason: "InfluxDB HTTP 401: the credentials were refused: fix u=/p= in upload.url or the Authorization header in upload.headers")
+        }
         return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: body, batchSize: batchSize)
+    }
+
+    /// InfluxDB's `{"error":"…"}` message, else the text as it is (VictoriaMetrics answers plain text).
+    static func errorMessage(_ text: String) -> Substring {
+        let prefix = #"{"error":""#
+        return text.hasPrefix(prefix) ? text.dropFirst(prefix.count) : Substring(text)
     }
 
     /// The kind of error, without the quoted line (which holds data).
     static func named(_ text: String) -> String {
+        let message = errorMessage(text)
         for (needle, name) in [
             ("field type conflict", "field type conflict"), ("beyond retention policy", "points beyond the retention policy"),
-            ("unable to parse", "unparsable line"), ("database is required", "no database (db=) in the URL"),
-            ("retention policy not found", "no such retention policy"), ("database not found", "no such database"),
-            ("gzip", "body not gzip"),
-        ] where text.contains(needle) {
-            return (text.contains("partial write") ? "partial write, " : "") + name
+            ("unable to parse", "unparsable line"),
+        ] where message.contains(needle) {
+            return (message.hasPrefix("partial write") ? "partial write, " : "") + name
         }
+        for (prefix, name) in [
+            ("database is required", "no database (db=) in the URL"), ("retention policy not found", "no such retention policy"),
+            ("database not found", "no such database"), ("gzip:", "body not gzip"),
+        ] where message.hasPrefix(prefix) {
+            return name
+        }
+        if message.contains("cannot read gzipped") { return "body not gzip" }
         return "refused"
     }
 }

@@ -7,8 +7,8 @@ import Synchronization
 #endif
 
 /// libpq (PostgreSQL's C client), loaded with `dlopen` the first time a
-/// PostgreSQL sink connects. The agent therefore links only libc, libsqlite3,
-/// libcurl and libsystemd (docs/PACKAGING.md): a box that never uses the
+/// PostgreSQL sink connects. The agent therefore does not link libpq and its
+/// package's dependencies do not grow (docs/SINKS.md): a box that never uses the
 /// `postgresql` sink needs no libpq5 installed, and one that does gets a
 /// clear error, not a binary that refuses to start.
 ///

@@ -53,7 +53,13 @@ final class PostgresConnection {
         guard pq.status(connection) == LibPQ.connectionOK else {
             let message = pq.errorMessage(connection).map { String(cString: $0) } ?? "unknown error"
             pq.finish(connection)
-            throw PostgresError(kind: .connection, message: "cannot connect to \(redactedURL(settings.url)): \(PostgresError.oneLine(message))")
+            let shown = PostgresError.withoutSecrets(message, url: settings.url, password: settings.password)
+            // A URL libpq cannot parse is fixed by editing it, not by retrying.
+            let unparsable = ["connection info string", "invalid URI", "invalid percent-encoded", "invalid connection option"].contains { message.contains($0) }
+            throw PostgresError(
+                kind: unparsable ? .configuration : .connection,
+                message: "cannot connect to \(redactedURL(settings.url)): \(PostgresError.oneLine(shown))" + (unparsable ? ": fix upload.url" : "")
+            )
         }
         handle = connection
         // Notices ("relation already exists, skipping") would go to stderr.

@@ -26,6 +26,25 @@ package struct PostgresError: Error, CustomStringConvertible {
         return PostgresError(kind: .server(sqlState: sqlState), message: "PostgreSQL error \(sqlState)\(message)")
     }
 
+    /// libpq's message with the password and every quoted piece of the
+    /// connection URL taken out: a URL libpq cannot parse is quoted back
+    /// (`invalid percent-encoded token: "pa%zz"`, `missing "=" after "w0rd"`),
+    /// password and all. The URL is shown redacted beside it.
+    static func withoutSecrets(_ message: String, url: String, password: String?) -> String {
+        var text = message
+        if let password, !password.isEmpty { text = text.replacing(password, with: "***") }
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "\""), let close = rest[rest.index(after: open)...].firstIndex(of: "\"") {
+            let inside = rest[rest.index(after: open)..<close]
+            out += rest[...open]
+            out += inside.count > 1 && url.contains(inside) ? "(from upload.url)" : String(inside)
+            out += "\""
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
     /// libpq's multi-line messages as one line for the journal.
     static func oneLine(_ text: String) -> String {
         String(text.split(whereSeparator: \.isWhitespace).joined(separator: " ").prefix(200))

@@ -137,8 +137,7 @@ package final class PostgresSink: BatchSink {
     ///
     /// | SQLSTATE | meaning | outcome |
     /// | --- | --- | --- |
-    /// | 22…, 23… | a value the column cannot take, a constraint | bisect, dead-letter |
-    /// | 54… | statement too large or complex | split the batch |
+    /// | 22…, 23…, 54… | a value the column cannot take, a constraint, a program limit (a row or index entry too large) | bisect, dead-letter |
     /// | 28…, 3D000, 3F000, 42…, 25006, 0A000 | password, database, schema, table, column, rights, read-only | hold |
     /// | 08…, 53…, 57…, 40001, 40P01, 55P03, 58…, XX… and the rest | connection, resources, shutdown, conflicts | retry |
     package static func classify(_ error: PostgresError) -> UploadOutcome {
@@ -152,8 +151,10 @@ package final class PostgresSink: BatchSink {
             return .retry(reason: error.message, retryAfterSeconds: nil)
         case .server(let state):
             let sqlClass = state.prefix(2)
-            if sqlClass == "22" || sqlClass == "23" { return .badBatch(reason: error.message) }
-            if sqlClass == "54" { return .tooLarge }
+            // 54 (program limit) is raised for one record too ("index row size
+            // exceeds…"): bisecting isolates it, where a split would shrink
+            // every later batch for good.
+            if ["22", "23", "54"].contains(sqlClass) { return .badBatch(reason: error.message) }
             if ["28", "42"].contains(sqlClass) || ["3D000", "3F000", "25006", "0A000"].contains(state) {
                 return .hold(reason: error.message + ": fix the table, its rights or [upload]")
             }
