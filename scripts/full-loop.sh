@@ -16,7 +16,7 @@
 # empty; 1 otherwise (the agents' logs are in LOOP_DIR); 2 on bad usage.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-case "${1:-}" in -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 n=${1:-5}
 [[ "$n" =~ ^[0-9]+$ ]] || { echo "full-loop: N must be a number of readings, got '$n'" >&2; exit 2; }
 port=${LOOP_PORT:-8480}

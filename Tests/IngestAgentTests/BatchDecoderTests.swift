@@ -185,4 +185,13 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         #expect(first.records.isEmpty)
         #expect(first.rejections.map(\.reason) == ["missing_id"])
     }
+
+    /// The server bounds a batch by this count before decoding; it must
+    /// count as the decoder indexes (a last line without newline counts).
+    @Test(arguments: [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2), ("a\r\nb\r\n", 2)])
+    func theServerCountsLinesAsTheDecoderIndexesThem(body: String, lines: Int) throws {
+        #expect(IngestServer.lineCount(Array(body.utf8)) == lines)
+        let decoded = try decode(body)
+        #expect(decoded.records.count + decoded.rejections.count == lines)
+    }
 }

@@ -285,6 +285,22 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         #expect(outcome.refusal?.status == 431, "a 4 KiB head was read under a 1 KiB limit: \(outcome)")
     }
 
+    /// The limit is on the head without its blank line: exactly 1024 bytes
+    /// pass, 1025 do not, whether read at once or not.
+    @Test(arguments: [1024, 1025])
+    func aHeadOfExactlyTheLimitIsAcceptedAndOneByteMoreIsNot(size: Int) throws {
+        let pair = try SocketPair()
+        var connection = pair.connection(limits(headBytes: 1024))
+        let start = "GET / HTTP/1.1\r\nHost: h\r\nX-Pad: "
+        pair.send(start + String(repeating: "a", count: size - start.utf8.count) + "\r\n\r\n")
+        let outcome = connection.readRequest()
+        if size == 1024 {
+            #expect(outcome.request?.header("x-pad")?.count == size - start.utf8.count, "\(outcome)")
+        } else {
+            #expect(outcome.refusal?.status == 431, "\(outcome)")
+        }
+    }
+
     // MARK: Time limits
 
     /// Slowloris: a byte every 50 ms keeps the connection busy but must not

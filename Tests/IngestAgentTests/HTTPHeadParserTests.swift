@@ -112,13 +112,21 @@ import Testing
     func otherVersionsAreRefusedWith505(version: String) {
         let error = refusal("GET / \(version)\r\nHost: h")
         #expect(error?.status == 505)
-        #expect(error?.message == "HTTP version \(version) is not supported: use HTTP/1.1")
+        #expect(error?.message == "HTTP version \"\(version)\" is not supported: use HTTP/1.1")
     }
 
     @Test func aLongVersionIsQuotedShort() {
         let error = refusal("GET / HTTP/" + String(repeating: "9", count: 500) + "\r\nHost: h")
         #expect(error?.status == 505)
-        #expect(error?.message == "HTTP version HTTP/99999999999 is not supported: use HTTP/1.1")
+        #expect(error?.message == "HTTP version \"HTTP/" + String(repeating: "9", count: 27) + "…\" is not supported: use HTTP/1.1")
+    }
+
+    /// The version is the client's text and goes to the log: a terminal
+    /// escape in it must arrive escaped.
+    @Test func aVersionWithControlCharactersIsEscaped() {
+        let error = refusal("GET / HTTP/1.1\u{1b}[2J\r\nHost: h")
+        #expect(error?.status == 505)
+        #expect(error?.message == #"HTTP version "HTTP/1.1\u{1b}[2J" is not supported: use HTTP/1.1"#)
     }
 
     @Test func oneHeaderOverTheMaximumIsRefusedWith431() {

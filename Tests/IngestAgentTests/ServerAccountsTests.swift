@@ -307,6 +307,18 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         #expect(hash.verify("s3cret pass"))
         #expect(!hash.verify("s3cret pas"))
     }
+
+    /// An unknown email must cost what a known one costs: with a users_file
+    /// made at 1,000 iterations, a refusal at the default 200,000 would tell
+    /// unknown emails apart by taking 200 times longer.
+    @Test func anUnknownEmailCostsWhatMostAccountsCost() {
+        func iterations(_ hash: SecretHash) -> Int? { if case .pbkdf2(let n, _, _) = hash { n } else { nil } }
+        let cheap = SecretHash.make("a", fast: false, iterations: 1000)
+        let dear = SecretHash.make("b", fast: false, iterations: 5000)
+        #expect(iterations(SecretHash.unknownUser(costingAsMostOf: [cheap, dear, cheap])) == 1000)
+        #expect(iterations(SecretHash.unknownUser(costingAsMostOf: [SecretHash]())) == SecretHash.defaultIterations)
+        #expect(!SecretHash.unknownUser(costingAsMostOf: [cheap]).verify("a"))
+    }
 }
 
 /// Proves that `TokenSigner` tokens are `<kind>.<user>.<expiry>.<HMAC>`

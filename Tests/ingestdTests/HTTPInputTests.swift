@@ -277,6 +277,9 @@ import Glibc
             ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nformat = \"csv\"", "inputs[0].format: an http input reads NDJSON batches"),
             ("[[inputs]]\nkind = \"stdin\"\nlisten = \":8480\"", "inputs[0].listen: applies only to an http input"),
             ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nmax_connections = 0", "inputs[0].max_connections"),
+            // A window that would overflow when turned into milliseconds (it crashed the agent on every batch).
+            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\ndedup_window_s = 9223372036854775807", "inputs[0].dedup_window_s: must be at most 31536000 (365 days)"),
+            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nrequest_timeout_ms = 9223372036854775807", "inputs[0].request_timeout_ms: must be at most 31536000000 (365 days)"),
         ]
         for (inputs, expected) in cases {
             let fixture = try AgentFixture(inputs: inputs + "\n")

@@ -533,6 +533,9 @@ struct ConfigurationDecoder {
         return items.compactMap { string($0, key) }
     }
 
+    /// An integer of at least `min`. A duration (a key ending in `_ms`, `_s`
+    /// or `_seconds`) is also at most 365 days, so that no deadline or
+    /// window computed from it can overflow and crash the agent.
     mutating func integer(_ value: TOMLValue, _ key: String, min: Int64) -> Int64? {
         guard case .integer(let n) = value.kind else {
             problem(value, key, "must be an integer, got \(value.typeName)")
@@ -540,6 +543,12 @@ struct ConfigurationDecoder {
         }
         guard n >= min else {
             problem(value, key, "must be at least \(min), got \(n)")
+            return nil
+        }
+        let days365: Int64 = 365 * 24 * 3600
+        let max = key.hasSuffix("_ms") ? days365 * 1000 : key.hasSuffix("_s") || key.hasSuffix("_seconds") ? days365 : Int64.max
+        guard n <= max else {
+            problem(value, key, "must be at most \(max) (365 days), got \(n)")
             return nil
         }
         return n

@@ -7,6 +7,8 @@ import EdgeIngest
 /// own `_type`, else the input's configured type.
 struct ReadingRouter: Sendable {
     let typesByName: [String: RecordType]
+    /// The declared type names, sorted, for refusals (made once, not per refused line).
+    private let declaredNames: String
     let defaultType: RecordType?
     let inputName: String
     /// Readings without `_id` are rejected (records received from another
@@ -21,6 +23,7 @@ struct ReadingRouter: Sendable {
     ///   message when it is not declared.
     init(types: [RecordType], defaultType: String?, inputName: String, defaultTypeOrigin: String = "the input's type") {
         typesByName = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
+        declaredNames = types.map(\.name).sorted().joined(separator: ", ")
         let declared = defaultType.flatMap { name in types.first { $0.name == name } }
         self.defaultType = declared
         self.inputName = inputName
@@ -80,7 +83,7 @@ struct ReadingRouter: Sendable {
             guard let named = typesByName[name] else {
                 throw LineRejection(
                     reason: ValidationFailure.Reason.unknownType.description,
-                    message: "record type \(quoted(name)) is not declared (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
+                    message: "record type \(quoted(name)) is not declared (declared: \(declaredNames))"
                 )
             }
             type = named
@@ -89,7 +92,7 @@ struct ReadingRouter: Sendable {
             if let (name, origin) = undeclaredDefault {
                 throw LineRejection(
                     reason: ValidationFailure.Reason.unknownType.description,
-                    message: "\(origin) \(quoted(name)) is not declared here (declared: \(typesByName.keys.sorted().joined(separator: ", ")))"
+                    message: "\(origin) \(quoted(name)) is not declared here (declared: \(declaredNames))"
                 )
             }
             throw LineRejection(

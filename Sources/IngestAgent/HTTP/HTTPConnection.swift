@@ -57,15 +57,18 @@ struct HTTPConnection {
         let deadline = monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
         var headEnd: Int?
         var searchFrom = 0
+        // A head of at most maxHeadBytes ends (CRLFCRLF) within this many bytes,
+        // however many arrived in one read.
+        let headLimit = limits.maxHeadBytes + 4
         while true {
-            if let end = findHeadEnd(from: searchFrom) {
+            if let end = findHeadEnd(from: searchFrom, before: headLimit) {
                 headEnd = end
                 break
             }
-            searchFrom = max(0, buffer.count - 3)
-            if buffer.count > limits.maxHeadBytes {
+            if buffer.count >= headLimit {
                 return .refused(HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes"))
             }
+            searchFrom = max(0, buffer.count - 3)
             switch fill(deadline: deadline) {
             case .ok: continue
             case .eof: return .closed
@@ -74,10 +77,6 @@ struct HTTPConnection {
             }
         }
         let end = headEnd!
-        // A whole head can arrive in one read of up to 64 KiB: check its size here too.
-        if end > limits.maxHeadBytes {
-            return .refused(HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes"))
-        }
         var request: HTTPRequest
         let length: Int
         do throws(HTTPRequestError) {
@@ -110,10 +109,12 @@ struct HTTPConnection {
         send(response.serialized(for: request, keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
     }
 
-    private func findHeadEnd(from start: Int) -> Int? {
-        guard buffer.count >= 4 else { return nil }
+    /// Where the blank line ending the head starts, looking at the bytes before `limit` only.
+    private func findHeadEnd(from start: Int, before limit: Int) -> Int? {
+        let searched = min(buffer.count, limit)
+        guard searched >= 4 else { return nil }
         var i = start
-        while i + 3 < buffer.count {
+        while i + 3 < searched {
             if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D && buffer[i + 3] == 0x0A { return i }
             i += 1
         }

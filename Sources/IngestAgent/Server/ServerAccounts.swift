@@ -25,8 +25,13 @@ struct ServerAccounts: Sendable {
     }
     /// Email (lower case) → hash.
     var users: [String: SecretHash] = [:] {
-        didSet { userIDs = Set(users.keys.map(ServerAccounts.userID(email:))) }
+        didSet {
+            userIDs = Set(users.keys.map(ServerAccounts.userID(email:)))
+            unknownUser = SecretHash.unknownUser(costingAsMostOf: users.values)
+        }
     }
+    /// Checked for an email without an account, at the cost most accounts have.
+    private var unknownUser = SecretHash.unknownUser(costingAsMostOf: [])
     private var keyNameByDigest: [[UInt8]: String] = [:]
     private var userIDs: Set<String> = []
 
@@ -100,11 +105,12 @@ struct ServerAccounts: Sendable {
     }
 
     /// The user id of the email account whose password is `password`, if any.
-    /// An unknown email costs the same PBKDF2 as a known one, so the time
-    /// of a refusal does not tell which emails have accounts.
+    /// An unknown email costs the same PBKDF2 as most known ones (the most
+    /// common iteration count of the users_file), so the time of a refusal
+    /// does not tell which emails have accounts.
     func userID(email: String, password: String) -> String? {
         guard let hash = users[email.lowercased()] else {
-            _ = SecretHash.unknownUser.verify(password)
+            _ = unknownUser.verify(password)
             return nil
         }
         return hash.verify(password) ? ServerAccounts.userID(email: email) : nil
@@ -175,8 +181,14 @@ enum SecretHash: Sendable, Hashable {
 
     /// PBKDF2 iterations of a new password hash.
     static let defaultIterations = 200_000
-    /// Checked for an email without an account: the default cost, matching nothing.
-    static let unknownUser = SecretHash.pbkdf2(iterations: defaultIterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+    /// A hash matching nothing, checked for an email without an account:
+    /// as many iterations as most of `hashes` have (the default if none).
+    static func unknownUser(costingAsMostOf hashes: some Collection<SecretHash>) -> SecretHash {
+        var counts: [Int: Int] = [:]
+        for case .pbkdf2(let n, _, _) in hashes { counts[n, default: 0] += 1 }
+        let iterations = counts.max { ($0.value, -$0.key) < ($1.value, -$1.key) }?.key ?? defaultIterations
+        return .pbkdf2(iterations: iterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+    }
 }
 
 /// The hash of a secret as an HTTP input's account files hold it
