@@ -311,9 +311,10 @@ poll_interval_ms = 50
         return ({"LD_PRELOAD": library, "POWERCUT_PATH": tracked, "POWERCUT_LOG": log_dir,
                  "POWERCUT_SYNC_DELAY_US": str(sync_delay_us)}, log_dir)
 
-    def tail(self, lines=15):
+    def tail(self, lines=15, path=None):
+        """The last lines of the agent's log (or of the log at path)."""
         try:
-            with open(self.agent_log, errors="replace") as f:
+            with open(path or self.agent_log, errors="replace") as f:
                 return "".join(f.readlines()[-lines:])
         except OSError:
             return ""
@@ -546,11 +547,7 @@ windSpeedInMph = "int"
     gateway_log = os.path.join(s.work, "gateway.log")
 
     def gateway_tail(lines=15):
-        try:
-            with open(gateway_log, errors="replace") as f:
-                return "\n--- gateway log (tail) ---\n" + "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
+        return "\n--- gateway log (tail) ---\n" + s.tail(lines, gateway_log)
     edge_config = s.config(f"http://127.0.0.1:{port}/ingest/v1/batches")
     # Each side's queue fsyncs take 100 ms more (power-cut layer, no cuts), so
     # kills land after the gateway committed a batch and before the edge saw

@@ -61,8 +61,10 @@ package final class ClickHouseSink: BatchSink {
         if (200..<300).contains(status) { return .stored(rejected: []) }
         if let code = ResponseClassifier.clickHouseCode(body) {
             if let meaning = ResponseClassifier.clickHouseConfiguration[code] {
-                // The only setting the sink sends is the deduplication token.
-                let fix = code == 115 ? "set upload.deduplication_token = false" : "fix the table or the credentials in [upload]"
+                // Settings come from the deduplication token and from upload.url's query.
+                let fix = code == 115
+                    ? "remove the setting from upload.url if it has one, or set upload.deduplication_token = false"
+                    : "fix the table or the credentials in [upload]"
                 return .hold(reason: "ClickHouse code \(code) (\(meaning)): \(fix)")
             }
             // Newer servers answer data errors with 400, older ones with 500.

@@ -50,10 +50,11 @@ package final class PostgresSink: BatchSink {
 
     package var description: String { settings.description }
 
-    /// Connecting, then one statement each for the columns, the table, every
-    /// column added and the insert, each with its own `timeout_ms`.
+    /// Connecting, then at most: the columns query, either the CREATE or one
+    /// ALTER per missing column (all of them on a table with only `_id`),
+    /// and the insert — each with its own `timeout_ms`.
     package var deliveryTimeLimitMilliseconds: Int? {
-        let statements = 3 + (types.values.map(\.fields.count).max() ?? 0)
+        let statements = 2 + max(1, types.values.map(\.fields.count).max() ?? 0)
         return settings.connectTimeoutMilliseconds + statements * settings.timeoutMilliseconds
     }
 
