@@ -52,7 +52,7 @@ import TestSupport
         let cases: [(upload: String, expected: String)] = [
             ("sink = \"sqlite\"", "upload.path: is required with sink = \"sqlite\""),
             ("sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
-             "upload.gzip: only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path"),
+             "upload.gzip: only applies to HTTP sinks; sink = \"sqlite\" writes to upload.path"),
             ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"kafka\""),
             ("url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"", "upload.path: is for sink = \"sqlite\"; this [upload] has sink = \"ingest\""),
             ("sink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ntable = \"weather; DROP\"", "upload.table: must be a plain name"),
@@ -69,6 +69,6 @@ import TestSupport
             #expect(result.stderr.contains(expected), "\(upload) → \(result.stderr)")
         }
         let both = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\n")
-        #expect(try both.run(["check-config"]).stderr.contains("upload.url: only applies to sink = \"ingest\""))
+        #expect(try both.run(["check-config"]).stderr.contains("upload.url: only applies to HTTP sinks; sink = \"sqlite\""))
     }
 }

@@ -303,9 +303,7 @@ struct ConfigurationDecoder {
             let timestamp = t["timestamp"].flatMap { string($0, "upload.timestamp") }
             return .lineProtocol(measurement: measurement, tags: tags, timestamp: timestamp)
         case "sqlite":
-            for key in SinkSettings.httpKeys.sorted() where t[key] != nil {
-                problem(t[key], "upload.\(key)", "only applies to sink = \"ingest\" (HTTP); sink = \"sqlite\" writes to upload.path")
-            }
+            refuseHTTPKeys(t, sink: "sqlite", keeping: [], because: "writes to upload.path")
             guard let path = string(t["path"], "upload.path"), !path.isEmpty else {
                 problem(t["sink"], "upload.path", "is required with sink = \"sqlite\": the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\"")
                 return nil
@@ -319,12 +317,20 @@ struct ConfigurationDecoder {
         }
     }
 
+    /// Refuses the HTTP sinks' keys (but `keeping`) under a sink that is not HTTP.
+    mutating func refuseHTTPKeys(_ t: TOMLTable, sink: String, keeping: Set<String>, because how: String) {
+        for key in SinkSettings.httpKeys.subtracting(keeping).sorted() where t[key] != nil {
+            problem(t[key], "upload.\(key)", "only applies to HTTP sinks; sink = \"\(sink)\" \(how)")
+        }
+    }
+
     /// `sink = "postgresql"`: the libpq URL, the password file, schema and
     /// table, and the two timeouts.
     mutating func decodePostgres(_ t: TOMLTable, environment: [String: String]) -> SinkSettings? {
-        for key in SinkSettings.httpKeys.subtracting(SinkSettings.postgresKeys).sorted() where t[key] != nil {
-            problem(t[key], "upload.\(key)", "only applies to HTTP sinks; sink = \"postgresql\" connects with libpq (TLS: sslmode, sslrootcert, sslcert, sslkey in upload.url)")
-        }
+        refuseHTTPKeys(
+            t, sink: "postgresql", keeping: SinkSettings.postgresKeys,
+            because: "connects with libpq (TLS: sslmode, sslrootcert, sslcert, sslkey in upload.url)"
+        )
         guard let url = string(t["url"], "upload.url"), !url.isEmpty else {
             problem(t["sink"], "upload.url", "is required with sink = \"postgresql\": a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\"")
             return nil
