@@ -38,8 +38,11 @@ let package = Package(
             name: "CSystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // The library without Foundation: everything but `fileURL: URL`.
+        // ingestd links only this (Foundation, even FoundationEssentials,
+        // adds 5 MB to the binary: docs/BENCHMARKS.md, "Binary size").
         .target(
-            name: "EdgeIngest",
+            name: "EdgeIngestCore",
             dependencies: [
                 "CSQLite",
                 "CCurl",
@@ -48,10 +51,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The library's product: EdgeIngestCore re-exported, plus the
+        // Foundation-typed API (IngestConfiguration.fileURL).
+        .target(
+            name: "EdgeIngest",
+            dependencies: ["EdgeIngestCore"]
+        ),
         .target(
             name: "IngestAgent",
             dependencies: [
-                "EdgeIngest",
+                "EdgeIngestCore",
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -60,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "ingestd",
             dependencies: [
-                "EdgeIngest",
+                "EdgeIngestCore",
                 "IngestAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -69,27 +78,27 @@ let package = Package(
         // SIGKILL by the tests. Not a product; never installed.
         .executableTarget(
             name: "queue-crash-probe",
-            dependencies: ["EdgeIngest"],
+            dependencies: ["EdgeIngestCore"],
             path: "Tests/Support/queue-crash-probe"
         ),
         .executableTarget(
             name: "queue-bench",
-            dependencies: ["EdgeIngest"],
+            dependencies: ["EdgeIngestCore"],
             path: "bench/queue-bench"
         ),
         // Helpers shared by the test targets (temporary directories).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
             name: "EdgeIngestTests",
-            dependencies: ["EdgeIngest", "TestSupport", "queue-crash-probe"]
+            dependencies: ["EdgeIngest", "EdgeIngestCore", "TestSupport", "queue-crash-probe"]
         ),
         .testTarget(
             name: "IngestAgentTests",
-            dependencies: ["IngestAgent", "TestSupport"]
+            dependencies: ["IngestAgent", "EdgeIngestCore", "TestSupport"]
         ),
         .testTarget(
             name: "ingestdTests",
-            dependencies: ["ingestd", "EdgeIngest", "TestSupport"]
+            dependencies: ["ingestd", "EdgeIngest", "EdgeIngestCore", "TestSupport"]
         ),
     ]
 )

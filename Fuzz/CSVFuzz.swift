@@ -15,7 +15,7 @@
 //   a known reason and a short, non-empty message;
 // - a record is well formed and its JSON reads back as the same record.
 
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 @testable import IngestAgent
 
 @_cdecl("LLVMFuzzerTestOneInput")

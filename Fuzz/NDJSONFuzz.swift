@@ -16,7 +16,7 @@
 // - a record is well formed and its JSON (JSONWriter) reads back as the
 //   same _id and values; timestamps are written as the instant they hold.
 
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 @testable import IngestAgent
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -38,7 +38,7 @@ Options:
   --build-only  build the targets, do not run them
   -h, --help    this text
 
-Build: the parsers' EdgeIngest and IngestAgent source files (only those: no
+Build: the parsers' EdgeIngestCore and IngestAgent source files (only those: no
 SQLite, curl, OpenSSL or swift-log) are compiled as those two modules, then
 each Fuzz/<Name>Fuzz.swift (with Fuzz/FuzzSupport.swift) is linked against
 them, all with -sanitize=fuzzer,address -O -assert-config Debug: optimized
@@ -59,7 +59,7 @@ shipped with the toolchain.
 
 Output in .build-fuzz/ (git-ignored):
   ndjson, csv, toml      the fuzzer binaries
-  modules/, obj/         the instrumented EdgeIngest and IngestAgent modules
+  modules/, obj/         the instrumented EdgeIngestCore and IngestAgent modules
   corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
   artifacts/TARGET/      crash-*, leak-*, timeout-*, oom-* inputs; with CI
@@ -111,21 +111,21 @@ done
 
 # The parsers and what they use; nothing here links a C library or swift-log.
 edgeingest_sources=(
-    Sources/EdgeIngest/Records/FieldType.swift
-    Sources/EdgeIngest/Records/FieldValue.swift
-    Sources/EdgeIngest/Records/JSONWriter.swift
-    Sources/EdgeIngest/Records/ObjectId.swift
-    Sources/EdgeIngest/Records/RawFieldValue.swift
-    Sources/EdgeIngest/Records/Record.swift
-    Sources/EdgeIngest/Records/RecordBuilder.swift
-    Sources/EdgeIngest/Records/RecordType+Validation.swift
-    Sources/EdgeIngest/Records/RecordType.swift
-    Sources/EdgeIngest/Records/ValidationFailure.swift
-    Sources/EdgeIngest/Queue/EncodedBatch.swift
-    Sources/EdgeIngest/Support/ByteSearch.swift
-    Sources/EdgeIngest/Support/EdgeIngestError.swift
-    Sources/EdgeIngest/Support/Quoting.swift
-    Sources/EdgeIngest/Support/Timestamp.swift
+    Sources/EdgeIngestCore/Records/FieldType.swift
+    Sources/EdgeIngestCore/Records/FieldValue.swift
+    Sources/EdgeIngestCore/Records/JSONWriter.swift
+    Sources/EdgeIngestCore/Records/ObjectId.swift
+    Sources/EdgeIngestCore/Records/RawFieldValue.swift
+    Sources/EdgeIngestCore/Records/Record.swift
+    Sources/EdgeIngestCore/Records/RecordBuilder.swift
+    Sources/EdgeIngestCore/Records/RecordType+Validation.swift
+    Sources/EdgeIngestCore/Records/RecordType.swift
+    Sources/EdgeIngestCore/Records/ValidationFailure.swift
+    Sources/EdgeIngestCore/Queue/EncodedBatch.swift
+    Sources/EdgeIngestCore/Support/ByteSearch.swift
+    Sources/EdgeIngestCore/Support/EdgeIngestError.swift
+    Sources/EdgeIngestCore/Support/Quoting.swift
+    Sources/EdgeIngestCore/Support/Timestamp.swift
 )
 ingestagent_sources=(
     Sources/IngestAgent/Formats/CSVParser.swift
@@ -177,18 +177,18 @@ module() {
 }
 
 build_started=$(date +%s.%N)
-module EdgeIngest "${edgeingest_sources[@]}" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
-module IngestAgent "${ingestagent_sources[@]}" "$out/obj/EdgeIngest.o" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
+module EdgeIngestCore "${edgeingest_sources[@]}" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
+module IngestAgent "${ingestagent_sources[@]}" "$out/obj/EdgeIngestCore.o" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
 pids=()
 build_failed=0
 for t in "${targets[@]}"; do
     sources=("${target_source[$t]}")
     [ "$t" = toml ] || sources+=(Fuzz/FuzzSupport.swift)
-    stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngest.o" "$out/obj/IngestAgent.o" || continue
+    stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngestCore.o" "$out/obj/IngestAgent.o" || continue
     echo "fuzz.sh: building $out/$t"
     # The targets are independent: link them two at a time (one per core).
     swiftc "${flags[@]}" -module-name "Fuzz_$t" -I "$out/modules" -use-ld=lld \
-        "${sources[@]}" "$out/obj/EdgeIngest.o" "$out/obj/IngestAgent.o" -o "$out/$t" &
+        "${sources[@]}" "$out/obj/EdgeIngestCore.o" "$out/obj/IngestAgent.o" -o "$out/$t" &
     pids+=($!)
     if [ ${#pids[@]} -ge 2 ]; then
         wait "${pids[0]}" || build_failed=1

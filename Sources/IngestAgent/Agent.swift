@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Logging
 import ServiceLifecycle
 import UnixSignals

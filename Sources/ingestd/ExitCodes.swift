@@ -1,5 +1,5 @@
 import ArgumentParser
-import EdgeIngest
+import EdgeIngestCore
 import IngestAgent
 
 /// Exit codes, after sysexits.h, so scripts and systemd can tell failures apart.

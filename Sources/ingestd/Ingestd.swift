@@ -1,5 +1,5 @@
 import ArgumentParser
-import EdgeIngest
+import EdgeIngestCore
 
 @main
 struct Ingestd: AsyncParsableCommand {

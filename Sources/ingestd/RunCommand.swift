@@ -1,5 +1,5 @@
 import ArgumentParser
-import EdgeIngest
+import EdgeIngestCore
 import IngestAgent
 import Logging
 

@@ -1,7 +1,7 @@
 import Testing
 import TestSupport
 
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 
 /// ClickHouse's answers, in its own wording and statuses (old servers send
 /// data errors as 500, newer ones map codes to 400/404/401/403), and what

@@ -1,5 +1,5 @@
 import TestSupport
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 import Testing
 
 /// The agent's path for readings: a reusable ``RecordBuilder`` finishing

@@ -118,6 +118,34 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: "/tmp/never-created.sqlite"))
     }
 
+    @Test func aFileURLOpensThatFileAndReadsBackAsThePath() async throws {
+        let dir = try TemporaryDirectory()
+        var configuration = IngestConfiguration()
+        configuration.fileURL = URL(fileURLWithPath: dir.file("weather.ingest.sqlite"))
+        #expect(configuration.filePath == dir.file("weather.ingest.sqlite"))
+        #expect(configuration.fileURL?.path == dir.file("weather.ingest.sqlite"))
+        configuration.objectTypes = [WeatherSensor.self]
+        let realm = try await IngestRealm(configuration: configuration)
+        try realm.write { t in
+            try t.create(WeatherSensor.self, value: ["deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3])
+        }
+        #expect(try realm.statistics().queuedRecords == 1)
+        #expect(FileManager.default.fileExists(atPath: dir.file("weather.ingest.sqlite")))
+        configuration.fileURL = nil
+        #expect(configuration.filePath == nil)
+    }
+
+    @Test func aURLThatIsNotAFileURLIsRefusedAtOpen() async throws {
+        var configuration = IngestConfiguration()
+        configuration.fileURL = URL(string: "https://example.com/queue.sqlite")
+        configuration.objectTypes = [WeatherSensor.self]
+        await #expect { try await IngestRealm(configuration: configuration) } throws: { error in
+            (error as? EdgeIngestError)?.message.contains("is not a file URL: use URL(fileURLWithPath:)") == true
+        }
+        configuration.fileURL = URL(fileURLWithPath: "/tmp/x.sqlite")  // a file URL clears the problem
+        #expect(configuration.notAFileURL == nil && configuration.filePath == "/tmp/x.sqlite")
+    }
+
     @Test func aTypeOutsideTheConfiguredSubsetIsRefusedAndNothingOfTheWriteIsStored() async throws {
         final class Other: AsymmetricObject {
             @Persisted(primaryKey: true) var _id: ObjectId

@@ -1,5 +1,5 @@
 import TestSupport
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 import Testing
 
 @Suite struct OverflowPlanTests {

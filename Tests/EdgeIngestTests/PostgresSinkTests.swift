@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 
 /// The postgresql sink against a real PostgreSQL server started by each
 /// test (``PostgresServer``), read back with psql.

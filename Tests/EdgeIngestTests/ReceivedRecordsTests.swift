@@ -1,4 +1,4 @@
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 import Foundation
 import Testing
 import TestSupport

@@ -1,4 +1,4 @@
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 import Testing
 
 @Suite struct ResponseClassifierTests {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@testable import EdgeIngest
+@testable import EdgeIngestCore
 
 /// The SQLite archive sink against a real SQLite file, read back with the
 /// sqlite3 tool an operator would use.

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 #if canImport(Glibc)
 import Glibc

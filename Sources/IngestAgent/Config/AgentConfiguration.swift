@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Everything `ingestd run` needs, with the defaults an operator gets when
 /// the configuration file leaves a key out. etc/ingestd.toml documents every

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// The `[auth]` section: log in to the backend instead of sending a static
 /// token (docs/PROTOCOL.md, "Identity"). Secrets come from files or systemd

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// One `[[migrations]]` entry: how records written before `schemaVersion`
 /// change to reach it — renamed fields, dropped fields, defaults for fields

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Where `[upload]` delivers confirmed records (`upload.sink`).
 ///

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Parses CSV lines (RFC 4180 quoting, one record per line) against a
 /// header row. Cells become untyped `.text` values, converted by the field

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Splits a byte stream into lines with bounded memory.
 ///

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngest
+import EdgeIngestCore
 
 /// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
 /// byte by byte. Nested objects and arrays are skipped (bounded depth) and

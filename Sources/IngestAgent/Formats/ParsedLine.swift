@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// The fields of one parsed line: key bytes in a shared scratch buffer and
 /// raw values. Reused from line to line, so parsing allocates only for

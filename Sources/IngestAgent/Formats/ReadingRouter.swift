@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngest
+import EdgeIngestCore
 
 /// Turns a parsed line into a ``Record`` of the right type: the reading's
 /// own `_type`, else the input's configured type.

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// One HTTP/1.1 request as the HTTP input's server reads it: the head
 /// parsed, the body read whole (bounded by the input's `max_body_bytes`).

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// An answer of the HTTP input's server.
 struct HTTPResponse: Sendable {
@@ -67,39 +67,6 @@ struct HTTPResponse: Sendable {
         case 503: "Service Unavailable"
         case 505: "HTTP Version Not Supported"
         default: "Status"
-        }
-    }
-}
-
-/// A value in a JSON answer.
-indirect enum JSONValue: Sendable {
-    case string(String)
-    case int(Int64)
-    case bool(Bool)
-    case array([JSONValue])
-    case object([(String, JSONValue)])
-
-    func write(to out: inout [UInt8]) {
-        switch self {
-        case .string(let s): JSONWriter.appendString(s, to: &out)
-        case .int(let n): JSONWriter.appendInt(n, to: &out)
-        case .bool(let b): out += Array((b ? "true" : "false").utf8)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (i, item) in items.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(to: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let fields):
-            out.append(UInt8(ascii: "{"))
-            for (i, (key, value)) in fields.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONWriter.appendString(key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                value.write(to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
         }
     }
 }

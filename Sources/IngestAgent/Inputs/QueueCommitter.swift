@@ -1,5 +1,5 @@
 import Dispatch
-import EdgeIngest
+import EdgeIngestCore
 import Logging
 import Synchronization
 

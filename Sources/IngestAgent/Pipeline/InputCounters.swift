@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Synchronization
 
 /// Live counters of one input, shared between its reader thread and the

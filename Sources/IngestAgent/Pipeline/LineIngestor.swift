@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Logging
 
 /// Everything between raw bytes and the queue for one input: framing,

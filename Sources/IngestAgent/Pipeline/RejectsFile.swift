@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Turns the NDJSON body of a batch into records of the declared types and
 /// per-record rejections, indexed by line as docs/PROTOCOL.md says (the

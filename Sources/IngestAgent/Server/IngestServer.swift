@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Logging
 
 /// The server side of docs/PROTOCOL.md, behind the HTTP input: logins,

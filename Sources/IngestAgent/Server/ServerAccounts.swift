@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Who may log in to the HTTP input (docs/PROTOCOL.md, "Identity"):
 /// anonymous users if allowed, API keys and email/password users from files

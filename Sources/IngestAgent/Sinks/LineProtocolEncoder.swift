@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// Turns queued records (flat JSON objects) into InfluxDB line protocol,
 /// one point per record:

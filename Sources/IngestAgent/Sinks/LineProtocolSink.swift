@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 
 /// InfluxDB (1.x `/write`, 2.x `/api/v2/write`) and VictoriaMetrics
 /// (`/write`): each batch is one POST of line protocol

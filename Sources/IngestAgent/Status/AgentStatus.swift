@@ -1,5 +1,4 @@
-import EdgeIngest
-import FoundationEssentials
+import EdgeIngestCore
 
 /// What `ingestd status --json` prints: the agent's observable state (the
 /// seeds' AsyncOpen states) and every counter. Written by the running agent
@@ -94,14 +93,21 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         self.problem = problem
     }
 
-    public func json(pretty: Bool = true) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys] : [.sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    /// The status as JSON, members sorted by name (what `status.json`
+    /// holds and `ingestd status --json` prints).
+    public func json(pretty: Bool = true) -> String {
+        jsonValue.text(pretty: pretty)
     }
 
+    /// Reads what ``json(pretty:)`` wrote.
     public static func decode(_ text: String) throws -> AgentStatus {
-        try JSONDecoder().decode(AgentStatus.self, from: Data(text.utf8))
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Array(text.utf8))
+        } catch {
+            throw StatusFileError(reason: "\(error)")
+        }
+        return try AgentStatus(json: value)
     }
 
     /// The one line systemd shows in `systemctl status`.

@@ -1,4 +1,4 @@
-import EdgeIngest
+import EdgeIngestCore
 import Logging
 
 /// The agent's side of the uploader: its login (when `[auth]` is set), its
@@ -73,13 +73,13 @@ struct AgentUploadHooks {
         let logger = self.logger
         let backup: @Sendable (IngestRealm) -> Void = { before in
             var target = IngestConfiguration()
-            target.fileURL = URL(fileURLWithPath: directory + "/client-reset-\(isoNow()).ingest.sqlite")
+            target.filePath = directory + "/client-reset-\(isoNow()).ingest.sqlite"
             target.recordTypes = types
             target.maxBytes = nil
             target.encryptionKey = key  // the backup is as protected as the queue
             do {
                 let copied = try before.writeCopy(configuration: target)
-                logger.warning("Client reset: wrote a backup of the discarded records", metadata: ["ingest.backup": "\(target.fileURL!.path)", "ingest.records": "\(copied)"])
+                logger.warning("Client reset: wrote a backup of the discarded records", metadata: ["ingest.backup": "\(target.filePath!)", "ingest.records": "\(copied)"])
             } catch {
                 logger.error("Client reset: the backup of the discarded records failed", metadata: ["error": "\(error)"])
             }
@@ -93,5 +93,3 @@ struct AgentUploadHooks {
         return configuration
     }
 }
-
-import FoundationEssentials

@@ -10,7 +10,7 @@
 // Batch b holds records whose deviceId is "b<b>-<count>" and whose
 // windSpeedInMph is the record's index within the batch, so the test can
 // tell a complete batch from a partial one.
-import EdgeIngest
+import EdgeIngestCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// One queued record during a schema migration: its type, its `_id` (which
 /// a migration cannot change) and its field values as stored.
 ///
@@ -41,19 +39,23 @@ public typealias MigrationBlock = @Sendable (_ record: inout MigrationRecord, _ 
 /// A stored JSON line → its values. Records are flat objects of strings,
 /// numbers, booleans and nulls (what ``JSONWriter`` writes).
 enum StoredRecordDecoder {
-    private struct Scalar: Decodable {
-        let value: RawFieldValue
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if container.decodeNil() { value = .null }
-            else if let b = try? container.decode(Bool.self) { value = .bool(b) }
-            else if let i = try? container.decode(Int64.self) { value = .int(i) }
-            else if let d = try? container.decode(Double.self) { value = .double(d) }
-            else { value = .string(try container.decode(String.self)) }
-        }
+    struct NotFlat: Error, CustomStringConvertible {
+        var description: String { "a stored record is not a flat JSON object of strings, numbers, booleans and nulls" }
     }
 
     static func decode(_ line: UnsafeRawBufferPointer) throws -> [String: RawFieldValue] {
-        try JSONDecoder().decode([String: Scalar].self, from: Data(line)).mapValues(\.value)
+        guard let members = try JSONValue.parse(Array(line)).members else { throw NotFlat() }
+        var values: [String: RawFieldValue] = [:]
+        for (name, value) in members {
+            switch value {
+            case .null: values[name] = .null
+            case .bool(let b): values[name] = .bool(b)
+            case .int(let i): values[name] = .int(i)
+            case .double(let d): values[name] = .double(d)
+            case .string(let s): values[name] = .string(s)
+            case .array, .object: throw NotFlat()
+            }
+        }
+        return values
     }
 }

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The login, refresh and logout exchange (docs/PROTOCOL.md, "Identity"),
 /// blocking, over libcurl. One short-lived handle per call: logins are rare.
 struct AuthClient: Sendable {
@@ -10,30 +8,21 @@ struct AuthClient: Sendable {
         configuration.baseURL + "/auth/v1/apps/" + appID + "/" + action
     }
 
-    private struct LoginAnswer: Decodable {
-        var user_id: String
-        var access_token: String
-        var refresh_token: String
-        var expires_in: Int64
-    }
-
-    private struct RefreshAnswer: Decodable {
-        var access_token: String
-        var expires_in: Int64
-    }
-
     func login(_ credentials: Credentials) throws -> StoredUser {
         let response = try post("login", body: credentials.loginBody, bearer: nil, doing: "log in")
         guard response.status == 200 else {
             throw refused(response, "The backend refused the \(credentials.provider) credentials", fix: "Check the key, email or password.")
         }
-        guard let answer = try? JSONDecoder().decode(LoginAnswer.self, from: Data(response.body)) else {
+        let answer = try? JSONValue.parse(response.body)
+        guard let userID = answer?["user_id"]?.string, let accessToken = answer?["access_token"]?.string,
+              let refreshToken = answer?["refresh_token"]?.string, let expiresIn = answer?["expires_in"]?.int64
+        else {
             throw EdgeIngestError(.authenticationFailed, "The backend's login answer is not the JSON docs/PROTOCOL.md describes (user_id, access_token, refresh_token, expires_in).")
         }
         let now = wallClockMilliseconds()
         return StoredUser(
-            id: answer.user_id, provider: credentials.provider, accessToken: answer.access_token,
-            accessExpiresAt: now + answer.expires_in * 1000, refreshToken: answer.refresh_token, loggedInAt: now
+            id: userID, provider: credentials.provider, accessToken: accessToken,
+            accessExpiresAt: now + Self.milliseconds(expiresIn), refreshToken: refreshToken, loggedInAt: now
         )
     }
 
@@ -43,10 +32,17 @@ struct AuthClient: Sendable {
         guard response.status == 200 else {
             throw refused(response, "The backend refused to refresh the session", fix: "Log in again.")
         }
-        guard let answer = try? JSONDecoder().decode(RefreshAnswer.self, from: Data(response.body)) else {
+        let answer = try? JSONValue.parse(response.body)
+        guard let accessToken = answer?["access_token"]?.string, let expiresIn = answer?["expires_in"]?.int64 else {
             throw EdgeIngestError(.authenticationFailed, "The backend's refresh answer is not the JSON docs/PROTOCOL.md describes (access_token, expires_in).")
         }
-        return (answer.access_token, wallClockMilliseconds() + answer.expires_in * 1000)
+        return (accessToken, wallClockMilliseconds() + Self.milliseconds(expiresIn))
+    }
+
+    /// A token lifetime in ms; a negative or absurd `expires_in` (more
+    /// than ten years) is taken as 0 or ten years rather than overflowing.
+    static func milliseconds(_ expiresIn: Int64) -> Int64 {
+        min(max(expiresIn, 0), 10 * 366 * 86_400) * 1000
     }
 
     /// Tells the backend to end the session; failures are ignored (the

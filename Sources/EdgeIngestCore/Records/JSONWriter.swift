@@ -51,7 +51,7 @@ package enum JSONWriter {
 
     /// Writes the shortest text that reads back as the same double.
     /// Callers guarantee the value is finite (validation refuses others).
-    static func appendDouble(_ value: Double, to out: inout [UInt8]) {
+    package static func appendDouble(_ value: Double, to out: inout [UInt8]) {
         if let i = Int64(exactly: value), abs(i) < 1 << 53 {
             appendInt(i, to: &out)
             return

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Synchronization
 
 /// How to open an ``IngestRealm``: the seeds' `Realm.Configuration` for a
@@ -14,15 +13,20 @@ import Synchronization
 /// scratch.inMemoryIdentifier = "YOUR-IDENTIFIER-STRING"   // no file at all
 /// ```
 ///
-/// Exactly one of ``fileURL`` and ``inMemoryIdentifier`` may be set;
-/// opening with both fails with a clear error.
+/// At most one of ``filePath`` (or `fileURL`, with `import EdgeIngest`)
+/// and ``inMemoryIdentifier`` may be set; opening with both fails with a
+/// clear error.
 public struct IngestConfiguration: Sendable {
     /// The queue file (an SQLite file with `-wal`/`-shm` beside it while
     /// open). With neither this nor ``inMemoryIdentifier`` set, the file is
     /// `<metadata directory>/users/<user id>/default.ingest.sqlite` for a
     /// configuration with a ``user``, else `default.ingest.sqlite` in the
-    /// current directory.
-    public var fileURL: URL?
+    /// current directory. `import EdgeIngest` adds `fileURL: URL?`, the
+    /// seeds' name for it.
+    public var filePath: String?
+    /// Set by `fileURL` when given a URL that is not a file URL (opening
+    /// then fails and says so).
+    package var notAFileURL: String?
     /// Keep the queue in memory under this identifier: no file is created,
     /// and it is gone when the last realm using it is released.
     public var inMemoryIdentifier: String?
@@ -77,17 +81,17 @@ public struct IngestConfiguration: Sendable {
     /// The queue configuration this describes, after checking it.
     func queueConfiguration() throws -> QueueConfiguration {
         let location: QueueConfiguration.Location
-        switch (fileURL, inMemoryIdentifier) {
-        case (.some(let url), .some(let identifier)):
+        if let notAFileURL {
+            throw EdgeIngestError(.invalidConfiguration, "fileURL '\(notAFileURL)' is not a file URL: use URL(fileURLWithPath:).")
+        }
+        switch (filePath, inMemoryIdentifier) {
+        case (.some(let path), .some(let identifier)):
             throw EdgeIngestError(
                 .invalidConfiguration,
-                "The configuration sets both fileURL '\(url.path)' and inMemoryIdentifier '\(identifier)': set one of them, not both."
+                "The configuration sets both fileURL '\(path)' and inMemoryIdentifier '\(identifier)': set one of them, not both."
             )
-        case (.some(let url), nil):
-            guard url.isFileURL else {
-                throw EdgeIngestError(.invalidConfiguration, "fileURL '\(url)' is not a file URL: use URL(fileURLWithPath:).")
-            }
-            location = .file(path: url.path)
+        case (.some(let path), nil):
+            location = .file(path: path)
         case (nil, .some(let identifier)):
             location = .inMemory(identifier: identifier)
         case (nil, nil):
@@ -151,7 +155,7 @@ extension User {
     /// A configuration that uploads under this user's session, with its
     /// queue file in the user's directory
     /// (`<metadata directory>/users/<id>/default.ingest.sqlite`) unless
-    /// ``IngestConfiguration/fileURL`` or ``IngestConfiguration/inMemoryIdentifier``
+    /// ``IngestConfiguration/filePath`` or ``IngestConfiguration/inMemoryIdentifier``
     /// is set: the seeds' `flexibleSyncConfiguration()`.
     ///
     /// ```swift

@@ -1,0 +1,92 @@
+import EdgeIngestCore
+import Foundation
+@testable import IngestAgent
+import Testing
+
+/// The status file is written without Foundation; Foundation's JSONEncoder
+/// (what wrote it before, and what AgentStatus's Codable conformance gives
+/// an embedding app) is the reference for its members.
+@Suite struct AgentStatusJSONTests {
+    static func full() -> AgentStatus {
+        var input = InputCounters.Snapshot(name: "files", kind: "file")
+        input.linesRead = 10
+        input.accepted = 8
+        input.rejected = 2
+        input.rejectedByReason = ["bad_json": 1, "missing_field": 1]
+        input.position = "offset 42"
+        input.files = ["/var/log/a.ndjson": 42, "/var/log/b.ndjson": 0]
+        input.heartbeatAt = 1_700_000_000_123
+        input.waitingForSpace = true
+        input.finished = true
+        input.disconnected = true
+        input.problem = "disk full"
+        input.listen = "127.0.0.1:8080"
+        input.duplicates = 3
+        var status = AgentStatus(state: "backing_off", statistics: .empty, inputs: [input, InputCounters.Snapshot(name: "stdin", kind: "stdin")], pid: 4242, problem: "held: \"403\"\n")
+        status.openState = "connecting"
+        status.queuedRecords = 5
+        status.queuedBytes = 500
+        status.oldestAgeSeconds = 12.345
+        status.acceptedTotal = 9
+        status.rejectedTotal = 2
+        status.rejectedByReason = ["bad_json": 2]
+        status.uploadedTotal = 4
+        status.droppedTotal = 1
+        status.droppedByReason = ["exported": 1]
+        status.lastUpload = .init(at: "2026-11-22T10:00:00.000Z", outcome: "stored 4")
+        status.deadLetterRecords = 1
+        status.uploadReason = "HTTP 503"
+        status.backingOffUntil = "2026-11-22T10:00:05.000Z"
+        status.uploadRequests = 7
+        status.uploadResends = 2
+        status.receivedDuplicatesTotal = 6
+        return status
+    }
+
+    func foundation(_ text: String) throws -> NSDictionary {
+        try JSONSerialization.jsonObject(with: Data(text.utf8)) as! NSDictionary
+    }
+
+    func codable(_ status: AgentStatus) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(status), as: UTF8.self)
+    }
+
+    @Test(arguments: [true, false])
+    func theStatusIsTheDocumentCodableWrites(sparse: Bool) throws {
+        let status = sparse ? AgentStatus(state: "idle", statistics: .empty, inputs: [], pid: 1) : Self.full()
+        for pretty in [true, false] {
+            #expect(try foundation(status.json(pretty: pretty)) == (try foundation(codable(status))))
+        }
+        #expect(try AgentStatus.decode(status.json()) == status)
+        #expect(try AgentStatus.decode(codable(status)) == status)
+        #expect(try JSONDecoder().decode(AgentStatus.self, from: Data(status.json().utf8)) == status)
+    }
+
+    @Test func membersAreSortedByName() throws {
+        let text = Self.full().json(pretty: false)
+        let value = try JSONValue.parse(Array(text.utf8))
+        let names = value.members!.map(\.0)
+        #expect(names == names.sorted())
+        #expect(names.first == "accepted_total" && names.last == "uploaded_total")
+    }
+
+    @Test func aDamagedStatusFileSaysWhichMember() throws {
+        var text = Self.full().json(pretty: false)
+        text = text.replacingOccurrences(of: #""queued_records":5"#, with: #""queued_records":"five""#)
+        #expect { try AgentStatus.decode(text) } throws: { error in
+            "\(error)" == "the status file is not what ingestd writes: 'queued_records' in the status should be an integer"
+        }
+        #expect { try AgentStatus.decode("{\"state\":") } throws: { error in
+            "\(error)".contains("invalid JSON at byte 9")
+        }
+        #expect { try AgentStatus.decode("[]") } throws: { error in
+            "\(error)".contains("the status is not a JSON object")
+        }
+        let badInput = Self.full().json(pretty: false).replacingOccurrences(of: #""linesRead":10"#, with: #""linesRead":null"#)
+        #expect { try AgentStatus.decode(badInput) } throws: { error in
+            "\(error)".contains("'linesRead' in an input should be an integer")
+        }
+    }
+}
