@@ -9,7 +9,6 @@ let package = Package(
         .executable(name: "ingestd", targets: ["ingestd"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -71,7 +70,6 @@ let package = Package(
             dependencies: [
                 "EdgeIngestCore",
                 "IngestAgent",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // A child process for crash tests: appends batches and is killed with

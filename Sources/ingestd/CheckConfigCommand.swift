@@ -1,15 +1,20 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 
-struct CheckConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "check-config",
+struct CheckConfigCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "check-config",
         abstract: "Check a configuration file and report every problem with its line and key.",
-        discussion: "Exits 0 when the file is valid, 78 when it has problems (all listed on stderr)."
+        discussion: "Exits 0 when the file is valid, 78 when it has problems (all listed on stderr).",
+        options: ConfigurationOptions.specs,
+        command: CheckConfigCommand.self
     )
 
-    @OptionGroup var options: ConfigurationOptions
+    let options: ConfigurationOptions
+
+    init(_ arguments: ParsedArguments) {
+        options = ConfigurationOptions(arguments)
+    }
 
     func run() throws {
         let environment = processEnvironment()

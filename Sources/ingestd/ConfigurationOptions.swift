@@ -1,4 +1,3 @@
-import ArgumentParser
 import IngestAgent
 
 #if canImport(Glibc)
@@ -6,12 +5,19 @@ import Glibc
 #endif
 
 /// Options every subcommand that reads the configuration shares.
-struct ConfigurationOptions: ParsableArguments {
-    @Option(name: .customLong("config"), help: ArgumentHelp("The configuration file (TOML).", valueName: "file"))
-    var configPath: String?
+struct ConfigurationOptions: Sendable {
+    static let specs: [OptionSpec] = [
+        .value("config", "file", help: "The configuration file (TOML)."),
+        .value("state-directory", "dir", help: "Overrides agent.state_directory: where the queue and status file live."),
+    ]
 
-    @Option(help: ArgumentHelp("Overrides agent.state_directory: where the queue and status file live.", valueName: "dir"))
+    var configPath: String?
     var stateDirectory: String?
+
+    init(_ arguments: ParsedArguments) {
+        configPath = arguments.string("config")
+        stateDirectory = arguments.string("state-directory")
+    }
 
     /// The file used: --config, else $CONFIGURATION_DIRECTORY/ingestd.toml, else /etc/ingestd/ingestd.toml.
     func resolvedPath(environment: [String: String]) -> String {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 
@@ -6,9 +5,9 @@ import IngestAgent
 import Glibc
 #endif
 
-struct DeadLetterCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "dead-letter",
+enum DeadLetterCommand {
+    static let spec = CommandSpec(
+        name: "dead-letter",
         abstract: "List, export or replay records the backend refused one by one.",
         discussion: """
             Dead letters are records a backend refused (isolated by bisecting a rejected \
@@ -16,17 +15,28 @@ struct DeadLetterCommand: ParsableCommand {
             reason, never retried automatically. These commands open the queue, so stop \
             the agent first (systemctl stop ingestd): a running agent holds it.
             """,
-        subcommands: [List.self, Export.self, Replay.self]
+        subcommands: [List.spec, Export.spec, Replay.spec]
     )
 
     static func openQueue(_ options: ConfigurationOptions) throws -> DurableQueue {
         try openAgentQueue(options).1
     }
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the dead letters (without their data).")
-        @OptionGroup var options: ConfigurationOptions
-        @Option(help: "Show at most this many.") var limit = 50
+    struct List: IngestdCommand {
+        static let spec = CommandSpec(
+            name: "list", abstract: "Show the dead letters (without their data).",
+            options: ConfigurationOptions.specs + [.value("limit", "limit", help: "Show at most this many.", default: "50")],
+            command: List.self
+        )
+        let options: ConfigurationOptions
+        let limit: Int
+
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            options = ConfigurationOptions(arguments)
+            let limit = try arguments.integer("limit", default: 50)
+            guard limit >= 0, limit <= Int32.max else { throw UsageError("--limit must be 0 or more, got \(limit).") }
+            self.limit = Int(limit)
+        }
 
         func run() throws {
             let letters = try DeadLetterCommand.openQueue(options).deadLetters()
@@ -38,13 +48,21 @@ struct DeadLetterCommand: ParsableCommand {
         }
     }
 
-    struct Export: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    struct Export: IngestdCommand {
+        static let spec = CommandSpec(
+            name: "export",
             abstract: "Write the dead letters, with their data, as NDJSON (mode 0600).",
-            discussion: "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}."
+            discussion: "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}.",
+            options: ConfigurationOptions.specs + [.value("out", "file", help: "The file to write.", required: true)],
+            command: Export.self
         )
-        @OptionGroup var options: ConfigurationOptions
-        @Option(help: ArgumentHelp("The file to write.", valueName: "file")) var out: String
+        let options: ConfigurationOptions
+        let out: String
+
+        init(_ arguments: ParsedArguments) {
+            options = ConfigurationOptions(arguments)
+            out = arguments.required("out")
+        }
 
         func run() throws {
             let letters = try DeadLetterCommand.openQueue(options).deadLetters()
@@ -71,18 +89,27 @@ struct DeadLetterCommand: ParsableCommand {
         }
     }
 
-    struct Replay: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    struct Replay: IngestdCommand {
+        static let spec = CommandSpec(
+            name: "replay",
             abstract: "Move dead letters back into the queue to be uploaded again (same _ids).",
-            discussion: "Fix the backend (or the data's cause) first, or the records come back."
+            discussion: "Fix the backend (or the data's cause) first, or the records come back.",
+            options: ConfigurationOptions.specs + [
+                .flag("all", help: "Replay every dead letter."),
+                .value("number", "number", help: "Replay this dead letter (repeatable).", repeatable: true),
+            ],
+            command: Replay.self
         )
-        @OptionGroup var options: ConfigurationOptions
-        @Flag(help: "Replay every dead letter.") var all = false
-        @Option(name: .customLong("number"), help: "Replay this dead letter (repeatable).") var numbers: [Int64] = []
+        let options: ConfigurationOptions
+        let all: Bool
+        let numbers: [Int64]
 
-        func validate() throws {
-            if !all && numbers.isEmpty { throw ValidationError("Say which: --all, or --number N (repeatable).") }
-            if all && !numbers.isEmpty { throw ValidationError("--all and --number exclude each other.") }
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            options = ConfigurationOptions(arguments)
+            all = arguments.flag("all")
+            numbers = try arguments.integers("number")
+            if !all && numbers.isEmpty { throw UsageError("Say which: --all, or --number N (repeatable).") }
+            if all && !numbers.isEmpty { throw UsageError("--all and --number exclude each other.") }
         }
 
         func run() throws {

@@ -1,4 +1,3 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 
@@ -6,9 +5,9 @@ import IngestAgent
 import Glibc
 #endif
 
-struct HashSecretCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "hash-secret",
+struct HashSecretCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "hash-secret",
         abstract: "Hash a password or API key for an HTTP input's users_file or api_keys_file.",
         discussion: """
             Reads one secret from standard input (all of it, without surrounding whitespace, as \
@@ -26,11 +25,16 @@ struct HashSecretCommand: ParsableCommand {
               echo "ops@example.com $(ingestd hash-secret)" >> /etc/ingestd/users
 
             Exits 0 with the hash on stdout, 64 when the secret is empty or an API key is too short.
-            """
+            """,
+        options: [.flag("api-key", help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")],
+        command: HashSecretCommand.self
     )
 
-    @Flag(name: .customLong("api-key"), help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")
-    var apiKey = false
+    let apiKey: Bool
+
+    init(_ arguments: ParsedArguments) {
+        apiKey = arguments.flag("api-key")
+    }
 
     func run() throws {
         let onTerminal = isatty(0) == 1

@@ -1,10 +1,18 @@
-import ArgumentParser
 import EdgeIngestCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @main
-struct Ingestd: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "ingestd",
+enum Ingestd {
+    static func main() async {
+        let status = await CommandRunner(root: spec, version: EdgeIngestVersion.current).run(Array(CommandLine.arguments.dropFirst()))
+        exit(status)
+    }
+
+    static let spec = CommandSpec(
+        name: "ingestd",
         abstract: "Edge telemetry ingest agent: sensor readings in, exactly once to the backend.",
         discussion: """
             ingestd reads readings (NDJSON or CSV) from stdin, followed files and serial \
@@ -26,10 +34,9 @@ struct Ingestd: AsyncParsableCommand {
             74 I/O error (queue unavailable; readings that a full disk kept from \
             being committed before a stop); 78 configuration error.
             """,
-        version: EdgeIngestVersion.current,
         subcommands: [
-            RunCommand.self, CheckConfigCommand.self, StatusCommand.self, DeadLetterCommand.self,
-            ExportCommand.self, ImportCommand.self, ResetCommand.self, HashSecretCommand.self,
+            RunCommand.spec, CheckConfigCommand.spec, StatusCommand.spec, DeadLetterCommand.spec,
+            ExportCommand.spec, ImportCommand.spec, ResetCommand.spec, HashSecretCommand.spec,
         ]
     )
 }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 
@@ -54,9 +53,9 @@ func transfer(from source: DurableQueue, to target: DurableQueue, discard: DropR
     }
 }
 
-struct ExportCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "export",
+struct ExportCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "export",
         abstract: "Copy the queued readings into a file another box can import.",
         discussion: """
             For a box with no network: export its queue, carry the file over, and run \
@@ -64,14 +63,22 @@ struct ExportCommand: ParsableCommand {
             backend that deduplicates stores each once even if both boxes upload them. \
             The file is a queue file (SQLite, mode 0600). Stop the agent first \
             (systemctl stop ingestd): a running agent holds the queue.
-            """
+            """,
+        options: ConfigurationOptions.specs + [
+            .value("out", "file", help: "The file to create (it must not exist).", required: true),
+            .flag("move", help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported')."),
+        ],
+        command: ExportCommand.self
     )
-    @OptionGroup var options: ConfigurationOptions
-    @Option(help: ArgumentHelp("The file to create (it must not exist).", valueName: "file")) var out: String
-    @Flag(help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported').") var move = false
+    let options: ConfigurationOptions
+    let out: String
+    let move: Bool
 
-    func validate() throws {
-        if access(out, F_OK) == 0 { throw ValidationError("'\(out)' exists: give a new file name.") }
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        options = ConfigurationOptions(arguments)
+        out = arguments.required("out")
+        move = arguments.flag("move")
+        if access(out, F_OK) == 0 { throw UsageError("'\(out)' exists: give a new file name.") }
     }
 
     func run() throws {
@@ -84,22 +91,27 @@ struct ExportCommand: ParsableCommand {
     }
 }
 
-struct ImportCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "import",
+struct ImportCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "import",
         abstract: "Add the readings of an exported file to this box's queue.",
         discussion: """
             The readings keep their _id and schema version and are uploaded like any \
             other. The file is left as it was; delete it once imported (importing it \
             twice queues its readings twice, and a deduplicating backend stores them \
             once). Stop the agent first: a running agent holds the queue.
-            """
+            """,
+        options: ConfigurationOptions.specs,
+        arguments: [ArgumentSpec(valueName: "file", help: "A file written by `ingestd export`.")],
+        command: ImportCommand.self
     )
-    @OptionGroup var options: ConfigurationOptions
-    @Argument(help: ArgumentHelp("A file written by `ingestd export`.", valueName: "file")) var file: String
+    let options: ConfigurationOptions
+    let file: String
 
-    func validate() throws {
-        if access(file, R_OK) != 0 { throw ValidationError("'\(file)' cannot be read: \(String(cString: strerror(errno))).") }
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        options = ConfigurationOptions(arguments)
+        file = arguments.argument(0)
+        if access(file, R_OK) != 0 { throw UsageError("'\(file)' cannot be read: \(String(cString: strerror(errno))).") }
     }
 
     func run() throws {
@@ -123,23 +135,31 @@ struct ImportCommand: ParsableCommand {
     }
 }
 
-struct ResetCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "reset",
+struct ResetCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "reset",
         abstract: "Resolve a client reset the backend demanded (client_reset.mode = \"manual\").",
         discussion: """
             --recover re-sends the queued readings under a new session; --discard first \
             copies them into a backup file in client_reset.backup_directory, then drops \
             them (counted as dropped, reason client_reset). Stop the agent first \
             (systemctl stop ingestd), run this, start it again.
-            """
+            """,
+        options: ConfigurationOptions.specs + [
+            .flag("recover", help: "Re-send the queued readings under a new session."),
+            .flag("discard", help: "Back up, then drop the queued readings, and start a new session."),
+        ],
+        command: ResetCommand.self
     )
-    @OptionGroup var options: ConfigurationOptions
-    @Flag(help: "Re-send the queued readings under a new session.") var recover = false
-    @Flag(help: "Back up, then drop the queued readings, and start a new session.") var discard = false
+    let options: ConfigurationOptions
+    let recover: Bool
+    let discard: Bool
 
-    func validate() throws {
-        if recover == discard { throw ValidationError("Give exactly one of --recover and --discard.") }
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        options = ConfigurationOptions(arguments)
+        recover = arguments.flag("recover")
+        discard = arguments.flag("discard")
+        if recover == discard { throw UsageError("Give exactly one of --recover and --discard.") }
     }
 
     func run() throws {

@@ -1,11 +1,10 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 import Logging
 
-struct RunCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "run",
+struct RunCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "run",
         abstract: "Run the agent: read inputs, validate, and queue readings durably.",
         discussion: """
             With a stdin input (the default), pipe readings in: `sensor.py | ingestd run`. \
@@ -16,29 +15,33 @@ struct RunCommand: AsyncParsableCommand {
             Under systemd (Type=notify) ingestd sends READY=1 once the queue is open and \
             the inputs run, keeps STATUS= current, pings the watchdog while the pipeline \
             makes progress, and logs to the journal with INGEST_* fields.
-            """
+            """,
+        options: ConfigurationOptions.specs + [
+            .value("queue-path", "file", help: "Overrides queue.path."),
+            .value("log-target", "target", help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr."),
+            .value("format", "format", help: "The stdin input's format: ndjson or csv."),
+            .value("type", "type", help: "The stdin input's record type (when readings carry no _type)."),
+        ],
+        command: RunCommand.self
     )
 
-    @OptionGroup var options: ConfigurationOptions
+    let options: ConfigurationOptions
+    let queuePath: String?
+    let logTarget: String?
+    let format: String?
+    let type: String?
 
-    @Option(help: ArgumentHelp("Overrides queue.path.", valueName: "file"))
-    var queuePath: String?
-
-    @Option(help: ArgumentHelp("Where logs go: auto (the journal when stderr is the journal), journal or stderr.", valueName: "target"))
-    var logTarget: String?
-
-    @Option(help: ArgumentHelp("The stdin input's format: ndjson or csv.", valueName: "format"))
-    var format: String?
-
-    @Option(help: ArgumentHelp("The stdin input's record type (when readings carry no _type).", valueName: "type"))
-    var type: String?
-
-    func validate() throws {
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        options = ConfigurationOptions(arguments)
+        queuePath = arguments.string("queue-path")
+        logTarget = arguments.string("log-target")
+        format = arguments.string("format")
+        type = arguments.string("type")
         if let logTarget, AgentConfiguration.LogTarget(rawValue: logTarget) == nil {
-            throw ValidationError("--log-target must be auto, journal or stderr, got '\(logTarget)'.")
+            throw UsageError("--log-target must be auto, journal or stderr, got '\(logTarget)'.")
         }
         if let format, InputSettings.Format(rawValue: format) == nil {
-            throw ValidationError("--format must be ndjson or csv, got '\(format)'.")
+            throw UsageError("--format must be ndjson or csv, got '\(format)'.")
         }
     }
 

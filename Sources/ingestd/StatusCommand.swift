@@ -1,4 +1,3 @@
-import ArgumentParser
 import EdgeIngestCore
 import IngestAgent
 
@@ -6,9 +5,9 @@ import IngestAgent
 import Glibc
 #endif
 
-struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "status",
+struct StatusCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "status",
         abstract: "Show the agent's state and counters; usable as a health check.",
         discussion: """
             Reads the status file (<state_directory>/status.json) that the running \
@@ -16,13 +15,18 @@ struct StatusCommand: ParsableCommand {
             Exit codes: 0 running and healthy; \
             1 running but unhealthy (an input makes no progress, or the state is error); \
             3 not running (the last status written is shown).
-            """
+            """,
+        options: ConfigurationOptions.specs + [.flag("json", help: "Print the status as JSON.")],
+        command: StatusCommand.self
     )
 
-    @OptionGroup var options: ConfigurationOptions
+    let options: ConfigurationOptions
+    let json: Bool
 
-    @Flag(help: "Print the status as JSON.")
-    var json = false
+    init(_ arguments: ParsedArguments) {
+        options = ConfigurationOptions(arguments)
+        json = arguments.flag("json")
+    }
 
     func run() throws {
         let environment = processEnvironment()
@@ -51,7 +55,7 @@ struct StatusCommand: ParsableCommand {
         let running = status.state != "stopped" && kill(status.pid, 0) == 0
         if !running && status.state != "stopped" { status.state = "stopped" }
         if json {
-            print(try status.json())
+            print(status.json())
         } else {
             printHuman(status, running: running)
         }

@@ -1,6 +1,7 @@
 import EdgeIngest
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct CommandLineTests {
     @Test func versionPrintsTheLibraryVersion() throws {
@@ -20,5 +21,89 @@ import Testing
         let result = try IngestdBinary.run(["--no-such-option"])
         #expect(result.status == 64)
         #expect(result.stderr.contains("Unknown option '--no-such-option'"))
+    }
+}
+
+/// ingestd parses its own command line (swift-argument-parser would link
+/// Foundation): every subcommand's help, the usage errors, and what the
+/// options parse to, through the built binary.
+@Suite struct CommandLineParsingTests {
+    static let commands = [
+        "run", "check-config", "status", "dead-letter", "dead-letter list", "dead-letter export",
+        "dead-letter replay", "export", "import", "reset", "hash-secret",
+    ]
+
+    @Test(arguments: commands)
+    func everyCommandHasHelpAndHelpSubcommandSaysTheSame(_ command: String) throws {
+        let words = command.split(separator: " ").map(String.init)
+        let help = try IngestdBinary.run(words + ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("OVERVIEW: "))
+        #expect(help.stdout.contains("USAGE: ingestd \(command)"))
+        #expect(help.stdout.contains("-h, --help"))
+        #expect(help.stdout.split(separator: "\n").allSatisfy { $0.count < 80 || $0.hasPrefix("USAGE:") || $0.hasPrefix("  ") })
+        #expect(try IngestdBinary.run(["help"] + words).stdout == help.stdout)
+        #expect(try IngestdBinary.run(words + ["-h"]).stdout == help.stdout)
+    }
+
+    @Test func theTopLevelHelpListsEverySubcommand() throws {
+        let help = try IngestdBinary.run([]).stdout
+        #expect(help == (try IngestdBinary.run(["--help"]).stdout))
+        let listed = help.split(separator: "SUBCOMMANDS:")[1].split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") && !$0.hasPrefix("  See") }
+        #expect(listed.map { $0.split(separator: " ")[0] } == ["run", "check-config", "status", "dead-letter", "export", "import", "reset", "hash-secret"])
+        #expect(help.contains("See 'ingestd help <subcommand>' for detailed help."))
+    }
+
+    static let usageErrors: [([String], String)] = [
+        (["bogus"], "Error: Unexpected argument 'bogus'\nUsage: ingestd <subcommand>"),
+        (["export"], "Error: Missing expected argument '--out <file>'\nHelp:  --out <file>  The file to create (it must not exist)."),
+        (["export", "--out"], "Error: Missing value for '--out <file>'"),
+        (["export", "--out", "--move"], "Error: Missing value for '--out <file>'"),
+        (["dead-letter", "list", "--limit", "x"], "Error: The value 'x' is invalid for '--limit <limit>': give a whole number."),
+        (["dead-letter", "list", "--limit=-1"], "Error: --limit must be 0 or more, got -1."),
+        (["dead-letter", "replay", "--number", "1", "--number", "two"], "Error: The value 'two' is invalid for '--number <number>'"),
+        (["dead-letter", "replay"], "Error: Say which: --all, or --number N (repeatable).\nUsage: ingestd dead-letter replay [--config <file>] [--state-directory <dir>] [--all] [--number <number> ...]"),
+        (["dead-letter", "--bogus"], "Error: Unknown option '--bogus'\nUsage: ingestd dead-letter <subcommand>"),
+        (["import"], "Error: Missing expected argument '<file>'"),
+        (["import", "/nonexistent/a", "b"], "Error: Unexpected argument 'b'"),
+        (["status", "--json=1"], "Error: The option '--json' does not take any value, but '1' was specified."),
+        (["status", "--config", "a", "--config", "b"], "Error: '--config <file>' was given more than once; give it once."),
+        (["run", "-x"], "Error: Unknown option '-x'\nUsage: ingestd run [--config <file>]"),
+        (["run", "--format", "xml"], "Error: --format must be ndjson or csv, got 'xml'."),
+        (["reset"], "Error: Give exactly one of --recover and --discard."),
+    ]
+
+    @Test(arguments: usageErrors)
+    func usageErrorsExit64WithTheUsage(_ words: [String], _ expected: String) throws {
+        let result = try IngestdBinary.run(words)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix(expected), "\(result.stderr)")
+        #expect(result.stderr.contains("--help' for more information."))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func valuesParseInBothFormsAndAfterTheSeparator() throws {
+        let dir = try TemporaryDirectory()
+        let config = dir.file("-odd name.toml")  // a file whose name starts with a dash needs `--`
+        try "[types.T]\nv = \"int\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let equals = try IngestdBinary.run(["check-config", "--config=\(config)"])
+        #expect(equals.status == 0, "\(equals.stderr)")
+        #expect(equals.stdout.hasPrefix("\(config): OK"))
+        let spaced = try IngestdBinary.run(["check-config", "--config", config])
+        #expect(spaced.stdout == equals.stdout)
+        // After `--`, --help is an argument, not a request for help.
+        let separated = try IngestdBinary.run(["import", "--config", config, "--", "--help"])
+        #expect(separated.status == 64)
+        #expect(separated.stderr.hasPrefix("Error: '--help' cannot be read: No such file or directory."))
+    }
+
+    @Test func aQueueThatCannotBeOpenedIsAnIOErrorWithTheReason() throws {
+        let dir = try TemporaryDirectory()
+        let config = dir.file("ingestd.toml")
+        try "[types.T]\nv = \"int\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        // A state directory that cannot exist: opening the queue is an I/O error (74).
+        let result = try IngestdBinary.run(["dead-letter", "list", "--config", config, "--state-directory", "/proc/none/state"])
+        #expect(result.status == 74, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("Cannot create the directory '/proc/none'"))
     }
 }

@@ -136,7 +136,7 @@ struct StatusService: Service {
     }
 
     func writeStatus(_ status: AgentStatus) {
-        guard let text = try? status.json() else { return }
+        let text = status.json()
         // Not durable: rewritten every second; a crash leaves the previous one.
         _ = writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
     }
