@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 bench_usage "$0" "$@"
 mkdir -p bench/results
 exec > >(tee bench/results/all.txt) 2>&1
-for step in queue.sh stdin.sh upload.sh footprint.sh rss-floor.sh backlog.sh; do
+for step in queue.sh stdin.sh upload.sh footprint.sh rss-floor.sh wakeup-floor.sh backlog.sh; do
     echo "=== bench/$step"
     "bench/$step"
 done

@@ -9,7 +9,7 @@
 // disk per reading. With --archive each drained lease is first delivered to
 // the SQLite archive sink (upload.sink = "sqlite") in DIR/archive.sqlite:
 // the drain rate is then the archive's rate.
-import EdgeIngest
+import EdgeIngestCore
 
 #if canImport(Glibc)
 import Glibc
