@@ -34,7 +34,7 @@ enum DeadLetterCommand {
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
             let limit = try arguments.integer("limit", default: 50)
-            guard limit >= 0, limit <= Int32.max else { throw UsageError("--limit must be 0 or more, got \(limit).") }
+            guard limit >= 0, limit <= Int32.max else { throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).") }
             self.limit = Int(limit)
         }
 
@@ -110,6 +110,9 @@ enum DeadLetterCommand {
             numbers = try arguments.integers("number")
             if !all && numbers.isEmpty { throw UsageError("Say which: --all, or --number N (repeatable).") }
             if all && !numbers.isEmpty { throw UsageError("--all and --number exclude each other.") }
+            if let bad = numbers.first(where: { $0 < 1 }) {
+                throw UsageError("--number takes a dead letter's number as `ingestd dead-letter list` shows it (1 or more), got \(bad).")
+            }
         }
 
         func run() throws {

@@ -66,7 +66,7 @@ struct StatusCommand: IngestdCommand {
     private func printHuman(_ s: AgentStatus, running: Bool) {
         print("ingestd: \(running ? "running (pid \(s.pid))" : "not running"), state \(s.state), as of \(s.updatedAt)")
         if let problem = s.problem { print("  problem:  \(problem)") }
-        print("  queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeSeconds.map { ", oldest \(Int($0)) s" } ?? ""))
+        print("  queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? ""))
         print("  accepted: \(s.acceptedTotal)")
         print("  rejected: \(s.rejectedTotal)" + reasons(s.rejectedByReason))
         print("  uploaded: \(s.uploadedTotal)")

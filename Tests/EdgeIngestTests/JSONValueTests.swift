@@ -85,6 +85,32 @@ import Testing
         }
     }
 
+    /// The offset points at where the problem starts.
+    @Test(arguments: [
+        ("01", 0), (#""\x""#, 1), (#""\udc00""#, 1), (#"["\ud83d\u0041"]"#, 2), ("[1, 2 3]", 6), (#"{"a":-}"#, 6), ("[1e999]", 1),
+    ])
+    func theOffsetIsWhereTheProblemStarts(_ text: String, _ offset: Int) {
+        #expect { try JSONValue.parse(Array(text.utf8)) } throws: { error in
+            (error as? JSONSyntaxError)?.offset == offset
+        }
+    }
+
+    @Test func nestingCountsContainersOnly() throws {
+        let deepest = String(repeating: "[", count: 64) + "1" + String(repeating: "]", count: 64)
+        #expect(try JSONValue.parse(Array(deepest.utf8)).text() == deepest)
+        #expect(throws: JSONSyntaxError.self) { try JSONValue.parse(Array(("[" + deepest + "]").utf8)) }
+    }
+
+    @Test func aByteOrderMarkIsSkippedAsFoundationDid() throws {
+        #expect(try JSONValue.parse([0xEF, 0xBB, 0xBF] + Array(#"{"a":1}"#.utf8)) == .object([("a", .int(1))]))
+        #expect(throws: JSONSyntaxError.self) { try JSONValue.parse(Array(#"{"a":1}"#.utf8) + [0xEF, 0xBB, 0xBF]) }
+    }
+
+    @Test func theLowestIntegerAsADoubleIsWrittenWithoutTrapping() throws {
+        let value = JSONValue.double(-9_223_372_036_854_775_808)
+        #expect(try JSONValue.parse(Array(value.text().utf8)).double == -9_223_372_036_854_775_808)
+    }
+
     @Test func invalidUTF8InAStringIsRefused() {
         #expect(throws: JSONSyntaxError.self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
     }
@@ -126,6 +152,11 @@ import Testing
             #expect(try JSONDecoder().decode(CredentialStore.Contents.self, from: Data(ours.utf8)) == contents)
         }
         #expect(CredentialStore.Contents(json: try JSONValue.parse(Array(#"{"version":1,"users":[{"id":1}]}"#.utf8))) == nil)
+        // refreshRefused: absent is false (files from before the flag), another type is damage.
+        let user = #"{"id":"u","provider":"p","accessToken":"a","accessExpiresAt":1,"refreshToken":"r","loggedInAt":0"#
+        #expect(StoredUser(json: try JSONValue.parse(Array((user + "}").utf8)))?.refreshRefused == false)
+        #expect(StoredUser(json: try JSONValue.parse(Array((user + #","refreshRefused":true}"#).utf8)))?.refreshRefused == true)
+        #expect(StoredUser(json: try JSONValue.parse(Array((user + #","refreshRefused":"yes"}"#).utf8))) == nil)
     }
 
     @Test func anAbsurdTokenLifetimeDoesNotOverflow() {

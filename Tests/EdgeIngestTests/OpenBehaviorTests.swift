@@ -144,6 +144,9 @@ import TestSupport
         }
         configuration.fileURL = URL(fileURLWithPath: "/tmp/x.sqlite")  // a file URL clears the problem
         #expect(configuration.notAFileURL == nil && configuration.filePath == "/tmp/x.sqlite")
+        configuration.fileURL = URL(string: "https://example.com/queue.sqlite")
+        configuration.filePath = "/tmp/y.sqlite"  // so does a path
+        #expect(configuration.notAFileURL == nil && configuration.fileURL?.path == "/tmp/y.sqlite")
     }
 
     @Test func aTypeOutsideTheConfiguredSubsetIsRefusedAndNothingOfTheWriteIsStored() async throws {

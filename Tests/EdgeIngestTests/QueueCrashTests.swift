@@ -66,7 +66,17 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        try await Task.sleep(for: .milliseconds(Int.random(in: 150...600, using: &rng)))
+        // Kill at a random moment after the first commit: on a loaded
+        // machine (CI runs suites in parallel) the child under the power-cut
+        // layer can take longer to commit once than any fixed delay.
+        var reported = Data()
+        let firstCommitDeadline = ContinuousClock.now + .seconds(60)
+        while !String(decoding: reported, as: UTF8.self).contains("committed "), ContinuousClock.now < firstCommitDeadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }  // the child ended
+            reported += chunk
+        }
+        try await Task.sleep(for: .milliseconds(Int.random(in: 50...450, using: &rng)))
         // Killed by us, not dead by itself (a trap, or the power-cut layer's
         // abort when it cannot keep its record).
         #expect(process.isRunning, "round \(round): the probe ended before the kill")
@@ -75,7 +85,7 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == SIGKILL, "round \(round): the probe ended by signal \(process.terminationStatus)")
         var committed: [Int: Int] = [:]  // batch → count, as reported by the child
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: reported + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
             // A line cut by the kill is not a report.

@@ -84,9 +84,24 @@ import Testing
         #expect { try AgentStatus.decode("[]") } throws: { error in
             "\(error)".contains("the status is not a JSON object")
         }
+        for pid in ["0", "-1", "4294967295", "1.5"] {
+            let badPid = Self.full().json(pretty: false).replacingOccurrences(of: #""pid":4242"#, with: #""pid":"# + pid)
+            #expect { try AgentStatus.decode(badPid) } throws: { error in
+                "\(error)".contains("'pid' in the status should be")
+            }
+        }
         let badInput = Self.full().json(pretty: false).replacingOccurrences(of: #""linesRead":10"#, with: #""linesRead":null"#)
         #expect { try AgentStatus.decode(badInput) } throws: { error in
             "\(error)".contains("'linesRead' in an input should be an integer")
+        }
+    }
+
+    @Test func anyAgeInADamagedFileIsShownWithoutTrapping() throws {
+        var status = Self.full()
+        for (age, whole) in [(1e19, Int64.max), (-1e19, Int64.min), (12.9, 12), (-0.5, 0)] {
+            status.oldestAgeSeconds = age
+            #expect(status.oldestAgeWholeSeconds == whole)
+            #expect(status.summary.contains("oldest \(whole)s"))
         }
     }
 }

@@ -89,9 +89,16 @@ extension StoredUser {
               let accessToken = json["accessToken"]?.string, let accessExpiresAt = json["accessExpiresAt"]?.int64,
               let refreshToken = json["refreshToken"]?.string, let loggedInAt = json["loggedInAt"]?.int64
         else { return nil }
+        // Absent (files from before the flag) is false; any other value is damage.
+        let refreshRefused: Bool
+        switch json["refreshRefused"] {
+        case nil: refreshRefused = false
+        case .bool(let b)?: refreshRefused = b
+        default: return nil
+        }
         self.init(
             id: id, provider: provider, accessToken: accessToken, accessExpiresAt: accessExpiresAt,
-            refreshToken: refreshToken, loggedInAt: loggedInAt, refreshRefused: json["refreshRefused"]?.bool ?? false
+            refreshToken: refreshToken, loggedInAt: loggedInAt, refreshRefused: refreshRefused
         )
     }
 }

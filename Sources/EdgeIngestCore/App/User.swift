@@ -72,7 +72,9 @@ public final class User: Sendable, CustomStringConvertible {
             throw EdgeIngestError(.authenticationFailed, "The backend refused to refresh the session of user \(id): log in again to upload.")
         }
         let now = wallClockMilliseconds()
-        if !forceRefresh, stored.accessExpiresAt - app.configuration.refreshMarginMilliseconds > now {
+        // A damaged cache may hold any expiry: no overflow, it just refreshes.
+        let (refreshAt, overflow) = stored.accessExpiresAt.subtractingReportingOverflow(app.configuration.refreshMarginMilliseconds)
+        if !forceRefresh, !overflow, refreshAt > now {
             return stored.accessToken
         }
         do {

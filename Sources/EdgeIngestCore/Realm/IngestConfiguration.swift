@@ -23,7 +23,9 @@ public struct IngestConfiguration: Sendable {
     /// configuration with a ``user``, else `default.ingest.sqlite` in the
     /// current directory. `import EdgeIngest` adds `fileURL: URL?`, the
     /// seeds' name for it.
-    public var filePath: String?
+    public var filePath: String? {
+        didSet { notAFileURL = nil }
+    }
     /// Set by `fileURL` when given a URL that is not a file URL (opening
     /// then fails and says so).
     package var notAFileURL: String?
@@ -88,7 +90,7 @@ public struct IngestConfiguration: Sendable {
         case (.some(let path), .some(let identifier)):
             throw EdgeIngestError(
                 .invalidConfiguration,
-                "The configuration sets both fileURL '\(path)' and inMemoryIdentifier '\(identifier)': set one of them, not both."
+                "The configuration sets both a file ('\(path)') and inMemoryIdentifier '\(identifier)': set one of them, not both."
             )
         case (.some(let path), nil):
             location = .file(path: path)

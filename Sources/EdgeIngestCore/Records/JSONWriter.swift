@@ -52,7 +52,8 @@ package enum JSONWriter {
     /// Writes the shortest text that reads back as the same double.
     /// Callers guarantee the value is finite (validation refuses others).
     package static func appendDouble(_ value: Double, to out: inout [UInt8]) {
-        if let i = Int64(exactly: value), abs(i) < 1 << 53 {
+        // The magnitude check first: Int64(exactly: -2^63) exists, and abs() of it traps.
+        if abs(value) < 9_007_199_254_740_992, let i = Int64(exactly: value) {
             appendInt(i, to: &out)
             return
         }

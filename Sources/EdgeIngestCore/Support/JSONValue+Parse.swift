@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Why a JSON document could not be read: what was expected and the byte
 /// offset where reading stopped. Never quotes the document (it may hold
 /// tokens).
@@ -15,8 +11,11 @@ extension JSONValue {
     /// Reads one JSON document (RFC 8259): whitespace around it is allowed,
     /// anything else after it is not. Nesting deeper than `maxDepth` is
     /// refused (the files read here are shallow; this bounds the stack).
+    /// A UTF-8 byte order mark before the document is skipped (editors
+    /// save one; Foundation's decoder accepted it).
     package static func parse(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONSyntaxError) -> JSONValue {
         var reader = JSONReader(bytes: bytes, maxDepth: maxDepth)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.at = 3 }
         let value = try reader.value(depth: 0)
         reader.skipWhitespace()
         guard reader.at == bytes.count else { throw reader.fail("the end of the document") }
@@ -34,19 +33,22 @@ private struct JSONReader {
         self.maxDepth = maxDepth
     }
 
-    func fail(_ expected: String) -> JSONSyntaxError { JSONSyntaxError(offset: at, expected: expected) }
+    func fail(_ expected: String, at offset: Int? = nil) -> JSONSyntaxError {
+        JSONSyntaxError(offset: offset ?? at, expected: expected)
+    }
 
     mutating func skipWhitespace() {
         while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
     }
 
+    /// `depth`: how many objects and arrays enclose this value.
     mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
-        guard depth < maxDepth else { throw fail("at most \(maxDepth) levels of nesting") }
         skipWhitespace()
         guard at < bytes.count else { throw fail("a value") }
         switch bytes[at] {
-        case UInt8(ascii: "{"): return try object(depth: depth)
-        case UInt8(ascii: "["): return try array(depth: depth)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            guard depth < maxDepth else { throw fail("at most \(maxDepth) levels of nesting") }
+            return bytes[at] == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "t"): try literal("true"); return .bool(true)
         case UInt8(ascii: "f"): try literal("false"); return .bool(false)
@@ -113,6 +115,7 @@ private struct JSONReader {
     }
 
     mutating func string() throws(JSONSyntaxError) -> String {
+        let start = at
         at += 1  // the opening quote
         var out: [UInt8] = []
         while true {
@@ -128,6 +131,7 @@ private struct JSONReader {
                 at += 1
                 continue
             }
+            let escape = at
             at += 1
             guard at < bytes.count else { throw fail("an escape after '\\'") }
             let e = bytes[at]
@@ -143,20 +147,20 @@ private struct JSONReader {
                 var scalar = try hex4()
                 if (0xD800..<0xDC00).contains(scalar) {
                     guard at + 1 < bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else {
-                        throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one")
+                        throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape)
                     }
                     at += 2
                     let low = try hex4()
-                    guard (0xDC00..<0xE000).contains(low) else { throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one") }
+                    guard (0xDC00..<0xE000).contains(low) else { throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape) }
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 }
-                guard let unicode = Unicode.Scalar(scalar) else { throw fail("a Unicode scalar, not a lone surrogate") }
+                guard let unicode = Unicode.Scalar(scalar) else { throw fail("a Unicode scalar, not a lone surrogate", at: escape) }
                 out.append(contentsOf: UTF8.encode(unicode)!)
             default:
-                throw fail("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX")
+                throw fail("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", at: escape)
             }
         }
-        guard let text = String(validating: out, as: UTF8.self) else { throw fail("UTF-8 text in strings") }
+        guard let text = String(validating: out, as: UTF8.self) else { throw fail("UTF-8 text in strings", at: start) }
         return text
     }
 
@@ -191,7 +195,7 @@ private struct JSONReader {
         let intStart = at
         let intDigits = digits(&self)
         guard intDigits > 0 else { throw fail("a digit") }
-        guard !(intDigits > 1 && bytes[intStart] == UInt8(ascii: "0")) else { throw fail("no leading zero") }
+        guard !(intDigits > 1 && bytes[intStart] == UInt8(ascii: "0")) else { throw fail("no leading zero", at: intStart) }
         var integral = true
         if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
             at += 1
@@ -206,7 +210,7 @@ private struct JSONReader {
         }
         let text = String(decoding: bytes[start..<at], as: UTF8.self)
         if integral, let i = Int64(text) { return .int(i) }
-        guard let d = Double(text), d.isFinite else { throw fail("a number within the range of a double") }
+        guard let d = Double(text), d.isFinite else { throw fail("a number within the range of a double", at: start) }
         return .double(d)
     }
 }

@@ -8,8 +8,10 @@ public struct StatusFileError: Error, CustomStringConvertible {
 
 /// The status as JSON, with the member names of ``AgentStatus/CodingKeys``
 /// (snake_case) and Swift's Codable names inside `inputs` and
-/// `last_upload`: the same document Foundation's JSONEncoder wrote before
-/// (a test compares them), without linking Foundation.
+/// `last_upload`: the same members and values Foundation's JSONEncoder
+/// wrote before (a test compares them), without linking Foundation. The
+/// text differs in layout only (`"k": v` rather than `"k" : v`, `/` not
+/// escaped).
 extension AgentStatus {
     var jsonValue: JSONValue {
         typealias K = CodingKeys
@@ -42,10 +44,10 @@ extension AgentStatus {
 
     init(json: JSONValue) throws {
         let reader = try JSONMembers(json, in: "the status")
-        try self.init(
-            state: reader.string(CodingKeys.state.stringValue), statistics: .empty, inputs: [],
-            pid: Int32(truncatingIfNeeded: reader.int(CodingKeys.pid.stringValue))
-        )
+        guard let pid = Int32(exactly: try reader.int(CodingKeys.pid.stringValue)), pid > 0 else {
+            throw StatusFileError(reason: "'pid' in the status should be a process id (1 or more)")
+        }
+        try self.init(state: reader.string(CodingKeys.state.stringValue), statistics: .empty, inputs: [], pid: pid)
         updatedAt = try reader.string(CodingKeys.updatedAt.stringValue)
         openState = try reader.optionalString(CodingKeys.openState.stringValue) ?? "open"
         queuedRecords = try reader.int(CodingKeys.queuedRecords.stringValue)

@@ -110,10 +110,17 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         return try AgentStatus(json: value)
     }
 
+    /// ``oldestAgeSeconds`` in whole seconds, clamped to Int64 (a damaged
+    /// status file can hold any number).
+    public var oldestAgeWholeSeconds: Int64? {
+        guard let age = oldestAgeSeconds, !age.isNaN else { return nil }
+        return Int64(exactly: age.rounded(.towardZero)) ?? (age < 0 ? .min : .max)
+    }
+
     /// The one line systemd shows in `systemctl status`.
     public var summary: String {
         var parts = ["\(state)", "\(queuedRecords) queued"]
-        if let age = oldestAgeSeconds { parts.append("oldest \(Int(age))s") }
+        if let age = oldestAgeWholeSeconds { parts.append("oldest \(age)s") }
         parts.append("\(acceptedTotal) accepted")
         if rejectedTotal > 0 { parts.append("\(rejectedTotal) rejected") }
         if uploadedTotal > 0 { parts.append("\(uploadedTotal) uploaded") }

@@ -41,6 +41,8 @@ struct ParsedArguments: Sendable {
             }
             let value: String
             if let attached {
+                // `--state-directory=$UNSET` must not mean "/".
+                guard !attached.isEmpty else { throw UsageError("Missing value for '\(option.synopsis)'", option: option) }
                 value = attached
             } else {
                 guard i < words.count, !words[i].hasPrefix("--") else {
@@ -49,10 +51,9 @@ struct ParsedArguments: Sendable {
                 value = words[i]
                 i += 1
             }
-            if values[name] != nil, !option.isRepeatable {
-                throw UsageError("'\(option.synopsis)' was given more than once; give it once.", option: option)
-            }
-            values[name, default: []].append(value)
+            // A single-valued option given again: the last one wins (as in
+            // swift-argument-parser), so wrappers can pass defaults before "$@".
+            if option.isRepeatable { values[name, default: []].append(value) } else { values[name] = [value] }
         }
         for option in spec.options where option.isRequired && values[option.name] == nil {
             throw UsageError("Missing expected argument '\(option.synopsis)'", option: option)
