@@ -38,6 +38,26 @@ import Testing
         }
     }
 
+    /// Found in review: -2^63 given for a double field is an exact Int64,
+    /// and the writer's abs() of it trapped, so one line crashed the agent.
+    @Test func theLowestInt64ForADoubleFieldIsStored() throws {
+        let type = try RecordType(name: "T", fields: [.init(name: "d", type: .double)])
+        var router = ReadingRouter(types: [type], defaultType: "T", inputName: "test")
+        var parser = NDJSONParser()
+        var line = ParsedLine()
+        var batch = EncodedBatch(expectedRecords: 1)
+        for text in [#"{"d":-9223372036854775808}"#, #"{"d":-9223372036854775808.0}"#, #"{"d":-9.223372036854775808e18}"#] {
+            let bytes = Array(text.utf8)
+            try bytes.withUnsafeBytes { try parser.parse($0, into: &line) }
+            try router.route(line, into: &batch)
+        }
+        #expect(batch.count == 3)
+        let record = try router.route(line)
+        var out: [UInt8] = []
+        record.encodeJSON(into: &out)
+        #expect(String(decoding: out, as: UTF8.self).hasSuffix(#""d":-9.223372036854776e+18}"#))
+    }
+
     @Test func flatObjectWithEveryValueKind() throws {
         let fields = try parse(#" {"s":"a\"b\u00e9\ud83d\ude00","i":-42,"d":2.5e1,"t":true,"f":false,"n":null,"o":{"x":[1,{"y":"}"}]},"a":[1,2]} "#)
         #expect(fields.map(\.0) == ["s", "i", "d", "t", "f", "n", "o", "a"])
