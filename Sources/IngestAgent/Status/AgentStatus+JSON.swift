@@ -129,59 +129,26 @@ private struct JSONMembers {
         StatusFileError(reason: "'\(key)' in \(place) should be \(expected)")
     }
 
-    /// The member, or nil when absent or null.
-    private func member(_ key: String) -> JSONValue? {
+    /// The member read by `extract`; nil when absent or null; an error
+    /// naming `expected` when `extract` cannot read it.
+    private func optional<T>(_ key: String, _ expected: String, _ extract: (JSONValue) -> T?) throws -> T? {
         guard let v = value[key], !v.isNull else { return nil }
-        return v
+        guard let t = extract(v) else { throw wrong(key, expected) }
+        return t
     }
 
-    func optionalString(_ key: String) throws -> String? {
-        guard let v = member(key) else { return nil }
-        guard let s = v.string else { throw wrong(key, "a string") }
-        return s
+    private func required<T>(_ key: String, _ expected: String, _ extract: (JSONValue) -> T?) throws -> T {
+        guard let t = try optional(key, expected, extract) else { throw wrong(key, expected) }
+        return t
     }
 
-    func string(_ key: String) throws -> String {
-        guard let s = try optionalString(key) else { throw wrong(key, "a string") }
-        return s
-    }
-
-    func optionalInt(_ key: String) throws -> Int64? {
-        guard let v = member(key) else { return nil }
-        guard let n = v.int64 else { throw wrong(key, "an integer") }
-        return n
-    }
-
-    func int(_ key: String) throws -> Int64 {
-        guard let n = try optionalInt(key) else { throw wrong(key, "an integer") }
-        return n
-    }
-
-    func optionalDouble(_ key: String) throws -> Double? {
-        guard let v = member(key) else { return nil }
-        guard let d = v.double else { throw wrong(key, "a number") }
-        return d
-    }
-
-    func optionalBool(_ key: String) throws -> Bool? {
-        guard let v = member(key) else { return nil }
-        guard let b = v.bool else { throw wrong(key, "true or false") }
-        return b
-    }
-
-    func optionalObject(_ key: String) throws -> JSONValue? {
-        guard let v = member(key) else { return nil }
-        guard v.members != nil else { throw wrong(key, "an object") }
-        return v
-    }
-
-    func array(_ key: String) throws -> [JSONValue] {
-        guard let items = member(key)?.array else { throw wrong(key, "an array") }
-        return items
-    }
-
-    func counts(_ key: String) throws -> [String: Int64] {
-        guard let counts = member(key)?.counts else { throw wrong(key, "an object of integers") }
-        return counts
-    }
+    func optionalString(_ key: String) throws -> String? { try optional(key, "a string", \.string) }
+    func string(_ key: String) throws -> String { try required(key, "a string", \.string) }
+    func optionalInt(_ key: String) throws -> Int64? { try optional(key, "an integer", \.int64) }
+    func int(_ key: String) throws -> Int64 { try required(key, "an integer", \.int64) }
+    func optionalDouble(_ key: String) throws -> Double? { try optional(key, "a number", \.double) }
+    func optionalBool(_ key: String) throws -> Bool? { try optional(key, "true or false", \.bool) }
+    func optionalObject(_ key: String) throws -> JSONValue? { try optional(key, "an object") { $0.members == nil ? nil : $0 } }
+    func array(_ key: String) throws -> [JSONValue] { try required(key, "an array", \.array) }
+    func counts(_ key: String) throws -> [String: Int64] { try required(key, "an object of integers", \.counts) }
 }
