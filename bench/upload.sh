@@ -14,12 +14,17 @@
 #
 #   bench/upload.sh [LINES] [DIR]     # default 1,000,000, /tmp/edgeingest-bench-upload
 #   CASES="drain" bench/upload.sh …   # only some cases: drain drain-gzip e2e e2e-gzip file
+#   RUNS=7 bench/upload.sh …          # each end-to-end case 7 times (default 1), then
+#                                     # its median CPU per million and RSS range: the
+#                                     # run-to-run spread is real (docs/BENCHMARKS.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bench_usage "$0" "$@"
 lines=${1:-1000000}
 require_count LINES "$lines"
+runs=${RUNS:-1}
+require_count RUNS "$runs"
 dir=${2:-/tmp/edgeingest-bench-upload}
 mkdir -p "$dir"
 swift build -c release --product ingestd >/dev/null
@@ -52,6 +57,7 @@ report() {
     awk -v l="$1" -v n="$lines" -v s="$2" -v e="$3" -v rss="$rss" -v u="$user" -v sy="$sys" -v got="$4" -v q="$queued" \
         -v limit="$limit" -v note="${5:-}" \
         'BEGIN { printf "%s: %d readings in %.2f s = %d readings/s (%.0f %% of the libcurl limit); agent CPU %.2f s (%.2f s per million%s); peak RSS %.1f MB; received %d, left queued %s\n", l, n, e - s, n / (e - s), 100 * n / (e - s) / limit, u + sy, (u + sy) * 1000000 / n, note, rss / 1024, got, q }'
+    awk -v n="$lines" -v rss="$rss" -v u="$user" -v sy="$sys" 'BEGIN { printf "%.4f %.1f\n", (u + sy) * 1000000 / n, rss / 1024 }' >> "$dir/runs.txt"
     # A run that lost, re-sent, dead-lettered or kept readings measured something else.
     if [ "$4" != "$lines" ] || [ "$queued" != 0 ] || [ "$uploaded" != "$lines" ] || [ "$dead" != 0 ]; then
         echo "$1: the receiver got $4 of $lines readings, the agent uploaded $uploaded, dead-lettered $dead and left $queued queued: this run does not count" >&2
@@ -82,8 +88,17 @@ done
 for gz in false true; do
     wanted "e2e$([ "$gz" = true ] && echo -gzip)" || continue
     config "$gz" yes > "$dir/e2e.toml"
-    rm -rf "$dir/state"
-    measure "end to end stdin -> receiver (gzip $gz)" "$dir/e2e.toml" "$input"
+    : > "$dir/runs.txt"
+    for run in $(seq "$runs"); do
+        rm -rf "$dir/state"
+        measure "end to end stdin -> receiver (gzip $gz)$([ "$runs" -gt 1 ] && echo ", run $run of $runs")" "$dir/e2e.toml" "$input"
+    done
+    if [ "$runs" -gt 1 ]; then
+        sort -n "$dir/runs.txt" | awk -v gz="$gz" '{ cpu[NR] = $1; rss[NR] = $2 } END {
+            lo = rss[1]; hi = rss[1]; for (i = 2; i <= NR; i++) { if (rss[i] < lo) lo = rss[i]; if (rss[i] > hi) hi = rss[i] }
+            m = NR % 2 ? cpu[(NR + 1) / 2] : (cpu[NR / 2] + cpu[NR / 2 + 1]) / 2
+            printf "end to end (gzip %s), %d runs: CPU per million median %.2f s (%.2f-%.2f); peak RSS %.1f-%.1f MB\n", gz, NR, m, cpu[1], cpu[NR], lo, hi }'
+    fi
 done
 
 # 4. A followed file: the agent does not exit by itself, so wait for the
