@@ -14,21 +14,26 @@ extension JSONValue {
     /// A UTF-8 byte order mark before the document is skipped (editors
     /// save one; Foundation's decoder accepted it).
     package static func parse(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONSyntaxError) -> JSONValue {
-        var reader = JSONReader(bytes: bytes, maxDepth: maxDepth)
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.at = 3 }
-        let value = try reader.value(depth: 0)
-        reader.skipWhitespace()
-        guard reader.at == bytes.count else { throw reader.fail("the end of the document") }
-        return value
+        let parsed = bytes.withUnsafeBytes { raw in
+            Result { () throws(JSONSyntaxError) -> JSONValue in
+                var reader = JSONReader(bytes: raw, maxDepth: maxDepth)
+                if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.at = 3 }
+                let value = try reader.value(depth: 0)
+                reader.skipWhitespace()
+                guard reader.at == raw.count else { throw reader.fail("the end of the document") }
+                return value
+            }
+        }
+        return try parsed.get()
     }
 }
 
 private struct JSONReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     let maxDepth: Int
     var at = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
@@ -133,53 +138,20 @@ private struct JSONReader {
             }
             let escape = at
             at += 1
-            guard at < bytes.count else { throw fail("an escape after '\\'") }
-            let e = bytes[at]
-            at += 1
-            switch e {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try hex4()
-                if (0xD800..<0xDC00).contains(scalar) {
-                    guard at + 1 < bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else {
-                        throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape)
-                    }
-                    at += 2
-                    let low = try hex4()
-                    guard (0xDC00..<0xE000).contains(low) else { throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape) }
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            do throws(JSONEscape.Problem) {
+                try JSONEscape.decode(bytes, at: &at, into: &out)
+            } catch {
+                switch error {
+                case .truncated: throw fail("an escape after '\\'")
+                case .unknown: throw fail("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", at: escape)
+                case .truncatedHex, .badHex: throw fail("four hex digits after '\\u'")
+                case .unpairedHighSurrogate: throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape)
+                case .loneLowSurrogate: throw fail("a Unicode scalar, not a lone surrogate", at: escape)
                 }
-                guard let unicode = Unicode.Scalar(scalar) else { throw fail("a Unicode scalar, not a lone surrogate", at: escape) }
-                out.append(contentsOf: UTF8.encode(unicode)!)
-            default:
-                throw fail("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", at: escape)
             }
         }
         guard let text = String(validating: out, as: UTF8.self) else { throw fail("UTF-8 text in strings", at: start) }
         return text
-    }
-
-    mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
-        guard at + 4 <= bytes.count else { throw fail("four hex digits after '\\u'") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            let c = bytes[at]
-            let digit: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
-            default: throw fail("four hex digits after '\\u'")
-            }
-            v = v << 4 | UInt32(digit)
-            at += 1
-        }
-        return v
     }
 
     /// An integer when it has no fraction or exponent and fits in Int64,

@@ -90,57 +90,20 @@ struct NDJSONParser {
             }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: p[runStart..<i]))
             i += 1
-            guard i < p.count else { break }
-            let e = p[i]
-            i += 1
-            switch e {
-            case UInt8(ascii: "\""): out.append(0x22)
-            case UInt8(ascii: "\\"): out.append(0x5C)
-            case UInt8(ascii: "/"): out.append(0x2F)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                var code = try hex4()
-                if (0xD800...0xDBFF).contains(code) {
-                    guard i + 1 < p.count, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else {
-                        throw .malformedJSON(i, "unpaired surrogate in \\u escape")
-                    }
-                    i += 2
-                    let low = try hex4()
-                    guard (0xDC00...0xDFFF).contains(low) else { throw .malformedJSON(i, "unpaired surrogate in \\u escape") }
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                } else if (0xDC00...0xDFFF).contains(code) {
-                    throw .malformedJSON(i, "unpaired surrogate in \\u escape")
+            do throws(JSONEscape.Problem) {
+                try JSONEscape.decode(p, at: &i, into: &out)
+            } catch {
+                switch error {
+                case .truncated: throw .malformedJSON(i, "unterminated string")
+                case .unknown: throw .malformedJSON(i - 2, "invalid escape in a string")
+                case .truncatedHex: throw .malformedJSON(i, "truncated \\u escape")
+                case .badHex: throw .malformedJSON(i, "invalid hex digit in \\u escape")
+                case .unpairedHighSurrogate, .loneLowSurrogate: throw .malformedJSON(i, "unpaired surrogate in \\u escape")
                 }
-                guard let scalar = Unicode.Scalar(code) else { throw .malformedJSON(i, "invalid \\u escape") }
-                out.append(contentsOf: UTF8.encode(scalar)!)
-            default:
-                throw .malformedJSON(i - 2, "invalid escape in a string")
             }
             runStart = i
         }
         throw .malformedJSON(i, "unterminated string")
-    }
-
-    private mutating func hex4() throws(LineRejection) -> UInt32 {
-        guard i + 4 <= p.count else { throw .malformedJSON(i, "truncated \\u escape") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            let c = p[i]
-            let d: UInt32
-            switch c {
-            case 0x30...0x39: d = UInt32(c - 0x30)
-            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
-            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
-            default: throw .malformedJSON(i, "invalid hex digit in \\u escape")
-            }
-            v = v << 4 | d
-            i += 1
-        }
-        return v
     }
 
     private mutating func readValue() throws(LineRejection) -> RawFieldValue {
