@@ -14,18 +14,9 @@ extension IngestConfiguration {
     public var fileURL: URL? {
         get { filePath.map { URL(fileURLWithPath: $0) } }
         set {
-            guard let newValue else {
-                filePath = nil
-                notAFileURL = nil
-                return
-            }
-            if newValue.isFileURL {
-                filePath = newValue.path
-                notAFileURL = nil
-            } else {
-                filePath = nil
-                notAFileURL = "\(newValue)"
-            }
+            // Setting filePath clears notAFileURL.
+            filePath = newValue?.isFileURL == false ? nil : newValue?.path
+            if let newValue, !newValue.isFileURL { notAFileURL = "\(newValue)" }
         }
     }
 }

@@ -64,6 +64,21 @@ import Testing
         #expect(try JSONDecoder().decode(AgentStatus.self, from: Data(status.json().utf8)) == status)
     }
 
+    /// The comparison with Codable above covers every member only if
+    /// `full()` leaves no optional unset: a new property must be set there
+    /// (and so written by `jsonValue`) or this fails.
+    @Test func theFullStatusSetsEveryProperty() {
+        func unset(_ value: Any) -> [String] {
+            Mirror(reflecting: value).children.compactMap { child in
+                let mirror = Mirror(reflecting: child.value)
+                return mirror.displayStyle == .optional && mirror.children.isEmpty ? child.label : nil
+            }
+        }
+        let status = Self.full()
+        #expect(unset(status).isEmpty)
+        #expect(unset(status.inputs[0]).isEmpty)
+    }
+
     @Test func membersAreSortedByName() throws {
         let text = Self.full().json(pretty: false)
         let value = try JSONValue.parse(Array(text.utf8))

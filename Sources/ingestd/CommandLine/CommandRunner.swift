@@ -14,11 +14,8 @@ struct CommandRunner {
         var path = [root.name]
         var rest = words[...]
         // `ingestd help dead-letter list` is `ingestd dead-letter list --help`.
-        var wantsHelp = false
-        if rest.first == "help" && root.subcommands.first(where: { $0.name == "help" }) == nil {
-            wantsHelp = true
-            rest = rest.dropFirst()
-        }
+        let wantsHelp = rest.first == "help"
+        if wantsHelp { rest = rest.dropFirst() }
         while let word = rest.first, let sub = spec.subcommands.first(where: { $0.name == word }) {
             spec = sub
             path.append(word)
@@ -52,8 +49,6 @@ struct CommandRunner {
             return 0
         } catch let exit as ExitCode {
             return exit.rawValue
-        } catch let error as UsageError {
-            return usageError(error, spec, path)
         } catch {
             printError("\(path.joined(separator: " ")): \(error)")
             return ExitCodes.forError(error).rawValue

@@ -18,7 +18,7 @@
 struct CommandSpec: Sendable {
     var name: String
     var abstract: String
-    /// Paragraphs for `--help`, wrapped at 80 columns; a line that starts
+    /// Paragraphs for `--help`, wrapped under 80 columns; a line that starts
     /// with two spaces (an example) is printed as written.
     var discussion: String = ""
     var options: [OptionSpec] = []
@@ -26,19 +26,6 @@ struct CommandSpec: Sendable {
     var subcommands: [CommandSpec] = []
     /// The command to run; nil for a group, which only has subcommands.
     var command: (any IngestdCommand.Type)?
-
-    init(
-        name: String, abstract: String, discussion: String = "", options: [OptionSpec] = [], arguments: [ArgumentSpec] = [],
-        subcommands: [CommandSpec] = [], command: (any IngestdCommand.Type)? = nil
-    ) {
-        self.name = name
-        self.abstract = abstract
-        self.discussion = discussion
-        self.options = options
-        self.arguments = arguments
-        self.subcommands = subcommands
-        self.command = command
-    }
 }
 
 /// A `--name` option: a flag, or one that takes a value.

@@ -7,8 +7,6 @@ enum HelpText {
     /// Where option help starts: two spaces, the synopsis padded to 24.
     static let column = 26
 
-    static let versionOption = OptionSpec.flag("version", help: "Show the version.")
-
     /// The full help of the command at `path` (e.g. ["ingestd", "dead-letter", "list"]).
     static func full(_ spec: CommandSpec, path: [String]) -> String {
         var out: [String] = []
@@ -32,7 +30,7 @@ enum HelpText {
             let text = option.help + (option.defaultValue.map { " (default: \($0))" } ?? "")
             out.append(entry(option.synopsis, text))
         }
-        out.append(entry("--version", versionOption.help))
+        out.append(entry("--version", "Show the version."))
         out.append(entry("-h, --help", "Show help information."))
         out.append("")
         if !spec.subcommands.isEmpty {
