@@ -24,7 +24,8 @@ struct HashSecretCommand: IngestdCommand {
               echo "gateway-17 $(ingestd hash-secret --api-key < gateway-17.key)" >> /etc/ingestd/api-keys
               echo "ops@example.com $(ingestd hash-secret)" >> /etc/ingestd/users
 
-            Exits 0 with the hash on stdout, 64 when the secret is empty or an API key is too short.
+            Exits 0 with the hash on stdout, 64 when the secret is empty, more than one line \
+            or over 64 KiB, or an API key is too short.
             """,
         options: [.flag("api-key", help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")],
         command: HashSecretCommand.self
@@ -40,16 +41,23 @@ struct HashSecretCommand: IngestdCommand {
         let onTerminal = isatty(0) == 1
         // The prompt stays on the line being typed; the Enter (not echoed) ends it.
         if onTerminal { printErrorInline(apiKey ? "API key: " : "Password: ") }
-        let text = onTerminal ? readTypedLine() : readAll()
-        if onTerminal { printErrorInline("\n") }
-        let secret: String
-        switch SecretText(text) {
-        case .secret(let found): secret = found
-        case .absent:
-            printError("No secret on standard input: pipe it in, or type it at the prompt.")
-            throw ExitCodes.usageError
-        case .severalLines:
-            printError("Standard input holds more than one line: a secret is one line (for a key made with base64, use `base64 -w0`).")
+        let text: String
+        if onTerminal {
+            text = readTypedLine()
+            printErrorInline("\n")
+        } else {
+            // A secret is small; more than 64 KiB is refused, not cut (the
+            // agent reads its secret files whole: a prefix would not match).
+            let bytes = readAll(0, limit: Self.maxPipedBytes + 1) ?? []
+            guard bytes.count <= Self.maxPipedBytes else {
+                printError("Standard input holds more than \(Self.maxPipedBytes) bytes: a secret is one short line.")
+                throw ExitCodes.usageError
+            }
+            text = String(decoding: bytes, as: UTF8.self)
+        }
+        let found = SecretText(text)
+        guard case .secret(let secret) = found else {
+            printError("No usable secret: " + (found.problem("standard input") ?? "") + ". Pipe it in, or type it at the prompt.")
             throw ExitCodes.usageError
         }
         if apiKey && secret.count < 20 {
@@ -75,16 +83,5 @@ struct HashSecretCommand: IngestdCommand {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// All of a piped standard input (a secret is small: at most 64 KiB is read).
-    private func readAll() -> String {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 65_536 {
-            let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    static let maxPipedBytes = 65_536
 }

@@ -35,7 +35,7 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
 @Suite struct BatchDecoderTests {
     func decode(_ body: String, recordType: String? = "WeatherSensor") throws -> (records: [Record], rejections: [BatchDecoder.Rejection]) {
         var decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
-        return decoder.decode(Array(body.utf8), recordType: recordType)
+        return try decoder.decode(Array(body.utf8), recordType: recordType)
     }
 
     @Test func validLinesBecomeRecordsWithTheirOwnIDs() throws {
@@ -121,7 +121,7 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         body += Array(#"{"_id":"\#(id2)","deviceId":""#.utf8) + [0xC3, 0x28] + Array(#"","temperatureInFahrenheit":1,"windSpeedInMph":2}"#.utf8) + [0x0A]
         body += Array(sensor(id3).utf8)
         var decoder = BatchDecoder(types: [try sensorType()], inputName: "http:test")
-        let (records, rejections) = decoder.decode(body, recordType: "WeatherSensor")
+        let (records, rejections) = try decoder.decode(body, recordType: "WeatherSensor")
         #expect(records.map(\.id.hexString) == [id1, id3])
         #expect(rejections.map(\.index) == [1])
         #expect(rejections.map(\.reason) == ["invalid_utf8"])
@@ -153,9 +153,9 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
 
     @Test func oneDecoderServesBatchesOfDifferentTypes() throws {
         var decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
-        let doors = decoder.decode(Array(#"{"_id":"\#(id1)","doorId":"d1","open":true}"#.utf8), recordType: "Door")
-        let sensors = decoder.decode(Array(sensor(id2).utf8), recordType: "WeatherSensor")
-        let doorsAgain = decoder.decode(Array(#"{"_id":"\#(id3)","doorId":"d2","open":false}"#.utf8), recordType: "Door")
+        let doors = try decoder.decode(Array(#"{"_id":"\#(id1)","doorId":"d1","open":true}"#.utf8), recordType: "Door")
+        let sensors = try decoder.decode(Array(sensor(id2).utf8), recordType: "WeatherSensor")
+        let doorsAgain = try decoder.decode(Array(#"{"_id":"\#(id3)","doorId":"d2","open":false}"#.utf8), recordType: "Door")
         #expect(doors.rejections == [] && sensors.rejections == [] && doorsAgain.rejections == [])
         #expect((doors.records + sensors.records + doorsAgain.records).map(\.type.name) == ["Door", "WeatherSensor", "Door"])
     }
@@ -186,12 +186,20 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         #expect(first.rejections.map(\.reason) == ["missing_id"])
     }
 
-    /// The server bounds a batch by this count before decoding; it must
-    /// count as the decoder indexes (a last line without newline counts).
+    /// The server bounds a batch by its lines, counted as the decoder
+    /// indexes them (a last line without newline counts): exactly `lines`
+    /// pass a limit of `lines`, and a limit one lower refuses the batch.
     @Test(arguments: [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2), ("a\r\nb\r\n", 2)])
-    func theServerCountsLinesAsTheDecoderIndexesThem(body: String, lines: Int) throws {
-        #expect(IngestServer.lineCount(Array(body.utf8)) == lines)
+    func theLimitCountsLinesAsTheDecoderIndexesThem(body: String, lines: Int) throws {
+        let decoder = BatchDecoder(types: [try sensorType()], inputName: "http:test")
+        let atLimit = try decoder.decode(Array(body.utf8), recordType: "WeatherSensor", maxRecords: lines)
+        #expect(atLimit.records.count + atLimit.rejections.count == lines)
         let decoded = try decode(body)
         #expect(decoded.records.count + decoded.rejections.count == lines)
+        if lines > 0 {
+            #expect(throws: BatchDecoder.TooManyRecords.self) {
+                try decoder.decode(Array(body.utf8), recordType: "WeatherSensor", maxRecords: lines - 1)
+            }
+        }
     }
 }

@@ -8,10 +8,15 @@ package func readFileBytes(_ path: String) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
+    return readAll(fd)
+}
+
+/// Reads `fd` to its end, or to `limit` bytes, or nil (errno says why).
+package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    while bytes.count < limit {
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, min($0.count, limit - bytes.count)) }
         if n < 0 {
             if errno == EINTR { continue }
             return nil

@@ -59,11 +59,12 @@ struct ConfigurationDecoder {
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms", "dedup_window_s", "anonymous",
         "api_keys_file", "users_file",
     ]
-    static let uploadKeys: Set<String> = [
-        "url", "max_records", "max_bytes", "linger_ms", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path",
-        "client_certificate", "client_key", "proxy", "headers", "token_file", "retry_base_ms", "retry_cap_ms",
-        "max_retries", "shutdown_timeout_ms", "hold_ms", "client_id", "sink", "path", "database", "table", "schema", "password_file", "deduplication_token", "measurement", "tags", "timestamp",
-    ]
+    /// Every sink's batching and retry keys, plus the keys SinkSettings
+    /// lists per kind of sink (one list to extend for a new sink key).
+    static let uploadKeys: Set<String> = Set([
+        "max_records", "max_bytes", "linger_ms", "retry_base_ms", "retry_cap_ms", "max_retries", "shutdown_timeout_ms", "hold_ms",
+        "client_id", "sink",
+    ]).union(SinkSettings.httpKeys).union(SinkSettings.postgresKeys).union(SinkSettings.sinkOnlyKeys.keys)
 
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
         problems.append(ConfigurationProblem(line: value?.line, key: key, message: message))
@@ -560,9 +561,6 @@ struct ConfigurationDecoder {
         return n
     }
 
-    /// A secret from `key`'s file, else the systemd credential `credential`
-    /// (newlines removed). Without either: a problem when `required`, else
-    /// nil (the credential only counts when its file exists).
     /// A secret from the file `value` names, else the systemd credential
     /// `credential`, read by the one rule of ``SecretText``. An optional
     /// secret's credential that is empty (the unit's `SetCredential=`

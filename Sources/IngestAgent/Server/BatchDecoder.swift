@@ -30,9 +30,14 @@ struct BatchDecoder: Sendable {
         return router
     }
 
+    /// More lines than the batch may hold: nothing was decoded past the limit.
+    struct TooManyRecords: Error {}
+
     /// Decodes `body`; `recordType` is the batch's `EdgeIngest-Record-Type`
-    /// (a record's own `_type` wins).
-    func decode(_ body: [UInt8], recordType: String?) -> (records: [Record], rejections: [Rejection]) {
+    /// (a record's own `_type` wins). A body of more than `maxRecords`
+    /// lines (a last line without its newline counts) is refused as soon
+    /// as line `maxRecords + 1` is reached, so its cost is bounded.
+    func decode(_ body: [UInt8], recordType: String?, maxRecords: Int = .max) throws(TooManyRecords) -> (records: [Record], rejections: [Rejection]) {
         let router = routers[recordType ?? ""] ?? BatchDecoder.router(types, recordType, inputName)
         var parser = NDJSONParser()
         var parsed = ParsedLine()
@@ -40,8 +45,9 @@ struct BatchDecoder: Sendable {
         var rejections: [Rejection] = []
         var index = 0
         var start = 0
-        body.withUnsafeBytes { bytes in
+        let tooMany = body.withUnsafeBytes { bytes in
             while start < bytes.count {
+                if index == maxRecords { return true }
                 let end = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: start) ?? bytes.count
                 var line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
                 if line.last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
@@ -57,7 +63,9 @@ struct BatchDecoder: Sendable {
                 index += 1
                 start = end + 1
             }
+            return false
         }
+        if tooMany { throw TooManyRecords() }
         return (records, rejections)
     }
 }

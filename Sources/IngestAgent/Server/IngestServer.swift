@@ -167,11 +167,15 @@ final class IngestServer: HTTPHandler {
         }
         // A bound on records as on bytes: a 2 KiB gzip body of newlines would
         // otherwise cost a million rejections in the answer and the log.
-        let lineCount = Self.lineCount(body)
-        guard lineCount <= Self.maxRecordsPerBatch else {
+        let records: [Record]
+        let rejections: [BatchDecoder.Rejection]
+        do {
+            (records, rejections) = try decoder.decode(
+                body, recordType: request.header("edgeingest-record-type") ?? context.settings.type, maxRecords: Self.maxRecordsPerBatch
+            )
+        } catch {
             return .error(413, "too_many_records", "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches")
         }
-        let (records, rejections) = decoder.decode(body, recordType: request.header("edgeingest-record-type") ?? context.settings.type)
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
@@ -241,19 +245,6 @@ final class IngestServer: HTTPHandler {
     /// Records (lines) one batch may hold: 413 `too_many_records` above.
     static let maxRecordsPerBatch = 10_000
 
-    /// The lines of a batch body (a last line without its newline counts),
-    /// found with memchr: the count bounds the work before any decoding.
-    static func lineCount(_ body: [UInt8]) -> Int {
-        body.withUnsafeBytes { bytes in
-            var count = 0
-            var start = 0
-            while let newline = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: start) {
-                count += 1
-                start = newline + 1
-            }
-            return count + (start < bytes.count ? 1 : 0)
-        }
-    }
     /// Rejections logged one by one per batch; the rest in one line.
     static let loggedRejectionsPerBatch = 10
 
