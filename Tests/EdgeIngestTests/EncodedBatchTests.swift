@@ -52,6 +52,37 @@ import Testing
         #expect(stored == (try drain(viaRecords)))
     }
 
+    /// Found in review: each run reserved a whole commit's worth, so with
+    /// alternating types (every record a new run) a 1000-record commit
+    /// reserved ~160 MB. Only the first run reserves; the rest grow.
+    @Test func alternatingTypesReserveAboutWhatTheyHold() throws {
+        let sensor = try declaredWeatherSensor()
+        let note = try EncodedBatchTests.noteType()
+        var batch = EncodedBatch(expectedRecords: 1000)
+        var sensors = RecordBuilder(type: sensor)
+        var notes = RecordBuilder(type: note)
+        for i in 0..<1000 {
+            if i % 2 == 0 {
+                try sensors.set(field: 0, .string("d\(i)"))
+                try sensors.set(field: 1, .double(1.5))
+                try sensors.set(field: 2, .double(29.9))
+                try sensors.set(field: 3, .int(Int64(i)))
+                try sensors.finish(into: &batch)
+            } else {
+                try notes.set(field: 0, .string("n\(i)"))
+                try notes.finish(into: &batch)
+            }
+            #expect(batch.count == i + 1)
+        }
+        #expect(batch.runs.count == 1000)
+        let held = batch.runs.reduce(0) { $0 + $1.payload.count }
+        let reserved = batch.runs.reduce(0) { $0 + $1.payload.capacity }
+        // The first run's reservation (160 bytes × 1000) plus each later run's own growth.
+        #expect(reserved <= 160 * 1000 + 4 * held, "reserved \(reserved) bytes for \(held)")
+        let kept = batch.removing([0, 1, 2])
+        #expect(kept.count == 997 && kept.runs.reduce(0) { $0 + $1.count } == 997)
+    }
+
     @Test func aFailedRecordLeavesNothingBehindInTheBuilderOrTheBatch() throws {
         let note = try EncodedBatchTests.noteType()
         var batch = EncodedBatch()

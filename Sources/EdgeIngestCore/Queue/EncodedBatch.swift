@@ -40,7 +40,9 @@ public struct EncodedBatch: Sendable {
     /// them against its own object types before storing.
     private var encodedTypes: [RecordType] = []
 
-    /// Records a new run reserves room for.
+    /// Records the first run reserves room for (later runs grow as they
+    /// go: with alternating types each record starts a run, and a
+    /// commit's worth reserved per run cost megabytes per commit).
     private var expectedRecords = 0
 
     /// An empty batch.
@@ -51,8 +53,8 @@ public struct EncodedBatch: Sendable {
         self.expectedRecords = expectedRecords
     }
 
-    /// The number of records.
-    public var count: Int { runs.reduce(0) { $0 + $1.count } }
+    /// The number of records (kept, not summed: the agent asks after every line).
+    public private(set) var count = 0
 
     /// Whether the batch has no records.
     public var isEmpty: Bool { runs.isEmpty }
@@ -85,9 +87,11 @@ public struct EncodedBatch: Sendable {
         }
         if runs.isEmpty || runs[runs.count - 1].typeName != type.name {
             var run = Run(typeName: type.name, ids: [], payload: [], ends: [])
-            run.payload.reserveCapacity(160 * expectedRecords)
-            run.ids.reserveCapacity(12 * expectedRecords)
-            run.ends.reserveCapacity(expectedRecords)
+            if runs.isEmpty {
+                run.payload.reserveCapacity(160 * expectedRecords)
+                run.ids.reserveCapacity(12 * expectedRecords)
+                run.ends.reserveCapacity(expectedRecords)
+            }
             runs.append(run)
         }
         let last = runs.count - 1
@@ -95,6 +99,7 @@ public struct EncodedBatch: Sendable {
         runs[last].payload.append(UInt8(ascii: "\n"))
         runs[last].ends.append(runs[last].payload.count)
         id.appendBytes(to: &runs[last].ids)
+        count += 1
     }
 
     /// Refuses the batch if a record's type is not one of `types` (the queue's).
@@ -164,7 +169,10 @@ public struct EncodedBatch: Sendable {
                 }
                 start = end
             }
-            if kept.count > 0 { out.runs.append(kept) }
+            if kept.count > 0 {
+                out.runs.append(kept)
+                out.count += kept.count
+            }
             base += run.count
         }
         return out
