@@ -222,13 +222,11 @@ public final class DurableQueue: Sendable {
             }
             let ids = Array(row.ids[(Int(row.consumed) * 12)..<row.ids.count])
             var payload: [UInt8] = []
-            var start = Int(row.consumedBytes)
-            var index = 0
-            while start < row.payload.count {
-                let end = row.payload[start...].firstIndex(of: UInt8(ascii: "\n")) ?? row.payload.count
-                let id = ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[(Int(row.consumed) + index) * 12..<(Int(row.consumed) + index + 1) * 12]))
+            let first = Int(row.consumed)
+            let records = try forEachLine(in: row.payload, from: Int(row.consumedBytes)) { index, line in
+                let id = ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[(first + index) * 12..<(first + index + 1) * 12]))
                 do {
-                    var values = try StoredRecordDecoder.decode(UnsafeRawBufferPointer(rebasing: row.payload[start..<end]))
+                    var values = try StoredRecordDecoder.decode(line)
                     values["_id"] = nil
                     var record = MigrationRecord(typeName: row.type, id: id, values: values)
                     try block(&record, row.schemaVersion)
@@ -243,10 +241,9 @@ public final class DurableQueue: Sendable {
                         cause: error as? EdgeIngestError
                     )
                 }
-                index += 1
-                start = end + 1
+                return true
             }
-            rewrites.append((row.id, Int64(index), ids, payload))
+            rewrites.append((row.id, Int64(records), ids, payload))
             return true
         }
         for r in rewrites {

@@ -54,13 +54,9 @@ package struct SinkBatch {
     /// (without the "\n"), in order.
     package func forEachRecord(_ body: (Int, UnsafeRawBufferPointer) throws -> Void) rethrows {
         try payload.withUnsafeBytes { bytes in
-            var start = 0
-            var index = 0
-            while start < bytes.count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
-                try body(index, UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
-                index += 1
-                start = end + 1
+            try forEachLine(in: bytes) { index, line in
+                try body(index, line)
+                return true
             }
         }
     }

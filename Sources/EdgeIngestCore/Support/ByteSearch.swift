@@ -12,3 +12,21 @@ package func firstOffset(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from 
     }
     return base.distance(to: UnsafeRawPointer(found))
 }
+
+/// Calls `body` with the index and bytes (without the "\n") of each line of
+/// `bytes` from `start` on — a last line without its newline counts — until
+/// `body` returns false. Returns how many lines `body` was given.
+@discardableResult
+package func forEachLine(
+    in bytes: UnsafeRawBufferPointer, from start: Int = 0, _ body: (Int, UnsafeRawBufferPointer) throws -> Bool
+) rethrows -> Int {
+    var start = start
+    var index = 0
+    while start < bytes.count {
+        let end = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: start) ?? bytes.count
+        index += 1
+        guard try body(index - 1, UnsafeRawBufferPointer(rebasing: bytes[start..<end])) else { break }
+        start = end + 1
+    }
+    return index
+}

@@ -43,13 +43,14 @@ struct BatchDecoder: Sendable {
         var parsed = ParsedLine()
         var records: [Record] = []
         var rejections: [Rejection] = []
-        var index = 0
-        var start = 0
-        let tooMany = body.withUnsafeBytes { bytes in
-            while start < bytes.count {
-                if index == maxRecords { return true }
-                let end = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: start) ?? bytes.count
-                var line = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        var tooMany = false
+        body.withUnsafeBytes { bytes in
+            forEachLine(in: bytes) { index, raw in
+                if index == maxRecords {
+                    tooMany = true
+                    return false
+                }
+                var line = raw
                 if line.last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
                 do throws(LineRejection) {
                     if LineFramer.isBlank(line) {
@@ -60,10 +61,8 @@ struct BatchDecoder: Sendable {
                 } catch {
                     rejections.append(Rejection(index: index, reason: error.reason, message: error.message))
                 }
-                index += 1
-                start = end + 1
+                return true
             }
-            return false
         }
         if tooMany { throw TooManyRecords() }
         return (records, rejections)
