@@ -70,15 +70,18 @@ package final class PostgresSink: BatchSink {
             duplicateCount += batch.recordCount - answer.affected
             return .stored(rejected: [])
         } catch {
+            let outcome = Self.classify(error)
             if connection?.isBroken ?? true || error.kind == .timeout {
                 // After a timeout the answer may still come: start afresh.
                 connection = nil
                 inserts = [:]
-            } else if case .server(let state) = error.kind, !state.hasPrefix("22"), !state.hasPrefix("23") {
+            } else if case .badBatch = outcome {
+                // The data, not the table: the statement stays (bisection reuses it).
+            } else {
                 // The table may have changed (dropped, a column gone): look again next time.
                 inserts = [:]
             }
-            return Self.classify(error)
+            return outcome
         }
     }
 
