@@ -104,11 +104,8 @@ extension Record {
 
     /// Appends one record, given by its parts, as ``encodeJSON(into:)`` does.
     static func encodeJSON(type: RecordType, id: ObjectId, values: [FieldValue?], into out: inout [UInt8]) {
-        out.append(contentsOf: #"{"_id":""#.utf8)
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: 24))
-        out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
-        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: #"{"_id":"#.utf8)
+        appendQuotedHex(id, to: &out)
         let keys = type.encodedKeys
         for i in values.indices {
             guard let value = values[i] else { continue }
@@ -117,15 +114,24 @@ extension Record {
             case .string(let s): JSONWriter.appendString(s, to: &out)
             case .int(let n): JSONWriter.appendInt(n, to: &out)
             case .double(let d): JSONWriter.appendDouble(d, to: &out)
-            case .bool(let b): out.append(contentsOf: b ? Array("true".utf8) : Array("false".utf8))
+            case .bool(let b): out.append(contentsOf: b ? "true".utf8 : "false".utf8)
             case .timestamp(let ms):
                 out.append(UInt8(ascii: "\""))
                 Timestamp.appendISO8601(milliseconds: ms, to: &out)
                 out.append(UInt8(ascii: "\""))
-            case .objectId(let oid): JSONWriter.appendString(oid.hexString, to: &out)
+            case .objectId(let oid): appendQuotedHex(oid, to: &out)
             }
         }
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// `"<24 hex digits>"`, written in place (no String per id).
+    private static func appendQuotedHex(_ id: ObjectId, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 24))
+        out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
+        out.append(UInt8(ascii: "\""))
     }
 
     /// The record as one line of JSON (see ``encodeJSON(into:)``).
