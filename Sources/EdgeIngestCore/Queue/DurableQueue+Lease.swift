@@ -134,8 +134,9 @@ extension DurableQueue {
             state.queuedBytes -= bytes
             state.counters["acknowledged_total", default: 0] += Int64(count)
             state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
-            // Housekeeping after the commit: the acknowledgement is durable
-            // whether or not this succeeds.
+            // Housekeeping after the commit: the acknowledgement is committed
+            // whether or not this succeeds (durable with the next append's
+            // fsync, docs/QUEUE.md invariant 6).
             do {
                 try store.reclaimFreePages(queueIsEmpty: state.queuedRecords == 0)
             } catch {
