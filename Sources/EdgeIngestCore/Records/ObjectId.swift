@@ -36,8 +36,15 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// Creates an id from exactly 12 bytes, or returns nil.
     public init?<C: Collection>(bytes source: C) where C.Element == UInt8 {
         guard source.count == 12 else { return nil }
-        var raw = [UInt8](source)
-        self = raw.withUnsafeMutableBytes { ObjectId(unsafeBytes: UnsafeRawBufferPointer($0)) }
+        var raw = ObjectId()
+        withUnsafeMutableBytes(of: &raw) { out in
+            for (i, byte) in source.enumerated() { out[i] = byte }
+        }
+        self = raw
+    }
+
+    init(tuple: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+        bytes = tuple
     }
 
     init(unsafeBytes p: UnsafeRawBufferPointer) {
@@ -184,14 +191,15 @@ final class ObjectIdGenerator: Sendable {
             return (s.lastSeconds, s.counter)
         }
         let p = processUnique
+        // In place: an array per id was a heap allocation per reading.
         return ObjectId(
-            bytes: [
+            tuple: (
                 UInt8(seconds >> 24), UInt8(truncatingIfNeeded: seconds >> 16),
                 UInt8(truncatingIfNeeded: seconds >> 8), UInt8(truncatingIfNeeded: seconds),
                 p.0, p.1, p.2, p.3, p.4,
                 UInt8(truncatingIfNeeded: counter >> 16), UInt8(truncatingIfNeeded: counter >> 8),
-                UInt8(truncatingIfNeeded: counter),
-            ]
-        )!
+                UInt8(truncatingIfNeeded: counter)
+            )
+        )
     }
 }
