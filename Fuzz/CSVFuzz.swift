@@ -49,10 +49,11 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ csv: CSVParser, _ parsed: 
     let header = csv.header!
     precondition(parsed.fields.count == header.count, "\(parsed.fields.count) fields for \(header.count) columns")
     for (field, name) in zip(parsed.fields, header) {
-        precondition(parsed.keys[field.keyStart..<field.keyStart + field.keyCount].elementsEqual(name), "a field not keyed by its column")
-        switch field.value {
+        precondition(parsed.keyBytes(field).elementsEqual(name), "a field not keyed by its column")
+        guard case .cell = field.value, let value = try? parsed.value(field) else { preconditionFailure("CSVParser produced \(field.value)") }
+        switch value {
         case .null, .text: break
-        default: preconditionFailure("CSVParser produced \(field.value)")
+        default: preconditionFailure("CSVParser produced \(value)")
         }
     }
     checkRequote(parsed, csv)
@@ -65,7 +66,7 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ csv: CSVParser, _ parsed: 
 
 /// The row written back with every non-null cell quoted parses the same.
 private func checkRequote(_ parsed: ParsedLine, _ csv: CSVParser) {
-    let row = ParseResult(parsed)
+    let row = try! ParseResult(parsed)  // CSV cells are converted already: nothing to throw
     guard case .fields(let fields) = row else { preconditionFailure("ParseResult(parsed) is always fields") }
     var line: [UInt8] = []
     for (n, field) in fields.enumerated() {

@@ -204,8 +204,11 @@ enum ParseResult {
     case fields([(key: [UInt8], value: RawFieldValue)])
     case rejected(LineRejection)
 
-    init(_ parsed: ParsedLine) {
-        self = .fields(parsed.fields.map { (Array(parsed.keys[$0.keyStart..<$0.keyStart + $0.keyCount]), $0.value) })
+    /// The fields of a parsed line, values converted (while the line's bytes are held).
+    init(_ parsed: ParsedLine) throws(LineRejection) {
+        var fields: [(key: [UInt8], value: RawFieldValue)] = []
+        for field in parsed.fields { fields.append((parsed.keyBytes(field), try parsed.value(field))) }
+        self = .fields(fields)
     }
 
     /// Runs `parse` into `parsed`: the fields it left there, or the
@@ -213,7 +216,7 @@ enum ParseResult {
     init(_ parsed: inout ParsedLine, _ parse: (inout ParsedLine) throws(LineRejection) -> Void) {
         do throws(LineRejection) {
             try parse(&parsed)
-            self.init(parsed)
+            try self.init(parsed)
         } catch {
             self = .rejected(error)
         }

@@ -121,6 +121,7 @@ edgeingest_sources=(
     Sources/EdgeIngestCore/Records/RecordType+Validation.swift
     Sources/EdgeIngestCore/Records/RecordType.swift
     Sources/EdgeIngestCore/Records/ValidationFailure.swift
+    Sources/EdgeIngestCore/Records/VerbatimJSON.swift
     Sources/EdgeIngestCore/Queue/EncodedBatch.swift
     Sources/EdgeIngestCore/Support/ByteSearch.swift
     Sources/EdgeIngestCore/Support/EdgeIngestError.swift

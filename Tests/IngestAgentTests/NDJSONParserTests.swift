@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import EdgeIngest
+@testable import EdgeIngestCore
 @testable import IngestAgent
 import Testing
 
@@ -10,8 +11,10 @@ import Testing
         var parser = NDJSONParser()
         var line = ParsedLine()
         let bytes = Array(text.utf8)
-        try bytes.withUnsafeBytes { raw in try parser.parse(raw, into: &line) }
-        return line.fields.map { (line.keyString($0), $0.value) }
+        return try bytes.withUnsafeBytes { raw in
+            try parser.parse(raw, into: &line)
+            return try line.fields.map { (line.keyString($0), try line.value($0)) }
+        }
     }
 
     /// Found by Fuzz/NDJSONFuzz.swift: an undeclared `_type` was cut at 32
@@ -26,14 +29,16 @@ import Testing
             var json: [UInt8] = []
             JSONWriter.appendString(name, to: &json)
             let bytes = Array(#"{"_type":"#.utf8) + json + Array("}".utf8)
-            try bytes.withUnsafeBytes { try parser.parse($0, into: &line) }
-            #expect(throws: LineRejection.self) { try router.route(line) }
-            do {
-                _ = try router.route(line)
-            } catch {
-                #expect(error.reason == "unknown_type")
-                #expect(error.message.utf8.count < 200, "\(error.message.utf8.count) bytes")
-                #expect(!error.message.contains("\n"))
+            try bytes.withUnsafeBytes { bytes in
+                try parser.parse(bytes, into: &line)
+                #expect(throws: LineRejection.self) { try router.route(line) }
+                do throws(LineRejection) {
+                    _ = try router.route(line)
+                } catch {
+                    #expect(error.reason == "unknown_type")
+                    #expect(error.message.utf8.count < 200, "\(error.message.utf8.count) bytes")
+                    #expect(!error.message.contains("\n"))
+                }
             }
         }
     }
@@ -46,13 +51,17 @@ import Testing
         var parser = NDJSONParser()
         var line = ParsedLine()
         var batch = EncodedBatch(expectedRecords: 1)
+        var routed: Record?
         for text in [#"{"d":-9223372036854775808}"#, #"{"d":-9223372036854775808.0}"#, #"{"d":-9.223372036854775808e18}"#] {
             let bytes = Array(text.utf8)
-            try bytes.withUnsafeBytes { try parser.parse($0, into: &line) }
-            try router.route(line, into: &batch)
+            try bytes.withUnsafeBytes { bytes in
+                try parser.parse(bytes, into: &line)
+                try router.route(line, into: &batch)
+                routed = try router.route(line)
+            }
         }
         #expect(batch.count == 3)
-        let record = try router.route(line)
+        let record = try #require(routed)
         var out: [UInt8] = []
         record.encodeJSON(into: &out)
         #expect(String(decoding: out, as: UTF8.self).hasSuffix(#""d":-9.223372036854776e+18}"#))
@@ -169,5 +178,108 @@ import Testing
             if Array(text.utf8).withUnsafeBytes({ NDJSONParser.fastDouble($0) }) != nil { fast += 1 }
         }
         #expect(fast > texts.count / 2)  // the fast path is taken, not only the fallback
+    }
+
+    /// The agent's path (values whose text the queue stores as it is are
+    /// not converted: VerbatimJSON) stores byte for byte the line the
+    /// converting path (a Record, encoded) stores, and refuses the same
+    /// lines with the same reasons — over lines mixing every form of value
+    /// for every field type, in any order, with `_id` given or not.
+    @Test func theAgentPathStoresWhatTheConvertingPathStores() throws {
+        let probe = try RecordType(name: "Probe", fields: [
+            .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
+            .init(name: "b", type: .bool), .init(name: "t", type: .timestamp, isRequired: false),
+            .init(name: "o", type: .objectId, isRequired: false), .init(name: "n", type: .int, defaultValue: .int(7)),
+        ])
+        let values = [
+            #""WX1278UIT""#, #""caf\u00e9 \"q\"""#, #""""#, #""é😀""#, "0", "-0", "42", "-42", "999999999999999", "1000000000000000",
+            "9223372036854775807", "29.65", "60.0", "-0.5", "0.000001", "1e3", "2.5E-3", "1e400", "123456789.5", "1234567890.5",
+            "true", "false", "null", "{}", "[1]", #""2026-11-21T11:41:55.120Z""#, #""0123456789abcdef01234567""#,
+        ]
+        let keys = ["s", "i", "d", "b", "t", "o", "n"]
+        var agentRouter = ReadingRouter(types: [probe], defaultType: "Probe", inputName: "test")
+        let recordRouter = ReadingRouter(types: [probe], defaultType: "Probe", inputName: "test")
+        var parser = NDJSONParser()
+        var line = ParsedLine()
+        var generator = SystemRandomNumberGenerator()
+        var stored = 0
+        for n in 0..<20_000 {
+            var members: [String] = []
+            for key in keys.shuffled(using: &generator) where Int.random(in: 0..<8, using: &generator) > 0 {
+                // Mostly values the field takes, so that many lines are stored.
+                let value = n % 2 == 0 ? values.randomElement(using: &generator)! : plausible(key, &generator)
+                members.append("\"\(key)\":\(value)")
+            }
+            let id = ["", #""_id":"65f0c0ffee0123456789abcd","#, #""_id":"65F0C0FFEE0123456789ABCD","#, #""_id":null,"#, #""_id":"x","#]
+                .randomElement(using: &generator)!
+            let text = "{" + id + members.joined(separator: ",") + "}"
+            try Array(text.utf8).withUnsafeBytes { bytes in
+                try parser.parse(bytes, into: &line)
+                var batch = EncodedBatch()
+                let agent: Result<[UInt8], LineRejection>
+                do throws(LineRejection) {
+                    try agentRouter.route(line, into: &batch)
+                    agent = .success(batch.runs[0].payload)
+                } catch {
+                    agent = .failure(error)
+                }
+                let converting: Result<[UInt8], LineRejection>
+                do throws(LineRejection) {
+                    var out: [UInt8] = []
+                    try recordRouter.route(line).encodeJSON(into: &out)
+                    out.append(UInt8(ascii: "\n"))
+                    converting = .success(out)
+                } catch {
+                    converting = .failure(error)
+                }
+                switch (agent, converting) {
+                case (.success(let a), .success(let b)):
+                    // A generated _id differs; everything after it must not.
+                    #expect(a.count == b.count && a[33...] == b[33...], "\(text)\n\(String(decoding: a, as: UTF8.self))\(String(decoding: b, as: UTF8.self))")
+                    if id.contains("65") { #expect(a == b, "\(text)") }
+                    stored += 1
+                case (.failure(let a), .failure(let b)):
+                    #expect(a == b, "\(text)")
+                default:
+                    Issue.record("one path stored and the other refused: \(text): \(agent) / \(converting)")
+                }
+            }
+        }
+        #expect(stored > 2_000, "too few lines stored to compare: \(stored)")
+    }
+
+    /// A value of the field's own type, in one of the texts it may come as.
+    private func plausible(_ key: String, _ generator: inout SystemRandomNumberGenerator) -> String {
+        switch key {
+        case "s": return [#""WX\#(Int.random(in: 0...99, using: &generator))""#, #""tab\there""#, #""ok""#].randomElement(using: &generator)!
+        case "i", "n": return ["\(Int.random(in: -1000...1000, using: &generator))", "3.0", "12", "-0"].randomElement(using: &generator)!
+        case "d":
+            return ["\(Int.random(in: -99...99, using: &generator)).\(Int.random(in: 0...99, using: &generator))", "66.7", "5", "7.50", "1.5e1"]
+                .randomElement(using: &generator)!
+        case "b": return Bool.random(using: &generator) ? "true" : "false"
+        case "t": return [#""2026-11-21T11:41:55.120Z""#, "1763725315120", "null"].randomElement(using: &generator)!
+        default: return [#""65f0c0ffee0123456789abcd""#, "null"].randomElement(using: &generator)!
+        }
+    }
+
+    /// The eight-bytes-at-a-time test of the string scanner agrees with a
+    /// byte-by-byte one, for words with each special byte at each position.
+    @Test func theWordTestFindsEveryQuoteBackslashAndControlByte() {
+        var generator = SystemRandomNumberGenerator()
+        var words: [UInt64] = (0..<100_000).map { _ in UInt64.random(in: 0...UInt64.max, using: &generator) }
+        for special: UInt8 in [0x22, 0x5C, 0x00, 0x1F, 0x0A] {
+            for position in 0..<8 {
+                var bytes = [UInt8](repeating: 0x41, count: 8)
+                bytes[position] = special
+                words.append(bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+                bytes = [UInt8](repeating: 0xE9, count: 8)
+                bytes[position] = special
+                words.append(bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+            }
+        }
+        for word in words {
+            let expected = withUnsafeBytes(of: word) { $0.contains { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } }
+            #expect(NDJSONParser.mayEndOrEscape(word) == expected, "\(String(word, radix: 16))")
+        }
     }
 }

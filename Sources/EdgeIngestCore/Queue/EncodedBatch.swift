@@ -80,8 +80,9 @@ public struct EncodedBatch: Sendable {
         try check(against: types, queueName: queueName)
     }
 
-    /// Appends one validated record.
-    mutating func append(type: RecordType, id: ObjectId, values: [FieldValue?]) {
+    /// Appends one validated record; fields with a span in `verbatim` are
+    /// written as that text.
+    mutating func append(type: RecordType, id: ObjectId, values: [FieldValue?], verbatim: VerbatimFields? = nil) {
         if encodedTypes.last?.storage !== type.storage, !encodedTypes.contains(where: { $0.storage === type.storage }) {
             encodedTypes.append(type)
         }
@@ -95,7 +96,7 @@ public struct EncodedBatch: Sendable {
             runs.append(run)
         }
         let last = runs.count - 1
-        Record.encodeJSON(type: type, id: id, values: values, into: &runs[last].payload)
+        Record.encodeJSON(type: type, id: id, values: values, verbatim: verbatim, into: &runs[last].payload)
         runs[last].payload.append(UInt8(ascii: "\n"))
         runs[last].ends.append(runs[last].payload.count)
         id.appendBytes(to: &runs[last].ids)

@@ -102,13 +102,33 @@ extension Record {
         Record.encodeJSON(type: type, id: id, values: values, into: &out)
     }
 
-    /// Appends one record, given by its parts, as ``encodeJSON(into:)`` does.
-    static func encodeJSON(type: RecordType, id: ObjectId, values: [FieldValue?], into out: inout [UInt8]) {
+    /// Appends one record, given by its parts, as ``encodeJSON(into:)`` does;
+    /// a field with a span in `verbatim` is written as that text (which is
+    /// what this would write for its value: see ``VerbatimJSON``).
+    static func encodeJSON(type: RecordType, id: ObjectId, values: [FieldValue?], verbatim: VerbatimFields? = nil, into out: inout [UInt8]) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         appendQuotedHex(id, to: &out)
         let keys = type.encodedKeys
+        // Verbatim fields not yet written: a run of adjacent ones is one copy.
+        var pending = 0..<0
+        func writePending() {
+            guard !pending.isEmpty, let verbatim else { return }
+            verbatim.bytes.withUnsafeBytes { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[pending])) }
+            pending = 0..<0
+        }
         for i in values.indices {
+            if let verbatim, verbatim.spans[i].count > 0 {
+                let span = verbatim.spans[i]
+                if pending.isEmpty || pending.upperBound != span.start {
+                    writePending()
+                    pending = span.start..<span.start + span.count
+                } else {
+                    pending = pending.lowerBound..<span.start + span.count
+                }
+                continue
+            }
             guard let value = values[i] else { continue }
+            writePending()
             out.append(contentsOf: keys[i])
             switch value {
             case .string(let s): JSONWriter.appendString(s, to: &out)
@@ -122,6 +142,7 @@ extension Record {
             case .objectId(let oid): appendQuotedHex(oid, to: &out)
             }
         }
+        writePending()
         out.append(UInt8(ascii: "}"))
     }
 

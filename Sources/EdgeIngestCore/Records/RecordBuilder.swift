@@ -21,11 +21,15 @@ public struct RecordBuilder: Sendable {
     private var seen: [Bool]
     private var id: ObjectId?
     private var idSeen = false
+    /// Text of the fields set by ``setVerbatim(field:_:form:)``, one after
+    /// the other, and where each field's is: count 0 for fields set otherwise.
+    private var verbatim = VerbatimFields()
 
     public init(type: RecordType) {
         self.type = type
         values = [FieldValue?](repeating: nil, count: type.fields.count)
         seen = [Bool](repeating: false, count: type.fields.count)
+        verbatim.spans = [VerbatimFields.Span](repeating: VerbatimFields.Span(), count: type.fields.count)
     }
 
     /// Sets field `index` (of ``RecordType/fields``) from a raw value.
@@ -37,6 +41,28 @@ public struct RecordBuilder: Sendable {
         seen[index] = true
         if case .null = raw { return }
         values[index] = try type.convert(raw, toFieldAt: index)
+    }
+
+    /// Sets field `index` to JSON text of `form` to be stored as it is,
+    /// when the field's type stores that form verbatim (see ``VerbatimJSON``);
+    /// returns false, setting nothing, when it does not (convert the value
+    /// and call ``set(field:_:)`` instead). The text is copied.
+    ///
+    /// The caller guarantees `json` is valid JSON of that form: this is
+    /// the NDJSON reader's way to skip converting and re-encoding values
+    /// whose text is already what the queue stores.
+    package mutating func setVerbatim(field index: Int, _ json: UnsafeRawBufferPointer, form: VerbatimJSON) throws -> Bool {
+        guard type.storage.fieldTypes[index].storesVerbatim(form) else { return false }
+        if seen[index] {
+            let name = type.storage.fields[index].name
+            throw EdgeIngestError.invalidRecord(.duplicateField, field: name, "field '\(name)' appears more than once")
+        }
+        seen[index] = true
+        let start = verbatim.bytes.count
+        verbatim.bytes.append(contentsOf: type.storage.encodedKeys[index])
+        verbatim.bytes.append(contentsOf: json)
+        verbatim.spans[index] = VerbatimFields.Span(start: start, count: verbatim.bytes.count - start, valueStart: verbatim.bytes.count - json.count, form: form)
+        return true
     }
 
     /// Sets `_id` from a raw value (an ObjectId or its text; null generates one).
@@ -56,7 +82,11 @@ public struct RecordBuilder: Sendable {
     public func finish() throws -> Record {
         var values = values
         for i in values.indices where values[i] == nil {
-            values[i] = try valueOrDefault(i)
+            let span = verbatim.spans[i]
+            let converted = span.count == 0 ? nil : verbatim.bytes.withUnsafeBytes { bytes in
+                type.storage.fields[i].type.value(verbatim: UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<span.start + span.count]), form: span.form)
+            }
+            values[i] = try converted ?? valueOrDefault(i)
         }
         return Record(type: type, id: finalID, values: values)
     }
@@ -79,10 +109,10 @@ public struct RecordBuilder: Sendable {
     /// the builder is emptied all the same.
     public mutating func finish(into batch: inout EncodedBatch) throws {
         defer { reset() }
-        for i in values.indices where values[i] == nil {
+        for i in values.indices where values[i] == nil && verbatim.spans[i].count == 0 {
             values[i] = try valueOrDefault(i)
         }
-        batch.append(type: type, id: finalID, values: values)
+        batch.append(type: type, id: finalID, values: values, verbatim: verbatim)
     }
 
     /// Forgets every value set, keeping the storage, for the next record.
@@ -90,7 +120,9 @@ public struct RecordBuilder: Sendable {
         for i in values.indices {
             values[i] = nil
             seen[i] = false
+            verbatim.spans[i].count = 0
         }
+        verbatim.bytes.removeAll(keepingCapacity: true)
         id = nil
         idSeen = false
     }
@@ -110,6 +142,25 @@ public struct RecordBuilder: Sendable {
     public static func unknownField(_ key: String, in type: RecordType) -> EdgeIngestError {
         EdgeIngestError.invalidRecord(.unknownField, field: key, "field \(quoted(key)) is not declared in record type '\(type.name)'")
     }
+}
+
+/// The fields of one record given as verbatim JSON text (see
+/// ``RecordBuilder/setVerbatim(field:_:form:)``), each stored as the
+/// record's JSON holds it: `,"name":text`. Fields set in declaration
+/// order lie one after the other and are written with one copy.
+struct VerbatimFields: Sendable {
+    struct Span: Sendable {
+        /// Where `,"name":text` starts in ``VerbatimFields/bytes``.
+        var start = 0
+        /// 0: the field is not verbatim.
+        var count = 0
+        /// Where `text` starts.
+        var valueStart = 0
+        var form = VerbatimJSON.integer
+    }
+    var bytes: [UInt8] = []
+    /// One per field of the type.
+    var spans: [Span] = []
 }
 
 extension RecordType {

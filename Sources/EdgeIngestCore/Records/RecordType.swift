@@ -67,11 +67,14 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
         let fieldIndex: [String: Int]
         let fieldNamesUTF8: [[UInt8]]
         let encodedKeys: [[UInt8]]
+        /// Each field's type, read per value without copying its ``Field``.
+        let fieldTypes: [FieldType]
 
         init(name: String, fields: [Field], fieldIndex: [String: Int]) {
             self.name = name
             self.fields = fields
             self.fieldIndex = fieldIndex
+            fieldTypes = fields.map(\.type)
             fieldNamesUTF8 = fields.map { Array($0.name.utf8) }
             encodedKeys = fields.map { field in
                 var key: [UInt8] = [UInt8(ascii: ",")]

@@ -39,7 +39,8 @@ struct CSVParser {
             let keyStart = out.keys.count
             out.keys.append(contentsOf: header[k])
             let value: RawFieldValue = cell.bytes.isEmpty && !cell.quoted ? .null : .text(String(decoding: cell.bytes, as: UTF8.self))
-            out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: header[k].count, value: value))
+            out.cells.append(value)
+            out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: header[k].count, keyInLine: false, value: .cell(out.cells.count - 1)))
         }
     }
 

@@ -4,8 +4,11 @@ import Glibc
 import EdgeIngestCore
 
 /// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
-/// byte by byte. Nested objects and arrays are skipped (bounded depth) and
-/// become `.unsupported`, which validation refuses with the field's name.
+/// byte by byte: keys are located in the line (decoded into the line's
+/// key buffer only if they hold escapes), values are checked and located
+/// (a ``JSONToken``) and converted only when asked (``value(of:in:)``).
+/// Nested objects and arrays are skipped (bounded depth) and become
+/// `.unsupported`, which validation refuses with the field's name.
 struct NDJSONParser {
     static let maxDepth = 64
 
@@ -15,6 +18,7 @@ struct NDJSONParser {
 
     mutating func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
         out.removeAll()
+        out.line = line
         p = line
         i = 0
         try checkUTF8(line)
@@ -29,15 +33,22 @@ struct NDJSONParser {
             while true {
                 skipSpace()
                 guard i < p.count, p[i] == UInt8(ascii: "\"") else { throw .malformedJSON(i, "expected a quoted key") }
-                let keyStart = out.keys.count
-                try readString(into: &out.keys)
-                let keyCount = out.keys.count - keyStart
+                var keyStart = i + 1
+                var keyInLine = true
+                if try skipString() {
+                    // Escapes: the key decoded into the keys buffer.
+                    i = keyStart - 1
+                    keyStart = out.keys.count
+                    keyInLine = false
+                    try readString(into: &out.keys)
+                }
+                let keyCount = keyInLine ? i - 1 - keyStart : out.keys.count - keyStart
                 skipSpace()
                 guard i < p.count, p[i] == UInt8(ascii: ":") else { throw .malformedJSON(i, "expected ':' after a key") }
                 i += 1
                 skipSpace()
-                let value = try readValue()
-                out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: keyCount, value: value))
+                let value = try scanValue()
+                out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: keyCount, keyInLine: keyInLine, value: .json(value)))
                 skipSpace()
                 guard i < p.count else { throw .malformedJSON(i, "unexpected end of line: expected ',' or '}'") }
                 if p[i] == UInt8(ascii: ",") {
@@ -106,59 +117,125 @@ struct NDJSONParser {
         throw .malformedJSON(i, "unterminated string")
     }
 
-    private mutating func readValue() throws(LineRejection) -> RawFieldValue {
+    /// Checks the JSON value at `i` and says where it is and what it is.
+    private mutating func scanValue() throws(LineRejection) -> JSONToken {
         guard i < p.count else { throw .malformedJSON(i, "expected a value") }
+        let start = i
+        let form: JSONToken.Form
+        var numberForm: VerbatimJSON?
         switch p[i] {
         case UInt8(ascii: "\""):
-            var buffer = takeScratch()
-            defer { scratch = buffer }
-            try readString(into: &buffer)
-            return .string(String(decoding: buffer, as: UTF8.self))
-        case UInt8(ascii: "t"): return try literal("true", .bool(true))
-        case UInt8(ascii: "f"): return try literal("false", .bool(false))
-        case UInt8(ascii: "n"): return try literal("null", .null)
+            form = try skipString() ? .escapedString : .string
+        case UInt8(ascii: "t"):
+            try literal("true")
+            form = .trueLiteral
+        case UInt8(ascii: "f"):
+            try literal("false")
+            form = .falseLiteral
+        case UInt8(ascii: "n"):
+            try literal("null")
+            form = .null
         case UInt8(ascii: "{"), UInt8(ascii: "["):
-            let what = p[i] == UInt8(ascii: "{") ? "an object" : "an array"
+            form = p[i] == UInt8(ascii: "{") ? .object : .array
             try skipNested()
-            return .unsupported(what)
         case UInt8(ascii: "-"), 0x30...0x39:
-            return try readNumber()
+            try scanNumber()
+            form = .number
+            numberForm = VerbatimJSON.number(UnsafeRawBufferPointer(rebasing: p[start..<i]))
         default:
             throw .malformedJSON(i, "expected a value (string, number, true, false, null, object or array)")
         }
+        return JSONToken(form: form, start: start, count: i - start, numberForm: numberForm)
     }
 
-    private mutating func literal(_ word: StaticString, _ value: RawFieldValue) throws(LineRejection) -> RawFieldValue {
+    /// The value of a token ``parse(_:into:)`` found in `line`, converted.
+    static func value(of token: JSONToken, in line: UnsafeRawBufferPointer) throws(LineRejection) -> RawFieldValue {
+        let text = UnsafeRawBufferPointer(rebasing: line[token.start..<token.start + token.count])
+        switch token.form {
+        case .string:
+            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self))
+        case .escapedString:
+            var parser = NDJSONParser()
+            parser.p = text
+            var buffer: [UInt8] = []
+            try parser.readString(into: &buffer)
+            return .string(String(decoding: buffer, as: UTF8.self))
+        case .number: return NDJSONParser.numberValue(text)
+        case .trueLiteral: return .bool(true)
+        case .falseLiteral: return .bool(false)
+        case .null: return .null
+        case .object: return .unsupported("an object")
+        case .array: return .unsupported("an array")
+        }
+    }
+
+    /// Whether one of eight bytes is `"`, `\` or below 0x20 (the classic
+    /// "has a zero byte" test on the word XORed with each; bytes ≥ 0x80 are
+    /// masked out of the below-0x20 test by `~word`).
+    static func mayEndOrEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        return hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || (word &- ones &* 0x20) & ~word & highs != 0
+    }
+
+    /// Skips the string at `i` (a quote), checking its escapes; whether it had any.
+    private mutating func skipString() throws(LineRejection) -> Bool {
+        let quote = i
+        i += 1
+        // Eight bytes at a time while none is a quote, a backslash or a control character.
+        while i + 8 <= p.count, !NDJSONParser.mayEndOrEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i += 8 }
+        while i < p.count {
+            let c = p[i]
+            if c == UInt8(ascii: "\"") {
+                i += 1
+                return false
+            }
+            if c < 0x20 { throw .malformedJSON(i, "control character inside a string (escape it)") }
+            if c == UInt8(ascii: "\\") { break }
+            i += 1
+        }
+        guard i < p.count else { throw .malformedJSON(i, "unterminated string") }
+        // An escape: read the string again with the decoding reader, which checks escapes.
+        i = quote
+        var buffer = takeScratch()
+        defer { scratch = buffer }
+        try readString(into: &buffer)
+        return true
+    }
+
+    private mutating func literal(_ word: StaticString) throws(LineRejection) {
         let n = word.utf8CodeUnitCount
         guard i + n <= p.count else { throw .malformedJSON(i, "expected a value") }
         for k in 0..<n where p[i + k] != word.utf8Start[k] { throw .malformedJSON(i, "expected a value") }
         i += n
-        return value
     }
 
-    private mutating func readNumber() throws(LineRejection) -> RawFieldValue {
-        let start = i
+    /// Checks the JSON number at `i` and moves past it.
+    private mutating func scanNumber() throws(LineRejection) {
         if p[i] == UInt8(ascii: "-") { i += 1 }
         guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit") }
         if p[i] == 0x30, i + 1 < p.count, p[i + 1] >= 0x30, p[i + 1] <= 0x39 {
             throw .malformedJSON(i, "numbers cannot have leading zeros")
         }
-        var isInteger = true
         while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
         if i < p.count, p[i] == UInt8(ascii: ".") {
-            isInteger = false
             i += 1
             guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit after '.'") }
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
         }
         if i < p.count, p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
-            isInteger = false
             i += 1
             if i < p.count, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { i += 1 }
             guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit in the exponent") }
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
         }
-        let text = UnsafeRawBufferPointer(rebasing: p[start..<i])
+    }
+
+    /// The value of a valid JSON number: an integer if it is one within
+    /// 64 bits, else a double.
+    static func numberValue(_ text: UnsafeRawBufferPointer) -> RawFieldValue {
+        let isInteger = !text.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
         if isInteger, text.count <= 20 {
             // Accumulate negatively so Int64.min fits; overflow falls back to a double.
             var v: Int64 = 0

@@ -33,9 +33,7 @@ struct ReadingRouter: Sendable {
     /// Whether the field's key is `key` (a static string: no lazy global
     /// and no array per comparison on the hot path).
     private static func isKey(_ key: StaticString, _ field: ParsedLine.Field, in line: ParsedLine) -> Bool {
-        field.keyCount == key.utf8CodeUnitCount && line.keys.withUnsafeBytes { keys in
-            memcmp(keys.baseAddress! + field.keyStart, key.utf8Start, field.keyCount) == 0
-        }
+        field.keyCount == key.utf8CodeUnitCount && line.withKey(field) { memcmp($0.baseAddress!, key.utf8Start, field.keyCount) == 0 }
     }
 
     /// The builder of the last routed reading's type, kept for the next
@@ -46,7 +44,7 @@ struct ReadingRouter: Sendable {
     func route(_ line: ParsedLine) throws(LineRejection) -> Record {
         var builder = RecordBuilder(type: try recordType(of: line))
         do {
-            try fill(&builder, from: line)
+            try fill(&builder, from: line, verbatim: false)
             return try builder.finish()
         } catch {
             throw ReadingRouter.rejection(for: error)
@@ -56,19 +54,18 @@ struct ReadingRouter: Sendable {
     /// Validates a parsed line and appends it, encoded, to `batch`.
     mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
         let type = try recordType(of: line)
-        var builder: RecordBuilder
-        if let spare = spareBuilder, spare.type == type {
-            builder = spare
-            spareBuilder = nil  // one owner, so the builder's storage is not copied on write
-        } else {
-            builder = RecordBuilder(type: type)
-        }
-        defer { spareBuilder = builder }
+        // Moved out and back with swap, never copied: a second reference
+        // to its arrays would make the first write copy them (and `fill`,
+        // a method of `self`, cannot take a stored property inout).
+        var builder: RecordBuilder? = nil
+        swap(&builder, &spareBuilder)
+        defer { swap(&builder, &spareBuilder) }
+        if builder?.type != type { builder = RecordBuilder(type: type) }
         do {
-            try fill(&builder, from: line)
-            try builder.finish(into: &batch)
+            try fill(&builder!, from: line, verbatim: true)
+            try builder!.finish(into: &batch)
         } catch {
-            builder.reset()
+            builder!.reset()
             throw ReadingRouter.rejection(for: error)
         }
     }
@@ -77,7 +74,7 @@ struct ReadingRouter: Sendable {
     private func recordType(of line: ParsedLine) throws(LineRejection) -> RecordType {
         var type = defaultType
         for field in line.fields where ReadingRouter.isKey("_type", field, in: line) {
-            guard case .string(let name) = field.value else {
+            guard case .string(let name) = try line.value(field) else {
                 throw LineRejection(reason: ValidationFailure.Reason.unknownType.description, message: "field '_type' must be a string naming a declared record type")
             }
             guard let named = typesByName[name] else {
@@ -104,15 +101,20 @@ struct ReadingRouter: Sendable {
     }
 
     /// Sets the builder's fields and `_id` from the line.
-    private func fill(_ builder: inout RecordBuilder, from line: ParsedLine) throws {
+    ///
+    /// - Parameter verbatim: whether values whose JSON text the queue
+    ///   stores as it is are set as that text, unconverted (the path into
+    ///   an ``EncodedBatch``; a ``Record`` is built from converted values).
+    private func fill(_ builder: inout RecordBuilder, from line: ParsedLine, verbatim: Bool) throws {
         let type = builder.type
         var hint = 0
         for field in line.fields {
             if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
-                try builder.set(field: index, field.value)
                 hint = index + 1
+                if verbatim, let (text, form) = line.verbatim(field), try builder.setVerbatim(field: index, text, form: form) { continue }
+                try builder.set(field: index, try line.value(field))
             } else if ReadingRouter.isKey("_id", field, in: line) {
-                try builder.setID(field.value)
+                try builder.setID(ReadingRouter.objectId(field, in: line) ?? line.value(field))
             } else if !ReadingRouter.isKey("_type", field, in: line) {
                 throw RecordBuilder.unknownField(line.keyString(field), in: type)
             }
@@ -121,6 +123,15 @@ struct ReadingRouter: Sendable {
             // Null and the all-zero id would get a new random id: a re-sent record would be stored again.
             throw LineRejection(reason: "missing_id", message: "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId")
         }
+    }
+
+    /// An `_id` given as 24 hexadecimal digits without escapes, read
+    /// without a `String`; nil for anything else (converted as usual).
+    private static func objectId(_ field: ParsedLine.Field, in line: ParsedLine) -> RawFieldValue? {
+        guard let (text, form) = line.verbatim(field), form == .plainString, text.count == 26,
+            let id = ObjectId(hexUTF8: UnsafeRawBufferPointer(rebasing: text[1..<25]))
+        else { return nil }
+        return .objectId(id)
     }
 
     private static func rejection(for error: any Error) -> LineRejection {

@@ -75,13 +75,13 @@ final class IngestServer: HTTPHandler {
         let problem = request.body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> LineRejection? in
             do throws(LineRejection) {
                 try parser.parse(raw, into: &line)
+                for field in line.fields { if case .string(let s) = try line.value(field) { fields[line.keyString(field)] = s } }
                 return nil
             } catch {
                 return error
             }
         }
         if let problem { return .error(400, "bad_login", "the login body is not a JSON object: \(problem.message)") }
-        for field in line.fields { if case .string(let s) = field.value { fields[line.keyString(field)] = s } }
         let provider = fields["provider"] ?? ""
         let userID: String?
         switch provider {

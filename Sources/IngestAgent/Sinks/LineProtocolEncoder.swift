@@ -50,31 +50,33 @@ struct LineProtocolEncoder {
         var idTime: Int64?
         for field in parsed.fields {
             let key = parsed.keyString(field)
+            let value: RawFieldValue
+            do { value = try parsed.value(field) } catch { throw Refusal(reason: "the queued record is not a JSON object") }
             if key == RecordType.primaryKey {
-                if case .string(var hex) = field.value, let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) }) {
+                if case .string(var hex) = value, let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) }) {
                     idTime = Self.time(of: id)
                 }
                 continue
             }
-            if case .null = field.value { continue }
+            if case .null = value { continue }
             let declared = types[key]
             if key == timestampField {
-                time = try Self.nanoseconds(field.value, key: key)
+                time = try Self.nanoseconds(value, key: key)
                 continue
             }
             if tags.contains(key) {
-                let text = Self.tagText(field.value)
+                let text = Self.tagText(value)
                 guard !text.contains(0x0A), !text.contains(0x0D) else { throw Refusal(reason: "tag '\(key)' holds a newline, which line protocol cannot carry") }
                 // A trailing backslash would escape the separator after it.
                 guard text.last != 0x5C else { throw Refusal(reason: "tag '\(key)' ends with a backslash, which line protocol cannot carry") }
                 if !text.isEmpty { tagParts.append((key, Self.escaped(text, special: [0x2C, 0x3D, 0x20]))) }
                 continue
             }
-            guard let value = try Self.fieldValue(field.value, declared: declared, key: key) else { continue }
+            guard let encoded = try Self.fieldValue(value, declared: declared, key: key) else { continue }
             if !fieldPart.isEmpty { fieldPart.append(0x2C) }
             fieldPart += Self.escaped(Array(key.utf8), special: [0x2C, 0x3D, 0x20])
             fieldPart.append(0x3D)
-            fieldPart += value
+            fieldPart += encoded
         }
         guard !fieldPart.isEmpty else { throw Refusal(reason: "no field left once the tags are taken out: a point needs at least one") }
         guard let nanoseconds = time ?? idTime else { throw Refusal(reason: "no time: neither a timestamp field nor an ObjectId _id") }

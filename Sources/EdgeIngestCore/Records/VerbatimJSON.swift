@@ -1,0 +1,82 @@
+/// JSON value text that ``JSONWriter`` would write byte for byte the same
+/// for a field of some types, so a validated reading's value can be stored
+/// as it was read instead of being converted and written again.
+///
+/// The forms are narrow on purpose: each is text the writer produces
+/// unchanged, so a record stored from verbatim text is the same bytes as
+/// the record built from converted values (tests compare both paths).
+///
+/// | form | text | stored verbatim for |
+/// | --- | --- | --- |
+/// | ``plainString`` | a string literal without a backslash: `"WX1278UIT"` | `string` |
+/// | ``integer`` | `0`, or up to 15 digits without a leading zero, optionally negative: `-42` | `int`, `double` |
+/// | ``shortDecimal`` | up to 9 integer digits, `.`, 1–6 decimals ending in a non-zero digit: `29.65` | `double` |
+/// | ``boolean`` | `true`, `false` | `bool` |
+///
+/// Anything else (`60.0`, `1e3`, `-0`, escapes, timestamps, ObjectIds)
+/// takes the converting path.
+package enum VerbatimJSON: Sendable {
+    case plainString
+    case integer
+    case shortDecimal
+    case boolean
+
+    /// The form of a JSON number's text (already checked to be valid JSON),
+    /// or nil when the writer would write that number differently.
+    ///
+    /// Why these are the writer's own text: a decimal with at most 15
+    /// significant digits reads as a double whose shortest round-trip
+    /// text is those digits again (15 ≤ `Double`'s 15.95 decimal digits),
+    /// and ``JSONWriter/appendDouble(_:to:)`` writes integers below 2^53
+    /// without a fraction and values in [1e-6, 1e9) with the fewest
+    /// decimals (≤ 6) that read back the same.
+    package static func number(_ text: UnsafeRawBufferPointer) -> VerbatimJSON? {
+        var k = 0
+        let negative = text.first == UInt8(ascii: "-")
+        if negative { k = 1 }
+        let integerStart = k
+        while k < text.count, isDigit(text[k]) { k += 1 }
+        let integerDigits = k - integerStart
+        guard integerDigits > 0 else { return nil }
+        if k == text.count {
+            guard integerDigits <= 15 else { return nil }
+            // "-0" is written "0".
+            if negative, integerDigits == 1, text[integerStart] == UInt8(ascii: "0") { return nil }
+            return .integer
+        }
+        guard integerDigits <= 9, text[k] == UInt8(ascii: ".") else { return nil }
+        k += 1
+        let fractionStart = k
+        while k < text.count, isDigit(text[k]) { k += 1 }
+        let fractionDigits = k - fractionStart
+        guard k == text.count, fractionDigits >= 1, fractionDigits <= 6, text[k - 1] != UInt8(ascii: "0") else { return nil }
+        return .shortDecimal
+    }
+
+    private static func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+}
+
+extension FieldType {
+    /// Whether a value of this form is stored as its own text in a field of this type.
+    package func storesVerbatim(_ form: VerbatimJSON) -> Bool {
+        switch (kind, form) {
+        case (.string, .plainString), (.int, .integer), (.double, .integer), (.double, .shortDecimal), (.bool, .boolean): return true
+        default: return false
+        }
+    }
+
+    /// The value verbatim text of `form` stands for in a field of this type
+    /// (``storesVerbatim(_:)`` holds), for a ``Record`` built from it.
+    func value(verbatim text: UnsafeRawBufferPointer, form: VerbatimJSON) -> FieldValue? {
+        switch form {
+        case .plainString:
+            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self))
+        case .boolean:
+            return .bool(text.first == UInt8(ascii: "t"))
+        case .integer, .shortDecimal:
+            let string = String(decoding: text, as: UTF8.self)
+            if kind == .int { return Int64(string).map(FieldValue.int) }
+            return Double(string).map(FieldValue.double)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+@testable import EdgeIngestCore
+import Testing
+
+/// The forms a reading's value is stored in as read (VerbatimJSON) are
+/// exactly texts JSONWriter writes unchanged: if one were not, the queue
+/// would hold other bytes than the converting path stores.
+@Suite struct VerbatimJSONTests {
+    private func form(_ text: String) -> VerbatimJSON? {
+        Array(text.utf8).withUnsafeBytes { VerbatimJSON.number($0) }
+    }
+
+    private func written(_ value: FieldValue) -> String {
+        var out: [UInt8] = []
+        switch value {
+        case .int(let i): JSONWriter.appendInt(i, to: &out)
+        case .double(let d): JSONWriter.appendDouble(d, to: &out)
+        default: Issue.record("not a number: \(value)")
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test(arguments: [
+        ("0", VerbatimJSON.integer), ("-42", .integer), ("999999999999999", .integer), ("-999999999999999", .integer),
+        ("29.65", .shortDecimal), ("-0.5", .shortDecimal), ("0.000001", .shortDecimal), ("999999999.999999", .shortDecimal),
+        ("66.7", .shortDecimal), ("123456789.123456", .shortDecimal),
+    ])
+    func theseAreVerbatim(_ text: String, _ expected: VerbatimJSON) {
+        #expect(form(text) == expected)
+    }
+
+    @Test(arguments: [
+        "-0", "1000000000000000", "60.0", "29.650", "1e3", "1E3", "1.5e2", "0.0000001", "1234567890.5", "-0.0", "1.",
+    ])
+    func theseAreConverted(_ text: String) {
+        #expect(form(text) == nil)
+    }
+
+    /// Every verbatim number reads back (as the parser reads it) to a value
+    /// the writer writes as the same text, for each field type that stores it.
+    @Test func verbatimNumbersAreWhatTheWriterWrites() {
+        var generator = SystemRandomNumberGenerator()
+        var checked = 0
+        for n in 0..<200_000 {
+            let text: String
+            switch n % 4 {
+            case 0: text = String(Int64.random(in: -999_999_999_999_999...999_999_999_999_999, using: &generator))
+            case 1: text = String(Int64.random(in: -1000...1000, using: &generator))
+            default:
+                let integer = Int64.random(in: 0...(n % 3 == 0 ? 999_999_999 : 999), using: &generator)
+                let decimals = Int.random(in: 1...7, using: &generator)
+                var fraction = ""
+                for _ in 0..<decimals { fraction += String(Int.random(in: 0...9, using: &generator)) }
+                text = (Bool.random(using: &generator) ? "-" : "") + String(integer) + "." + fraction
+            }
+            guard let form = form(text) else { continue }
+            checked += 1
+            let double = Double(text)!
+            let type = FieldType.double
+            #expect(type.storesVerbatim(form))
+            #expect(written(.double(double)) == text, "double field: \(text)")
+            let fromVerbatim = Array(text.utf8).withUnsafeBytes { type.value(verbatim: $0, form: form) }
+            #expect(fromVerbatim == .double(double))
+            if form == .integer {
+                #expect(FieldType.int.storesVerbatim(form))
+                #expect(written(.int(Int64(text)!)) == text, "int field: \(text)")
+            } else {
+                #expect(!FieldType.int.storesVerbatim(form))
+            }
+        }
+        #expect(checked > 100_000)
+    }
+
+    @Test func onlyTheTypesThatWriteAFormStoreIt() {
+        #expect(FieldType.string.storesVerbatim(.plainString))
+        #expect(FieldType.bool.storesVerbatim(.boolean))
+        for type in [FieldType.timestamp, .objectId] {
+            for form in [VerbatimJSON.plainString, .integer, .shortDecimal, .boolean] {
+                #expect(!type.storesVerbatim(form), "\(type) must convert \(form)")
+            }
+        }
+        #expect(!FieldType.string.storesVerbatim(.integer))
+        #expect(!FieldType.bool.storesVerbatim(.plainString))
+    }
+
+    /// A builder given verbatim text finishes into the same Record as one
+    /// given the converted values, and into the same stored line.
+    @Test func aBuilderGivenTextBuildsWhatConvertedValuesBuild() throws {
+        let type = try RecordType(name: "T", fields: [
+            .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
+            .init(name: "b", type: .bool), .init(name: "o", type: .int, isRequired: false),
+        ])
+        let id = ObjectId.generate()
+        var verbatim = RecordBuilder(type: type)
+        var converted = RecordBuilder(type: type)
+        try verbatim.setID(.objectId(id))
+        try converted.setID(.objectId(id))
+        for (index, text, form, value) in [
+            (0, #""WX1278UIT""#, VerbatimJSON.plainString, RawFieldValue.string("WX1278UIT")),
+            (1, "-42", .integer, .int(-42)), (2, "29.65", .shortDecimal, .double(29.65)), (3, "true", .boolean, .bool(true)),
+        ] {
+            #expect(try Array(text.utf8).withUnsafeBytes { try verbatim.setVerbatim(field: index, $0, form: form) })
+            try converted.set(field: index, value)
+        }
+        #expect(try verbatim.finish() == converted.finish())
+        var stored = EncodedBatch()
+        var expected = EncodedBatch()
+        try verbatim.finish(into: &stored)
+        try converted.finish(into: &expected)
+        #expect(stored.runs[0].payload == expected.runs[0].payload)
+        #expect(String(decoding: stored.runs[0].payload, as: UTF8.self) == #"{"_id":"\#(id.hexString)","s":"WX1278UIT","i":-42,"d":29.65,"b":true}"# + "\n")
+    }
+
+    @Test func verbatimTextIsRefusedWhereTheTypeDoesNotStoreItAndCountsAsSet() throws {
+        let type = try RecordType(name: "T", fields: [.init(name: "t", type: .timestamp), .init(name: "i", type: .int)])
+        var builder = RecordBuilder(type: type)
+        #expect(try !Array("1700000000000".utf8).withUnsafeBytes { try builder.setVerbatim(field: 0, $0, form: .integer) })
+        try builder.set(field: 0, .int(1_700_000_000_000))  // not set twice: the refusal set nothing
+        #expect(try Array("7".utf8).withUnsafeBytes { try builder.setVerbatim(field: 1, $0, form: .integer) })
+        #expect(throws: EdgeIngestError.self) { try Array("8".utf8).withUnsafeBytes { try builder.setVerbatim(field: 1, $0, form: .integer) } }
+        #expect(throws: EdgeIngestError.self) { try builder.set(field: 1, .int(8)) }
+    }
+}
