@@ -34,13 +34,18 @@ public struct RecordBuilder: Sendable {
 
     /// Sets field `index` (of ``RecordType/fields``) from a raw value.
     public mutating func set(field index: Int, _ raw: RawFieldValue) throws {
+        try markSeen(index)
+        if case .null = raw { return }
+        values[index] = try type.convert(raw, toFieldAt: index)
+    }
+
+    /// Records that field `index` was given; refuses a second time.
+    private mutating func markSeen(_ index: Int) throws {
         if seen[index] {
             let name = type.storage.fields[index].name
             throw EdgeIngestError.invalidRecord(.duplicateField, field: name, "field '\(name)' appears more than once")
         }
         seen[index] = true
-        if case .null = raw { return }
-        values[index] = try type.convert(raw, toFieldAt: index)
     }
 
     /// Sets field `index` to JSON text of `form` to be stored as it is,
@@ -53,11 +58,7 @@ public struct RecordBuilder: Sendable {
     /// whose text is already what the queue stores.
     package mutating func setVerbatim(field index: Int, _ json: UnsafeRawBufferPointer, form: VerbatimJSON) throws -> Bool {
         guard type.storage.fieldTypes[index].storesVerbatim(form) else { return false }
-        if seen[index] {
-            let name = type.storage.fields[index].name
-            throw EdgeIngestError.invalidRecord(.duplicateField, field: name, "field '\(name)' appears more than once")
-        }
-        seen[index] = true
+        try markSeen(index)
         let start = verbatim.bytes.count
         verbatim.bytes.append(contentsOf: type.storage.encodedKeys[index])
         verbatim.bytes.append(contentsOf: json)

@@ -75,7 +75,7 @@ extension RecordType {
                 "field '\(field.name)' must be \(expected ?? field.type.expectation), got \(raw.errorDescription)"
             )
         }
-        switch storage.fields[index].type.kind {
+        switch storage.fieldTypes[index].kind {
         case .string:
             switch raw {
             case .string(let s), .text(let s): return .string(s)

@@ -4,8 +4,8 @@ import Glibc
 import EdgeIngestCore
 
 /// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
-/// byte by byte: keys are located in the line (decoded into the line's
-/// key buffer only if they hold escapes), values are checked and located
+/// byte by byte: keys are located in the line (decoded into the
+/// ParsedLine's key buffer only if they hold escapes), values are checked and located
 /// (a ``JSONToken``) and converted only when asked (``value(of:in:)``).
 /// Nested objects and arrays are skipped (bounded depth) and become
 /// `.unsupported`, which validation refuses with the field's name.
@@ -33,16 +33,20 @@ struct NDJSONParser {
             while true {
                 skipSpace()
                 guard i < p.count, p[i] == UInt8(ascii: "\"") else { throw .malformedJSON(i, "expected a quoted key") }
-                var keyStart = i + 1
-                var keyInLine = true
-                if try skipString() {
-                    // Escapes: the key decoded into the keys buffer.
-                    i = keyStart - 1
+                let quote = i
+                let keyInLine = try skipPlainString()
+                let keyStart: Int
+                let keyCount: Int
+                if keyInLine {
+                    keyStart = quote + 1
+                    keyCount = i - 1 - keyStart
+                } else {
+                    // Escapes: the key decoded (and its escapes checked) into the keys buffer.
+                    i = quote
                     keyStart = out.keys.count
-                    keyInLine = false
                     try readString(into: &out.keys)
+                    keyCount = out.keys.count - keyStart
                 }
-                let keyCount = keyInLine ? i - 1 - keyStart : out.keys.count - keyStart
                 skipSpace()
                 guard i < p.count, p[i] == UInt8(ascii: ":") else { throw .malformedJSON(i, "expected ':' after a key") }
                 i += 1
@@ -125,7 +129,16 @@ struct NDJSONParser {
         var numberForm: VerbatimJSON?
         switch p[i] {
         case UInt8(ascii: "\""):
-            form = try skipString() ? .escapedString : .string
+            if try skipPlainString() {
+                form = .string
+            } else {
+                // Escapes: read again by the decoding reader, which checks them.
+                i = start
+                var buffer = takeScratch()
+                defer { scratch = buffer }
+                try readString(into: &buffer)
+                form = .escapedString
+            }
         case UInt8(ascii: "t"):
             try literal("true")
             form = .trueLiteral
@@ -179,9 +192,10 @@ struct NDJSONParser {
         return hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || (word &- ones &* 0x20) & ~word & highs != 0
     }
 
-    /// Skips the string at `i` (a quote), checking its escapes; whether it had any.
-    private mutating func skipString() throws(LineRejection) -> Bool {
-        let quote = i
+    /// Moves past the string at `i` (a quote) and returns true when it has
+    /// no escapes; at its first backslash, stops and returns false (the
+    /// caller reads it again from the quote with ``readString(into:)``).
+    private mutating func skipPlainString() throws(LineRejection) -> Bool {
         i += 1
         // Eight bytes at a time while none is a quote, a backslash or a control character.
         while i + 8 <= p.count, !NDJSONParser.mayEndOrEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i += 8 }
@@ -189,19 +203,13 @@ struct NDJSONParser {
             let c = p[i]
             if c == UInt8(ascii: "\"") {
                 i += 1
-                return false
+                return true
             }
             if c < 0x20 { throw .malformedJSON(i, "control character inside a string (escape it)") }
-            if c == UInt8(ascii: "\\") { break }
+            if c == UInt8(ascii: "\\") { return false }
             i += 1
         }
-        guard i < p.count else { throw .malformedJSON(i, "unterminated string") }
-        // An escape: read the string again with the decoding reader, which checks escapes.
-        i = quote
-        var buffer = takeScratch()
-        defer { scratch = buffer }
-        try readString(into: &buffer)
-        return true
+        throw .malformedJSON(i, "unterminated string")
     }
 
     private mutating func literal(_ word: StaticString) throws(LineRejection) {

@@ -44,7 +44,7 @@ struct ReadingRouter: Sendable {
     func route(_ line: ParsedLine) throws(LineRejection) -> Record {
         var builder = RecordBuilder(type: try recordType(of: line))
         do {
-            try fill(&builder, from: line, verbatim: false)
+            try ReadingRouter.fill(&builder, from: line, verbatim: false, requireID: requireID)
             return try builder.finish()
         } catch {
             throw ReadingRouter.rejection(for: error)
@@ -54,18 +54,15 @@ struct ReadingRouter: Sendable {
     /// Validates a parsed line and appends it, encoded, to `batch`.
     mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
         let type = try recordType(of: line)
-        // Moved out and back with swap, never copied: a second reference
-        // to its arrays would make the first write copy them (and `fill`,
-        // a method of `self`, cannot take a stored property inout).
-        var builder: RecordBuilder? = nil
-        swap(&builder, &spareBuilder)
-        defer { swap(&builder, &spareBuilder) }
-        if builder?.type != type { builder = RecordBuilder(type: type) }
+        if spareBuilder?.type != type { spareBuilder = RecordBuilder(type: type) }
+        // Mutated in place through `!` (`fill` is static: an instance method
+        // taking a stored property inout makes Swift copy `self`, and the
+        // builder's arrays were then copied on every write).
         do {
-            try fill(&builder!, from: line, verbatim: true)
-            try builder!.finish(into: &batch)
+            try ReadingRouter.fill(&spareBuilder!, from: line, verbatim: true, requireID: requireID)
+            try spareBuilder!.finish(into: &batch)
         } catch {
-            builder!.reset()
+            spareBuilder!.reset()
             throw ReadingRouter.rejection(for: error)
         }
     }
@@ -105,7 +102,7 @@ struct ReadingRouter: Sendable {
     /// - Parameter verbatim: whether values whose JSON text the queue
     ///   stores as it is are set as that text, unconverted (the path into
     ///   an ``EncodedBatch``; a ``Record`` is built from converted values).
-    private func fill(_ builder: inout RecordBuilder, from line: ParsedLine, verbatim: Bool) throws {
+    private static func fill(_ builder: inout RecordBuilder, from line: ParsedLine, verbatim: Bool, requireID: Bool) throws {
         let type = builder.type
         var hint = 0
         for field in line.fields {
