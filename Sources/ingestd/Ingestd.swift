@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import IngestAgent
 
 #if canImport(Glibc)
 import Glibc
@@ -6,9 +7,13 @@ import Glibc
 
 @main
 enum Ingestd {
-    static func main() async {
-        let status = await CommandRunner(root: spec, version: EdgeIngestVersion.current).run(Array(CommandLine.arguments.dropFirst()))
-        exit(status)
+    static func main() {
+        // ingestd's own executors (no libdispatch pool monitor waking every
+        // second); the agent runs in a task, the main thread serves the main actor.
+        AgentExecutors.run {
+            let status = await CommandRunner(root: spec, version: EdgeIngestVersion.current).run(Array(CommandLine.arguments.dropFirst()))
+            exit(status)
+        }
     }
 
     static let spec = CommandSpec(

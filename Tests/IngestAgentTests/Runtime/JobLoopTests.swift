@@ -1,0 +1,188 @@
+import EdgeIngestCore
+@testable import IngestAgent
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The queue, the timer heap and the loop under ingestd's executors,
+/// driven with plain values on threads the tests start.
+@Suite struct JobLoopTests {
+    @Test func ringKeepsOrderAcrossGrowth() {
+        var ring = ItemRing<Int>()
+        var expected: [Int] = []
+        var popped: [Int] = []
+        var next = 0
+        // Interleave appends and pops so the head wraps before the ring grows.
+        for round in 0..<50 {
+            for _ in 0..<(round * 7 % 40 + 1) {
+                ring.append(next)
+                expected.append(next)
+                next += 1
+            }
+            for _ in 0..<(round * 5 % 30) {
+                if let item = ring.popFirst() { popped.append(item) }
+            }
+        }
+        while let item = ring.popFirst() { popped.append(item) }
+        #expect(popped == expected)
+        #expect(ring.isEmpty)
+        #expect(next > 64)  // the ring grew at least once
+    }
+
+    @Test func heapReleasesByDeadlineThenArrival() {
+        var heap = TimerHeap<(deadline: UInt64, arrival: Int)>()
+        var generator = SystemRandomNumberGenerator()
+        var all: [(deadline: UInt64, arrival: Int)] = []
+        for arrival in 0..<2_000 {
+            let deadline = UInt64.random(in: 0..<300, using: &generator)
+            heap.insert((deadline, arrival), deadline: deadline)
+            all.append((deadline, arrival))
+        }
+        var released: [(deadline: UInt64, arrival: Int)] = []
+        // Nothing after `now` comes out.
+        while let item = heap.popDue(now: 149) { released.append(item) }
+        #expect(released.allSatisfy { $0.deadline <= 149 })
+        #expect(heap.earliestDeadline.map { $0 >= 150 } ?? true)
+        while let item = heap.popDue(now: .max) { released.append(item) }
+        let sorted = all.sorted { $0.deadline != $1.deadline ? $0.deadline < $1.deadline : $0.arrival < $1.arrival }
+        #expect(released.map(\.arrival) == sorted.map(\.arrival))
+        #expect(heap.count == 0)
+    }
+
+    @Test func everyItemRunsOnceAcrossThreads() async {
+        let loop = JobLoop<Int>()
+        let seen = Mutex([Int](repeating: 0, count: 20_000))
+        let servers = (0..<3).map { _ in
+            TestThread { loop.serve { item in seen.withLock { $0[item] += 1 } } }
+        }
+        let producers = (0..<4).map { part in
+            TestThread { for item in stride(from: part, to: 20_000, by: 4) { loop.enqueue(item) } }
+        }
+        producers.forEach { $0.join() }
+        #expect(await eventually { seen.withLock { $0.allSatisfy { $0 == 1 } } })
+        loop.stop()
+        servers.forEach { $0.join() }
+        #expect(seen.withLock { $0.allSatisfy { $0 == 1 } })
+    }
+
+    @Test func timersRunAtTheirDeadlineInOrder() async {
+        let loop = JobLoop<Int>()
+        let fired = Mutex<[(item: Int, at: UInt64)]>([])
+        let server = TestThread { loop.serve { item in fired.withLock { $0.append((item, JobLoop<Int>.now)) } } }
+        let start = JobLoop<Int>.now
+        let deadlines: [Int: UInt64] = [0: 300, 1: 100, 2: 200, 3: 100, 4: 0].mapValues { start + $0 * 1_000_000 }
+        for item in [0, 1, 2, 3, 4] { loop.enqueue(item, deadline: deadlines[item]!) }
+        #expect(await eventually { fired.withLock { $0.count } == 5 })
+        loop.stop()
+        server.join()
+        let order = fired.withLock { $0 }
+        #expect(order.map(\.item) == [4, 1, 3, 2, 0])
+        for entry in order { #expect(entry.at >= deadlines[entry.item]!) }
+    }
+
+    @Test func anEarlierTimerWakesTheWaitingThread() async {
+        let loop = JobLoop<Int>()
+        let fired = Mutex<[Int]>([])
+        let server = TestThread { loop.serve { item in fired.withLock { $0.append(item) } } }
+        loop.enqueue(1, deadline: JobLoop<Int>.now + 3_600_000_000_000)  // an hour away
+        #expect(await eventually { loop.threadStates.deadlineWaiter })
+        loop.enqueue(2, deadline: JobLoop<Int>.now + 10_000_000)
+        #expect(await eventually { fired.withLock { $0 } == [2] })
+        loop.stop()
+        server.join()
+    }
+
+    /// The point of these executors: a thread with nothing due sleeps —
+    /// no periodic wake-up, whether it waits for work or for a deadline an
+    /// hour away.
+    @Test func idleThreadsDoNotWakeUp() async throws {
+        let loop = JobLoop<Int>()
+        let ids = Mutex<[Int32]>([])
+        let servers = (0..<3).map { _ in
+            TestThread {
+                ids.withLock { $0.append(currentThreadID()) }
+                loop.serve { _ in }
+            }
+        }
+        loop.enqueue(1, deadline: JobLoop<Int>.now + 3_600_000_000_000)
+        #expect(await eventually { loop.threadStates == (idle: 2, busy: 0, deadlineWaiter: true) })
+        try await Task.sleep(for: .milliseconds(100))
+        let threads = ids.withLock { $0 }
+        let before = threads.map(contextSwitches)
+        try await Task.sleep(for: .seconds(2))
+        let after = threads.map(contextSwitches)
+        #expect(after == before, "idle threads were woken: \(before) -> \(after) context switches")
+        loop.stop()
+        servers.forEach { $0.join() }
+    }
+
+    @Test func aStallIsReportedOnlyWhileEveryThreadIsStuck() async {
+        let loop = JobLoop<Int>()
+        let release = Mutex(false)
+        let server = TestThread {
+            loop.serve { item in
+                if item == 0 { while !release.withLock({ $0 }) { usleep(1_000) } }
+            }
+        }
+        let reported = Mutex(false)
+        let watcher = TestThread {
+            if loop.awaitStall(checkingEvery: 20_000_000) { reported.withLock { $0 = true } }
+        }
+        loop.enqueue(0)  // occupies the only thread
+        #expect(await eventually { loop.threadStates.busy == 1 })
+        loop.enqueue(1)  // waits behind it
+        #expect(await eventually { reported.withLock { $0 } })
+        watcher.join()
+        release.withLock { $0 = true }
+        loop.stop()
+        server.join()
+    }
+}
+
+/// A joinable thread for tests.
+final class TestThread: @unchecked Sendable {
+    private let handle: pthread_t
+
+    init(_ body: @escaping () -> Void) {
+        handle = BlockingThread.start(body)!
+    }
+
+    func join() { pthread_join(handle, nil) }
+}
+
+/// Polls `condition` every 10 ms for up to 10 s.
+func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<1_000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// The calling thread's kernel id (what /proc/self/task lists).
+func currentThreadID() -> Int32 {
+    // /proc/thread-self resolves to /proc/PID/task/TID.
+    var buffer = [CChar](repeating: 0, count: 256)
+    let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+    guard count > 0 else { return -1 }
+    let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return Int32(path.split(separator: "/").last ?? "") ?? -1
+}
+
+/// Voluntary plus involuntary context switches of thread `id` of this process.
+func contextSwitches(_ id: Int32) -> Int {
+    guard let file = fopen("/proc/self/task/\(id)/status", "r") else { return -1 }
+    defer { fclose(file) }
+    var total = 0
+    var line = [CChar](repeating: 0, count: 512)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.hasPrefix("voluntary_ctxt_switches:") || text.hasPrefix("nonvoluntary_ctxt_switches:") {
+            total += Int(text.split(separator: ":")[1].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+    }
+    return total
+}
