@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The idle-wakeup floor of the Swift runtime on Linux (issue 8): builds
-# bench/wakeup-floor/main.swift (a task that sleeps 5 s at a time, nothing
-# else; static Swift runtime like ingestd) and counts the voluntary and
-# involuntary context switches of all its threads over SECONDS (default 60),
-# as bench/footprint.py counts ingestd's. libdispatch's internal workqueue
-# monitor (a 1 Hz timer on its manager thread, started with the first
-# worker thread; swift-corelibs-libdispatch src/event/workqueue.c) sets it.
+# Idle wakeups of Swift concurrency on Linux (issue 8), two programs that do
+# nothing but sleep 5 s at a time in a task (static Swift runtime, like
+# ingestd), counted as bench/footprint.py counts ingestd (voluntary and
+# involuntary context switches of all threads over SECONDS, default 60):
+#   - bench/wakeup-floor/main.swift on the platform's executors (libdispatch):
+#     its worker-pool monitor wakes a thread every second (a 1 Hz timer
+#     started with the first worker, never stopped;
+#     swift-corelibs-libdispatch src/event/workqueue.c);
+#   - bench/wakeup-floor-agent/main.swift on ingestd's own executors
+#     (Sources/IngestAgent/Runtime), which sleep until a job or timer is due.
 #
 #   bench/wakeup-floor.sh [SECONDS] [DIR]   # default 60, /tmp/edgeingest-bench-wakeup-floor
 set -euo pipefail
@@ -17,20 +20,30 @@ require_count SECONDS "$seconds"
 dir=${2:-/tmp/edgeingest-bench-wakeup-floor}
 mkdir -p "$dir"
 swiftc -O -static-stdlib bench/wakeup-floor/main.swift -o "$dir/sleeper"
+swiftc -O -static-stdlib -parse-as-library -package-name wakeupfloor \
+    bench/wakeup-floor-agent/main.swift Sources/IngestAgent/Runtime/*.swift -o "$dir/sleeper-agent"
 machine_line
-"$dir/sleeper" &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
-sleep 6  # past start-up and the first sleep
+
 switches() {
     local total=0 t v
-    for t in /proc/"$pid"/task/*; do
+    for t in /proc/"$1"/task/*; do
         v=$(awk '/^(non)?voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }' "$t/status" 2>/dev/null || echo 0)
         total=$((total + v))
     done
     echo "$total"
 }
-before=$(switches)
+
+"$dir/sleeper" & dispatch_pid=$!
+"$dir/sleeper-agent" & agent_pid=$!
+trap 'kill $dispatch_pid $agent_pid 2>/dev/null' EXIT
+sleep 6  # past start-up and the first sleep
+dispatch_before=$(switches $dispatch_pid)
+agent_before=$(switches $agent_pid)
 sleep "$seconds"
-after=$(switches)
-awk -v n=$((after - before)) -v s="$seconds" 'BEGIN { printf "idle wakeups of a sleeping Swift task: %.2f per second (%d context switches in %d s)\n", n / s, n, s }'
+dispatch_after=$(switches $dispatch_pid)
+agent_after=$(switches $agent_pid)
+report() {
+    awk -v n="$2" -v s="$seconds" -v what="$1" 'BEGIN { printf "idle wakeups of a task sleeping 5 s at a time, %s: %.2f per second (%d context switches in %d s)\n", what, n / s, n, s }'
+}
+report "libdispatch (the platform's executors)" $((dispatch_after - dispatch_before))
+report "ingestd's executors" $((agent_after - agent_before))

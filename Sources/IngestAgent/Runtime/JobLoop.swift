@@ -28,7 +28,8 @@ final class JobLoop<Item>: @unchecked Sendable {
     /// and every thread is busy.
     private let backlogChanged: UnsafeMutablePointer<pthread_cond_t>
 
-    private var ready = ItemRing<Item>()
+    /// Ready items; `quiet` marks one that a timer started (see ``enqueue(_:)``).
+    private var ready = ItemRing<(item: Item, quiet: Bool)>()
     private var timers = TimerHeap<Item>()
     private var idleThreads = 0
     private var busyThreads = 0
@@ -69,24 +70,27 @@ final class JobLoop<Item>: @unchecked Sendable {
     }
 
     /// Whether the calling thread is one of those serving this loop.
-    var servesCurrentThread: Bool {
-        pthread_getspecific(servingLoopKey) == Unmanaged.passUnretained(self).toOpaque()
-    }
+    var servesCurrentThread: Bool { ThreadRole.current.loop == Unmanaged.passUnretained(self).toOpaque() }
 
     /// Queues an item to run as soon as a thread is free.
     ///
-    /// Queued from an item running on one of this loop's threads, it wakes
-    /// nobody unless more than two items are waiting: that thread runs them
-    /// next. Items are short — a task's step up to its next `await`; blocking
-    /// work runs on its own threads — so waking another thread for one or two
-    /// would cost a wake-up each and win nothing; a longer queue is real work
-    /// to share.
+    /// Work a timer started stays on its thread: an item queued by an item
+    /// that a timer started (or by one of those, and so on) wakes nobody
+    /// unless more than two items wait — that thread runs it next. An idle
+    /// agent's rounds (a status write, a heartbeat, a recheck) all start
+    /// from a timer and take a few hops between tasks each; waking another
+    /// thread for each hop cost a wake-up and won nothing. Work that came
+    /// from outside (a reading thread resuming a task, an upload finishing)
+    /// is shared as soon as it is queued, since such an item may block its
+    /// thread for a while (a commit waits for the disk).
     func enqueue(_ item: Item) {
-        let fromOwnThread = servesCurrentThread
+        let role = ThreadRole.current
+        let fromOwnThread = role.loop == Unmanaged.passUnretained(self).toOpaque()
+        let quiet = fromOwnThread && role.quiet
         pthread_mutex_lock(mutex)
-        ready.append(item)
+        ready.append((item, quiet))
         var wake: UnsafeMutablePointer<pthread_cond_t>?
-        if fromOwnThread && ready.count <= 2 {
+        if quiet && ready.count <= 2 {
             wake = nil
         } else if idleThreads > 0 {
             wake = workAvailable
@@ -130,12 +134,13 @@ final class JobLoop<Item>: @unchecked Sendable {
     /// Runs items on the calling thread until ``stop()``, or until
     /// `condition` holds (checked between items).
     func serve(until condition: () -> Bool = { false }, _ run: (Item) -> Void) {
-        let outer = pthread_getspecific(servingLoopKey)
-        pthread_setspecific(servingLoopKey, Unmanaged.passUnretained(self).toOpaque())
-        defer { pthread_setspecific(servingLoopKey, outer) }
+        let outer = ThreadRole.current
+        defer { ThreadRole.current = outer }
+        let loop = Unmanaged.passUnretained(self).toOpaque()
         pthread_mutex_lock(mutex)
         while !stopping && !condition() {
-            if let item = ready.popFirst() {
+            if let (item, quiet) = ready.popFirst() {
+                ThreadRole.current = ThreadRole(loop: loop, quiet: quiet)
                 itemsStarted &+= 1
                 busyThreads += 1
                 let watch = stallWatcherAsleep && allBusy && !ready.isEmpty
@@ -150,7 +155,7 @@ final class JobLoop<Item>: @unchecked Sendable {
             if let deadline = timers.earliestDeadline {
                 let now = Self.now
                 if deadline <= now {
-                    while let item = timers.popDue(now: now) { ready.append(item) }
+                    while let item = timers.popDue(now: now) { ready.append((item, true)) }
                     continue
                 }
                 if !deadlineWaiter {
@@ -213,9 +218,28 @@ final class JobLoop<Item>: @unchecked Sendable {
     }
 }
 
-/// Which ``JobLoop`` the current thread serves (see ``JobLoop/enqueue(_:)``).
-private let servingLoopKey: pthread_key_t = {
-    var key = pthread_key_t()
-    precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for the executors")
-    return key
-}()
+/// What the current thread is doing for the executors: which ``JobLoop``
+/// it serves (nil: none) and whether the item it runs is quiet — started by
+/// a timer, see ``JobLoop/enqueue(_:)``. Kept in one thread-specific
+/// pointer: the loop's address with the low bit set when quiet.
+struct ThreadRole {
+    var loop: UnsafeMutableRawPointer?
+    var quiet: Bool
+
+    static var current: ThreadRole {
+        get {
+            let bits = UInt(bitPattern: pthread_getspecific(key))
+            return ThreadRole(loop: UnsafeMutableRawPointer(bitPattern: bits & ~1), quiet: bits & 1 != 0)
+        }
+        set {
+            let bits = UInt(bitPattern: newValue.loop) | (newValue.quiet ? 1 : 0)
+            pthread_setspecific(key, UnsafeRawPointer(bitPattern: bits))
+        }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for the executors")
+        return key
+    }()
+}

@@ -1,5 +1,4 @@
 @_spi(ExperimentalScheduling) import _Concurrency
-import EdgeIngestCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -11,7 +10,7 @@ import Glibc
 ///
 /// The pool starts with one thread per CPU (at least two). Tasks must not
 /// block these threads — blocking reads, uploads and waits run on their own
-/// threads (`BlockingThread`) — but if every thread is busy and work has
+/// threads (EdgeIngestCore's `BlockingThread`) — but if every thread is busy and work has
 /// waited for ``stallInterval`` without any of them starting an item, the
 /// pool adds a thread (up to ``maximumThreads``), as libdispatch does for
 /// its pool. Added threads stay: they cost a stack and no wake-ups.
@@ -32,7 +31,7 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     package init(threads: Int = max(2, sysconf(Int32(_SC_NPROCESSORS_ONLN)))) {
         threadCount = Mutex(0)
         for _ in 0..<max(1, threads) { addThread() }
-        _ = BlockingThread.detach { [self] in watchForStalls() }
+        _ = Self.detachThread { [self] in watchForStalls() }
     }
 
     /// The number of threads serving the pool now.
@@ -54,13 +53,29 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     }
 
     private func addThread() {
-        let started = BlockingThread.detach { [self] in
+        let started = Self.detachThread { [self] in
             let executor = asUnownedTaskExecutor()
             loop.serve { job in
                 unsafe ExecutorJob(job).runSynchronously(on: executor)
             }
         }
         if started { threadCount.withLock { $0 += 1 } }
+    }
+
+    /// Starts `body` on a new detached thread; false if none could be made.
+    private static func detachThread(_ body: @escaping () -> Void) -> Bool {
+        final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        guard pthread_create(&thread, nil, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, context) == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
     }
 
     private func watchForStalls() {

@@ -95,6 +95,58 @@ import Glibc
         server.join()
     }
 
+    /// An idle agent's round starts from a timer and hops between a few
+    /// tasks: the hops stay on the thread the timer woke.
+    @Test func workATimerStartedStaysOnItsThread() async {
+        let loop = JobLoop<Int>()
+        let ranOn = Mutex<[Int: Int32]>([:])
+        let servers = (0..<2).map { _ in
+            TestThread {
+                loop.serve { item in
+                    ranOn.withLock { $0[item] = currentThreadID() }
+                    // Busy a little after queueing, so that a woken thread
+                    // would take the next hop first.
+                    if item == 1 { loop.enqueue(2); usleep(20_000) }
+                    if item == 2 { loop.enqueue(3); usleep(20_000) }
+                }
+            }
+        }
+        #expect(await eventually { loop.threadStates.idle == 2 })
+        loop.enqueue(1, deadline: JobLoop<Int>.now + 20_000_000)
+        #expect(await eventually { ranOn.withLock { $0.count } == 3 })
+        let threads = ranOn.withLock { $0 }
+        #expect(threads[1] == threads[2] && threads[2] == threads[3], "timer-started hops moved threads: \(threads)")
+        loop.stop()
+        servers.forEach { $0.join() }
+    }
+
+    /// Work from outside may block its thread (a commit waits for the disk):
+    /// what it queues is shared at once, not left behind it.
+    @Test func workFromOutsideIsSharedAtOnce() async {
+        let loop = JobLoop<Int>()
+        let followUpRan = Flag()
+        let sawFollowUp = Flag()
+        let servers = (0..<2).map { _ in
+            TestThread {
+                loop.serve { item in
+                    if item == 1 {
+                        loop.enqueue(2)
+                        // Blocks until the follow-up has run elsewhere (at most 5 s).
+                        for _ in 0..<5_000 where !followUpRan.isSet { usleep(1_000) }
+                        if followUpRan.isSet { sawFollowUp.set() }
+                    } else {
+                        followUpRan.set()
+                    }
+                }
+            }
+        }
+        #expect(await eventually { loop.threadStates.idle == 2 })
+        loop.enqueue(1)
+        #expect(await eventually { sawFollowUp.isSet })
+        loop.stop()
+        servers.forEach { $0.join() }
+    }
+
     /// The point of these executors: a thread with nothing due sleeps —
     /// no periodic wake-up, whether it waits for work or for a deadline an
     /// hour away.
