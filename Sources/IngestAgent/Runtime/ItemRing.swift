@@ -19,8 +19,18 @@ struct ItemRing<Item> {
         slots[head] = nil
         head = (head + 1) & (slots.count - 1)
         count -= 1
+        if count == 0 && slots.count > Self.keptCapacity {
+            // A burst is over: give its memory back.
+            slots = Array(repeating: nil, count: 64)
+            head = 0
+        }
         return item
     }
+
+    /// The capacity an empty ring keeps; above it, emptying shrinks it to 64.
+    static var keptCapacity: Int { 1_024 }
+
+    var capacity: Int { slots.count }
 
     /// Doubles the capacity (always a power of two), oldest item first.
     private mutating func grow() {

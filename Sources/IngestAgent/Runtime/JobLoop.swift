@@ -3,37 +3,58 @@ import Glibc
 #endif
 
 /// Work ready to run and work waiting for a deadline, served by the threads
-/// that call ``serve(_:)``.
+/// that call ``serve(until:_:)``.
 ///
 /// This is the heart of ``AgentExecutors``: a thread with nothing to do
 /// sleeps on a condition variable until work arrives or the earliest
-/// deadline passes, so an idle agent wakes only when one of its own timers is
-/// due. (libdispatch, Swift's default on Linux, also wakes its manager
+/// deadline passes, so an idle agent wakes only when one of its own timers
+/// is due. (libdispatch, Swift's default on Linux, also wakes its manager
 /// thread every second to watch its pool; see docs/BENCHMARKS.md.)
 ///
-/// Wake-ups are kept to what is needed: a new item wakes one idle thread;
-/// a new earliest deadline wakes only the one thread that waits for
-/// deadlines, and nobody if a thread is busy (it looks at the deadlines
-/// before it sleeps again). Conditions are signalled after the mutex is
-/// released, so a woken thread does not block on it at once.
+/// Who is woken, and when:
+/// - A new item wakes one idle thread not already woken — unless a timer
+///   started the work that queued it (see ``enqueue(_:)``); with no idle
+///   thread it wakes the thread waiting for a deadline, which takes it.
+/// - One idle thread at a time waits for the earliest deadline. A new
+///   earliest deadline wakes it; with no such thread, a deadline queued by
+///   anything but timer-started work wakes an idle thread to take the role,
+///   so a thread busy with a long item (a commit waiting for the disk)
+///   cannot make timers late while another thread idles.
+/// - Conditions are signalled after the mutex is released, so a woken
+///   thread does not block on it at once.
 ///
 /// `Item` is `UnownedJob` in the executors; tests use plain values.
 final class JobLoop<Item>: @unchecked Sendable {
+    /// How many hops (an item queuing the next) timer-started work stays on
+    /// its thread before what it queues is shared like any other work: the
+    /// most ``ThreadRole`` can hold. The status round takes 10 (measured:
+    /// a status write with its watchdog ping, 2026-11-22).
+    static var quietHops: UInt8 { 15 }
+
+    private struct Entry {
+        var item: Item
+        /// 0: shared work; 1…``quietHops``: started by a timer, this many hops ago.
+        var quietDepth: UInt8
+    }
+
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Idle threads wait here for an item.
     private let workAvailable: UnsafeMutablePointer<pthread_cond_t>
     /// The one thread that waits for the earliest deadline waits here.
     private let deadlineChanged: UnsafeMutablePointer<pthread_cond_t>
-    /// ``awaitStall(checkingEvery:)`` waits here; signalled when items wait
-    /// and every thread is busy.
+    /// ``awaitStall(checkingEvery:)`` waits here; signalled when every
+    /// thread is busy and work is waiting.
     private let backlogChanged: UnsafeMutablePointer<pthread_cond_t>
 
-    /// Ready items; `quiet` marks one that a timer started (see ``enqueue(_:)``).
-    private var ready = ItemRing<(item: Item, quiet: Bool)>()
+    private var ready = ItemRing<Entry>()
     private var timers = TimerHeap<Item>()
     private var idleThreads = 0
+    /// Signals sent to idle threads that they have not taken yet: without
+    /// this, a burst of items would all wake the same sleeper.
+    private var wakesPending = 0
     private var busyThreads = 0
     private var deadlineWaiter = false
+    private var servingThreadIDs: [Int32] = []
     private var stallWatcherAsleep = false
     private var itemsStarted: UInt64 = 0
     private var stopping = false
@@ -69,35 +90,51 @@ final class JobLoop<Item>: @unchecked Sendable {
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
+    private var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
     /// Whether the calling thread is one of those serving this loop.
-    var servesCurrentThread: Bool { ThreadRole.current.loop == Unmanaged.passUnretained(self).toOpaque() }
+    var servesCurrentThread: Bool { ThreadRole.current.loop == identity }
+
+    /// How many hops ago a timer started the item the calling thread runs
+    /// for this loop (0: not timer-started, or not one of its threads).
+    private var currentQuietDepth: UInt8 {
+        let role = ThreadRole.current
+        return role.loop == identity ? role.quietDepth : 0
+    }
+
+    /// Idle threads that no signal is on its way to.
+    private var freeThreads: Int { max(0, idleThreads - wakesPending) }
+
+    /// Every serving thread is running an item (none free, none waiting for
+    /// a deadline). Read with the mutex held.
+    private var allBusy: Bool { busyThreads > 0 && freeThreads == 0 && !deadlineWaiter }
 
     /// Queues an item to run as soon as a thread is free.
     ///
     /// Work a timer started stays on its thread: an item queued by an item
-    /// that a timer started (or by one of those, and so on) wakes nobody
+    /// that a timer started (up to ``quietHops`` hops on) wakes nobody
     /// unless more than two items wait — that thread runs it next. An idle
     /// agent's rounds (a status write, a heartbeat, a recheck) all start
     /// from a timer and take a few hops between tasks each; waking another
-    /// thread for each hop cost a wake-up and won nothing. Work that came
+    /// thread for each hop cost a wake-up and won nothing. Such items are
+    /// expected to be short; one that blocks delays what it queued. Work
     /// from outside (a reading thread resuming a task, an upload finishing)
     /// is shared as soon as it is queued, since such an item may block its
     /// thread for a while (a commit waits for the disk).
     func enqueue(_ item: Item) {
-        let role = ThreadRole.current
-        let fromOwnThread = role.loop == Unmanaged.passUnretained(self).toOpaque()
-        let quiet = fromOwnThread && role.quiet
+        let depth = currentQuietDepth
         pthread_mutex_lock(mutex)
-        ready.append((item, quiet))
+        ready.append(Entry(item: item, quietDepth: depth > 0 && depth < Self.quietHops ? depth + 1 : 0))
         var wake: UnsafeMutablePointer<pthread_cond_t>?
-        if quiet && ready.count <= 2 {
-            wake = nil
-        } else if idleThreads > 0 {
+        if depth > 0 && ready.count <= 2 {
+            wake = nil  // the timer-started item running on this thread takes it next
+        } else if freeThreads > 0 {
             wake = workAvailable
+            wakesPending += 1
         } else if deadlineWaiter {
             wake = deadlineChanged
         }
-        let watch = wake == nil && !fromOwnThread && stallWatcherAsleep && allBusy
+        let watch = wake == nil && stallWatcherAsleep && allBusy
         if watch { stallWatcherAsleep = false }
         pthread_mutex_unlock(mutex)
         if let wake { pthread_cond_signal(wake) }
@@ -106,22 +143,28 @@ final class JobLoop<Item>: @unchecked Sendable {
 
     /// Queues an item to run once `deadline` (``now``'s clock) has passed.
     func enqueue(_ item: Item, deadline: UInt64) {
+        let timerStarted = currentQuietDepth > 0
         pthread_mutex_lock(mutex)
         let earlier = timers.earliestDeadline.map { deadline < $0 } ?? true
         timers.insert(item, deadline: deadline)
         var wake: UnsafeMutablePointer<pthread_cond_t>?
-        if earlier {
-            if deadlineWaiter {
-                wake = deadlineChanged
-            } else if busyThreads == 0 && idleThreads > 0 {
-                wake = workAvailable
-            }
+        if deadlineWaiter {
+            if earlier { wake = deadlineChanged }
+        } else if !timerStarted && freeThreads > 0 {
+            // Nobody waits for deadlines: an idle thread takes the role. (A
+            // timer-started item is short and its thread takes it next.)
+            wake = workAvailable
+            wakesPending += 1
         }
+        let watch = wake == nil && stallWatcherAsleep && allBusy
+        if watch { stallWatcherAsleep = false }
         pthread_mutex_unlock(mutex)
         if let wake { pthread_cond_signal(wake) }
+        if watch { pthread_cond_signal(backlogChanged) }
     }
 
-    /// Makes every ``serve(_:)`` and ``awaitStall(checkingEvery:)`` return.
+    /// Makes every ``serve(until:_:)`` and ``awaitStall(checkingEvery:)``
+    /// return. Items still queued are not run.
     func stop() {
         pthread_mutex_lock(mutex)
         stopping = true
@@ -132,22 +175,29 @@ final class JobLoop<Item>: @unchecked Sendable {
     }
 
     /// Runs items on the calling thread until ``stop()``, or until
-    /// `condition` holds (checked between items).
+    /// `condition` holds (checked before each item and whenever the thread
+    /// wakes; it must not queue work on this loop).
     func serve(until condition: () -> Bool = { false }, _ run: (Item) -> Void) {
         let outer = ThreadRole.current
+        let threadID = ThreadState.currentID()
         defer { ThreadRole.current = outer }
-        let loop = Unmanaged.passUnretained(self).toOpaque()
         pthread_mutex_lock(mutex)
+        servingThreadIDs.append(threadID)
         while !stopping && !condition() {
-            if let (item, quiet) = ready.popFirst() {
-                ThreadRole.current = ThreadRole(loop: loop, quiet: quiet)
+            if let entry = ready.popFirst() {
                 itemsStarted &+= 1
                 busyThreads += 1
-                let watch = stallWatcherAsleep && allBusy && !ready.isEmpty
+                // Shared work may block this thread for a while: if it was
+                // the one waiting for deadlines, a free thread takes over.
+                let handOff = entry.quietDepth == 0 && !deadlineWaiter && timers.earliestDeadline != nil && freeThreads > 0
+                if handOff { wakesPending += 1 }
+                let watch = stallWatcherAsleep && allBusy && (!ready.isEmpty || timers.earliestDeadline != nil)
                 if watch { stallWatcherAsleep = false }
                 pthread_mutex_unlock(mutex)
+                if handOff { pthread_cond_signal(workAvailable) }
                 if watch { pthread_cond_signal(backlogChanged) }
-                run(item)
+                ThreadRole.current = ThreadRole(loop: identity, quietDepth: entry.quietDepth)
+                run(entry.item)
                 pthread_mutex_lock(mutex)
                 busyThreads -= 1
                 continue
@@ -155,12 +205,12 @@ final class JobLoop<Item>: @unchecked Sendable {
             if let deadline = timers.earliestDeadline {
                 let now = Self.now
                 if deadline <= now {
-                    while let item = timers.popDue(now: now) { ready.append((item, true)) }
+                    while let item = timers.popDue(now: now) { ready.append(Entry(item: item, quietDepth: 1)) }
                     continue
                 }
                 if !deadlineWaiter {
                     deadlineWaiter = true
-                    var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+                    var until = Self.deadlineSpec(deadline)
                     pthread_cond_timedwait(deadlineChanged, mutex, &until)
                     deadlineWaiter = false
                     continue
@@ -169,19 +219,21 @@ final class JobLoop<Item>: @unchecked Sendable {
             idleThreads += 1
             pthread_cond_wait(workAvailable, mutex)
             idleThreads -= 1
+            if wakesPending > 0 { wakesPending -= 1 }
         }
+        servingThreadIDs.removeAll { $0 == threadID }
         pthread_mutex_unlock(mutex)
     }
 
-    /// Blocks until work is due — an item ready or a deadline passed — while
-    /// every serving thread is busy and none of them started an item for
-    /// `interval` nanoseconds (they are all blocked), and returns true;
-    /// false after ``stop()``.
+    /// Blocks until the serving threads are stuck — every one busy, work
+    /// due (an item ready or a deadline passed), none of them started an
+    /// item for `interval` nanoseconds and none runnable (all blocked, as
+    /// libdispatch judges its workers; busy on the CPU is not stuck) — and
+    /// returns true; false after ``stop()``.
     ///
-    /// Sleeps without a timeout until items wait while every thread is busy
-    /// (``enqueue(_:)`` and ``serve(until:_:)`` signal it), so watching costs
-    /// no wake-ups when the agent is idle. A deadline that passes while every
-    /// thread is stuck is noticed with the next item queued.
+    /// Sleeps without a timeout until every thread is busy with work
+    /// waiting (``enqueue(_:)`` and ``serve(until:_:)`` signal it), so
+    /// watching costs no wake-ups when the agent is idle.
     func awaitStall(checkingEvery interval: UInt64) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -194,52 +246,43 @@ final class JobLoop<Item>: @unchecked Sendable {
             }
             let started = itemsStarted
             let deadline = Self.now &+ interval
-            var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            var until = Self.deadlineSpec(deadline)
             while !stopping && Self.now < deadline {
                 pthread_cond_timedwait(backlogChanged, mutex, &until)
             }
-            let due = !ready.isEmpty || (timers.earliestDeadline.map { $0 <= Self.now } ?? false)
-            if !stopping && allBusy && due && itemsStarted == started {
+            guard !stopping, allBusy, workDue, itemsStarted == started else { continue }
+            let threads = servingThreadIDs
+            pthread_mutex_unlock(mutex)
+            let anyRunnable = threads.contains { ThreadState.isRunnable($0) }
+            pthread_mutex_lock(mutex)
+            if !anyRunnable && !stopping && allBusy && itemsStarted == started {
                 return true
             }
         }
         return false
     }
 
-    /// Every serving thread is running an item (none idle, none waiting for
-    /// a deadline). Read with the mutex held.
-    private var allBusy: Bool { busyThreads > 0 && idleThreads == 0 && !deadlineWaiter }
+    /// An item is ready or a deadline has passed. Read with the mutex held.
+    private var workDue: Bool {
+        !ready.isEmpty || (timers.earliestDeadline.map { $0 <= Self.now } ?? false)
+    }
 
-    /// Counts of the serving threads, for tests: (idle, busy, waiting for a deadline).
+    private static func deadlineSpec(_ nanoseconds: UInt64) -> timespec {
+        timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+
+    /// Whether ``awaitStall(checkingEvery:)`` sleeps until signalled, for tests.
+    var stallWatcherIsAsleep: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return stallWatcherAsleep
+    }
+
+    /// The serving threads' states, for tests: (idle and not yet woken,
+    /// busy, one waiting for a deadline).
     var threadStates: (idle: Int, busy: Int, deadlineWaiter: Bool) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return (idleThreads, busyThreads, deadlineWaiter)
+        return (freeThreads, busyThreads, deadlineWaiter)
     }
-}
-
-/// What the current thread is doing for the executors: which ``JobLoop``
-/// it serves (nil: none) and whether the item it runs is quiet — started by
-/// a timer, see ``JobLoop/enqueue(_:)``. Kept in one thread-specific
-/// pointer: the loop's address with the low bit set when quiet.
-struct ThreadRole {
-    var loop: UnsafeMutableRawPointer?
-    var quiet: Bool
-
-    static var current: ThreadRole {
-        get {
-            let bits = UInt(bitPattern: pthread_getspecific(key))
-            return ThreadRole(loop: UnsafeMutableRawPointer(bitPattern: bits & ~1), quiet: bits & 1 != 0)
-        }
-        set {
-            let bits = UInt(bitPattern: newValue.loop) | (newValue.quiet ? 1 : 0)
-            pthread_setspecific(key, UnsafeRawPointer(bitPattern: bits))
-        }
-    }
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for the executors")
-        return key
-    }()
 }

@@ -8,12 +8,14 @@ import Glibc
 /// Runs tasks that are not isolated to an actor on a pool of threads that
 /// sleep until there is work: ingestd's default executor (``AgentExecutors``).
 ///
-/// The pool starts with one thread per CPU (at least two). Tasks must not
-/// block these threads — blocking reads, uploads and waits run on their own
-/// threads (EdgeIngestCore's `BlockingThread`) — but if every thread is busy and work has
-/// waited for ``stallInterval`` without any of them starting an item, the
-/// pool adds a thread (up to ``maximumThreads``), as libdispatch does for
-/// its pool. Added threads stay: they cost a stack and no wake-ups.
+/// The pool starts with one thread per CPU (at least two). Tasks should not
+/// block these threads for long — blocking reads, uploads and waits run on
+/// their own threads (EdgeIngestCore's `BlockingThread`); a commit waits
+/// for the disk here — and if every thread is busy, work is due and none
+/// of them started an item for ``stallInterval`` nor is runnable (all
+/// blocked; busy on the CPU is not stuck), the pool adds a thread, up to
+/// ``maximumThreads``, as libdispatch does for its pool. Added threads
+/// stay: they cost a stack and no wake-ups.
 ///
 /// Timers (`Task.sleep`) are served by the same threads: one idle thread
 /// waits for the earliest deadline.
@@ -37,6 +39,10 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     /// The number of threads serving the pool now.
     package var threads: Int { threadCount.withLock { $0 } }
 
+    /// Whether the thread that adds threads sleeps until work waits behind
+    /// busy threads (tests wait for it).
+    package var stallWatcherIsAsleep: Bool { loop.stallWatcherIsAsleep }
+
     /// Whether the calling thread is one of the pool's.
     package var isCurrentThreadInPool: Bool { loop.servesCurrentThread }
 
@@ -53,13 +59,14 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     }
 
     private func addThread() {
+        threadCount.withLock { $0 += 1 }  // before it starts, so `threads` never lags
         let started = Self.detachThread { [self] in
             let executor = asUnownedTaskExecutor()
             loop.serve { job in
                 unsafe ExecutorJob(job).runSynchronously(on: executor)
             }
         }
-        if started { threadCount.withLock { $0 += 1 } }
+        if !started { threadCount.withLock { $0 -= 1 } }
     }
 
     /// Starts `body` on a new detached thread; false if none could be made.
@@ -78,9 +85,11 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
         return true
     }
 
+    /// Adds a thread whenever the pool is stuck, up to ``maximumThreads``;
+    /// then stops watching.
     private func watchForStalls() {
-        while loop.awaitStall(checkingEvery: Self.stallInterval) {
-            if threads < Self.maximumThreads { addThread() }
+        while threads < Self.maximumThreads && loop.awaitStall(checkingEvery: Self.stallInterval) {
+            addThread()
         }
     }
 }

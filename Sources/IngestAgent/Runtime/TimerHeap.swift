@@ -30,6 +30,9 @@ struct TimerHeap<Item> {
     mutating func popDue(now: UInt64) -> Item? {
         guard let first = entries.first, first.deadline <= now else { return nil }
         let last = entries.removeLast()
+        if entries.isEmpty && entries.capacity > 1_024 {
+            entries = []  // a burst is over: give its memory back
+        }
         if !entries.isEmpty {
             entries[0] = last
             var parent = 0

@@ -29,24 +29,21 @@ import Glibc
         #expect(pool.threads == 2)
     }
 
-    /// A task that blocks its thread until another task on the same pool has
-    /// run: with a fixed pool of one thread that deadlocks; the pool adds a
-    /// thread instead.
+    /// A task that blocks its thread until a task it started on the same
+    /// pool has run: with a fixed pool of one thread that deadlocks; the pool
+    /// adds a thread instead.
     @Test func aPoolWhoseThreadsAreAllStuckGrows() async {
         let pool = PoolTaskExecutor(threads: 1)
-        let unblocked = Flag()
+        #expect(await eventually { pool.stallWatcherIsAsleep })
+        let helperRan = Flag()
         let blocker = Task(executorPreference: pool) { @Sendable in
-            while !unblocked.isSet { usleep(1_000) }
+            let helper = Task(executorPreference: pool) { @Sendable in helperRan.set() }
+            for _ in 0..<10_000 where !helperRan.isSet { usleep(1_000) }  // blocked, at most 10 s
+            _ = helper
         }
-        try? await Task.sleep(for: .milliseconds(20))
-        let helper = Task(executorPreference: pool) { @Sendable in
-            unblocked.set()
-        }
-        #expect(await eventually { unblocked.isSet })
-        unblocked.set()  // if the pool did not grow, end the test instead of hanging
+        #expect(await eventually { helperRan.isSet })
         await blocker.value
-        await helper.value
-        #expect(pool.threads == 2)
+        #expect(await eventually { pool.threads == 2 })
     }
 
     @Test func deadlinesFromTheRuntimesClocks() {

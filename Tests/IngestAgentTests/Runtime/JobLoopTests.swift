@@ -163,6 +163,7 @@ import Glibc
         #expect(await eventually { loop.threadStates == (idle: 2, busy: 0, deadlineWaiter: true) })
         try await Task.sleep(for: .milliseconds(100))
         let threads = ids.withLock { $0 }
+        #expect(threads.count == 3 && threads.allSatisfy { $0 > 0 }, "thread ids not readable: \(threads)")
         let before = threads.map(contextSwitches)
         try await Task.sleep(for: .seconds(2))
         let after = threads.map(contextSwitches)
@@ -171,26 +172,146 @@ import Glibc
         servers.forEach { $0.join() }
     }
 
-    @Test func aStallIsReportedOnlyWhileEveryThreadIsStuck() async {
+    @Test func aStallIsReportedWhenEveryThreadIsBlocked() async {
         let loop = JobLoop<Int>()
-        let release = Mutex(false)
+        let release = Flag()
         let server = TestThread {
             loop.serve { item in
-                if item == 0 { while !release.withLock({ $0 }) { usleep(1_000) } }
+                if item == 0 { while !release.isSet { usleep(1_000) } }  // blocked, not runnable
             }
         }
-        let reported = Mutex(false)
+        let reported = Flag()
         let watcher = TestThread {
-            if loop.awaitStall(checkingEvery: 20_000_000) { reported.withLock { $0 = true } }
+            if loop.awaitStall(checkingEvery: 20_000_000) { reported.set() }
         }
         loop.enqueue(0)  // occupies the only thread
         #expect(await eventually { loop.threadStates.busy == 1 })
         loop.enqueue(1)  // waits behind it
-        #expect(await eventually { reported.withLock { $0 } })
+        #expect(await eventually { reported.isSet })
+        release.set()
+        loop.stop()  // ends the watcher if it never reported
         watcher.join()
-        release.withLock { $0 = true }
-        loop.stop()
         server.join()
+    }
+
+    /// libdispatch adds workers only when none is runnable: a thread busy on
+    /// the CPU is not stuck, even with work waiting behind it.
+    @Test func aThreadBusyOnTheCPUIsNotAStall() async {
+        let loop = JobLoop<Int>()
+        let spinning = Flag()
+        let server = TestThread {
+            loop.serve { item in
+                guard item == 0 else { return }
+                spinning.set()
+                let end = JobLoop<Int>.now + 600_000_000
+                var x: UInt64 = 0
+                while JobLoop<Int>.now < end { x &+= 1 }  // runnable throughout
+                _ = x
+            }
+        }
+        let reported = Flag()
+        let watcher = TestThread {
+            if loop.awaitStall(checkingEvery: 20_000_000) { reported.set() }
+        }
+        loop.enqueue(0)
+        #expect(await eventually { spinning.isSet })
+        loop.enqueue(1)
+        try? await Task.sleep(for: .milliseconds(700))  // past the spin
+        loop.stop()
+        watcher.join()
+        server.join()
+        #expect(!reported.isSet)
+    }
+
+    /// Three items from outside, three free threads: all three run at once
+    /// (each waits until it sees the others running). Waking the same
+    /// sleeping thread twice would leave one behind.
+    @Test func aBurstFromOutsideUsesEveryFreeThread() async {
+        let loop = JobLoop<Int>()
+        let running = Mutex(0)
+        let mostAtOnce = Mutex(0)
+        let servers = (0..<3).map { _ in
+            TestThread {
+                loop.serve { _ in
+                    let now = running.withLock { $0 += 1; return $0 }
+                    mostAtOnce.withLock { $0 = max($0, now) }
+                    for _ in 0..<10_000 where mostAtOnce.withLock({ $0 }) < 3 { usleep(1_000) }
+                    running.withLock { $0 -= 1 }
+                }
+            }
+        }
+        // One of the three waits for a deadline an hour away, the others idle.
+        loop.enqueue(99, deadline: JobLoop<Int>.now + 3_600_000_000_000)
+        #expect(await eventually { loop.threadStates == (idle: 2, busy: 0, deadlineWaiter: true) })
+        for item in 0..<3 { loop.enqueue(item) }
+        #expect(await eventually { running.withLock { $0 } == 0 && mostAtOnce.withLock { $0 } > 0 })
+        #expect(mostAtOnce.withLock { $0 } == 3)
+        loop.stop()
+        servers.forEach { $0.join() }
+    }
+
+    /// A thread busy with a long item (a commit waiting for the disk) must
+    /// not make timers late while another thread idles.
+    @Test func aTimerIsNotLateBehindALongItem() async {
+        let loop = JobLoop<Int>()
+        let longItemStarted = Flag()
+        let longItemDone = Flag()
+        let giveUp = Flag()
+        let timerFired = Flag()
+        let timerFiredDuringLongItem = Flag()
+        let servers = (0..<2).map { _ in
+            TestThread {
+                loop.serve { item in
+                    if item == 0 {
+                        longItemStarted.set()
+                        // Busy until the timer fired elsewhere, or the test gave up.
+                        while !timerFired.isSet && !giveUp.isSet { usleep(1_000) }
+                        longItemDone.set()
+                    } else {
+                        if !longItemDone.isSet { timerFiredDuringLongItem.set() }
+                        timerFired.set()
+                    }
+                }
+            }
+        }
+        #expect(await eventually { loop.threadStates.idle == 2 })
+        loop.enqueue(0)
+        #expect(await eventually { longItemStarted.isSet })
+        loop.enqueue(1, deadline: JobLoop<Int>.now + 50_000_000)
+        let firedInTime = await eventually { timerFired.isSet }
+        giveUp.set()
+        #expect(firedInTime && timerFiredDuringLongItem.isSet, "the timer waited for the long item")
+        loop.stop()
+        servers.forEach { $0.join() }
+    }
+
+    @Test func anEmptiedRingGivesBackABurstsMemory() {
+        var ring = ItemRing<Int>()
+        for item in 0..<10_000 { ring.append(item) }
+        #expect(ring.capacity >= 10_000)
+        while ring.popFirst() != nil {}
+        #expect(ring.capacity == 64)
+    }
+
+    @Test func threadStatesFromProc() async {
+        #expect(ThreadState.currentID() > 0)
+        #expect(ThreadState.isRunnable(ThreadState.currentID()))  // it is running this
+        let id = Mutex<Int32>(0)
+        let release = Flag()
+        let sleeper = TestThread {
+            id.withLock { $0 = ThreadState.currentID() }
+            while !release.isSet { usleep(5_000) }
+        }
+        #expect(await eventually { id.withLock { $0 } > 0 })
+        var sawSleeping = false
+        for _ in 0..<100 where !sawSleeping {
+            sawSleeping = !ThreadState.isRunnable(id.withLock { $0 })
+            usleep(1_000)
+        }
+        #expect(sawSleeping)
+        release.set()
+        sleeper.join()
+        #expect(ThreadState.isRunnable(999_999_999))  // unreadable: assume busy, never stuck
     }
 }
 
@@ -215,14 +336,7 @@ func eventually(_ condition: () -> Bool) async -> Bool {
 }
 
 /// The calling thread's kernel id (what /proc/self/task lists).
-func currentThreadID() -> Int32 {
-    // /proc/thread-self resolves to /proc/PID/task/TID.
-    var buffer = [CChar](repeating: 0, count: 256)
-    let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
-    guard count > 0 else { return -1 }
-    let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    return Int32(path.split(separator: "/").last ?? "") ?? -1
-}
+func currentThreadID() -> Int32 { ThreadState.currentID() }
 
 /// Voluntary plus involuntary context switches of thread `id` of this process.
 func contextSwitches(_ id: Int32) -> Int {
