@@ -13,6 +13,16 @@ import Testing
         )
     }
 
+    /// An idle input proves it is alive four times per interval after which
+    /// it would be called wedged.
+    @Test func anIdleInputsHeartbeatIsAQuarterOfTheWedgeInterval() {
+        #expect(InputContext.idleHeartbeat(watchdogMicroseconds: 30_000_000) == 7_500)
+        #expect(InputContext.idleHeartbeat(watchdogMicroseconds: nil) == 7_500)  // wedged after 30 s without a watchdog
+        #expect(InputContext.idleHeartbeat(watchdogMicroseconds: 2_000_000) == 500)
+        #expect(InputContext.idleHeartbeat(watchdogMicroseconds: 1_000) == 10)
+        #expect(InputContext.idleHeartbeat(watchdogMicroseconds: .max) > 0)
+    }
+
     @Test func aWedgedInputWithholdsTheWatchdog() throws {
         let wedged = InputCounters(name: "serial:/dev/ttyUSB0", kind: "serial")
         wedged.update { $0.heartbeatAt = wallClockMilliseconds() - 120_000 }

@@ -33,13 +33,14 @@ struct InputContext: Sendable {
         Int32(pending ? max(10, commitIntervalMilliseconds) : max(10, idleHeartbeatMilliseconds))
     }
 
-    /// An idle input's heartbeat period: 5 s, or a quarter of the watchdog
-    /// interval when that is shorter (the status service calls an input
-    /// wedged after a whole interval without a heartbeat; 30 s without a
-    /// watchdog).
+    /// An idle input's heartbeat period: a quarter of the interval after
+    /// which the status service calls an input wedged (the watchdog
+    /// interval, or 30 s without a watchdog) — 7.5 s under the shipped unit's
+    /// `WatchdogSec=30` — so a live input has four chances per interval and
+    /// an idle one wakes rarely (docs/BENCHMARKS.md, footprint).
     static func idleHeartbeat(watchdogMicroseconds: UInt64?) -> Int {
-        guard let usec = watchdogMicroseconds else { return 5_000 }
-        return max(10, min(5_000, Int(usec / 4_000)))
+        let wedgedAfterMilliseconds = watchdogMicroseconds.map { Int(clamping: $0 / 1_000) } ?? 30_000
+        return max(10, wedgedAfterMilliseconds / 4)
     }
 
     /// A line ingestor for one stream of this input.
