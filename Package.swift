@@ -84,6 +84,12 @@ let package = Package(
             dependencies: ["EdgeIngestCore"],
             path: "bench/queue-bench"
         ),
+        // bench/wakeup-floor.sh: a task that only sleeps, on ingestd's executors.
+        .executableTarget(
+            name: "wakeup-floor-agent",
+            dependencies: ["IngestAgent"],
+            path: "bench/wakeup-floor-agent"
+        ),
         // Helpers shared by the test targets (temporary directories).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(

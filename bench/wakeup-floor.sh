@@ -20,8 +20,8 @@ require_count SECONDS "$seconds"
 dir=${2:-/tmp/edgeingest-bench-wakeup-floor}
 mkdir -p "$dir"
 swiftc -O -static-stdlib bench/wakeup-floor/main.swift -o "$dir/sleeper"
-swiftc -O -static-stdlib -parse-as-library -package-name wakeupfloor \
-    bench/wakeup-floor-agent/main.swift Sources/IngestAgent/Runtime/*.swift -o "$dir/sleeper-agent"
+swift build --quiet -c release --static-swift-stdlib --product wakeup-floor-agent --scratch-path .build-release
+cp .build-release/release/wakeup-floor-agent "$dir/sleeper-agent"
 machine_line
 
 switches() {

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Work ready to run and work waiting for a deadline, served by the threads
-/// that call ``serve(until:_:)``.
+/// that call ``serve(_:)``.
 ///
 /// This is the heart of ``AgentExecutors``: a thread with nothing to do
 /// sleeps on a condition variable until work arrives or the earliest
@@ -163,7 +163,7 @@ final class JobLoop<Item>: @unchecked Sendable {
         if watch { pthread_cond_signal(backlogChanged) }
     }
 
-    /// Makes every ``serve(until:_:)`` and ``awaitStall(checkingEvery:)``
+    /// Makes every ``serve(_:)`` and ``awaitStall(checkingEvery:)``
     /// return. Items still queued are not run.
     func stop() {
         pthread_mutex_lock(mutex)
@@ -174,16 +174,14 @@ final class JobLoop<Item>: @unchecked Sendable {
         pthread_cond_broadcast(backlogChanged)
     }
 
-    /// Runs items on the calling thread until ``stop()``, or until
-    /// `condition` holds (checked before each item and whenever the thread
-    /// wakes; it must not queue work on this loop).
-    func serve(until condition: () -> Bool = { false }, _ run: (Item) -> Void) {
+    /// Runs items on the calling thread until ``stop()``.
+    func serve(_ run: (Item) -> Void) {
         let outer = ThreadRole.current
         let threadID = ThreadState.currentID()
         defer { ThreadRole.current = outer }
         pthread_mutex_lock(mutex)
         servingThreadIDs.append(threadID)
-        while !stopping && !condition() {
+        while !stopping {
             if let entry = ready.popFirst() {
                 itemsStarted &+= 1
                 busyThreads += 1
@@ -232,7 +230,7 @@ final class JobLoop<Item>: @unchecked Sendable {
     /// returns true; false after ``stop()``.
     ///
     /// Sleeps without a timeout until every thread is busy with work
-    /// waiting (``enqueue(_:)`` and ``serve(until:_:)`` signal it), so
+    /// waiting (``enqueue(_:)`` and ``serve(_:)`` signal it), so
     /// watching costs no wake-ups when the agent is idle.
     func awaitStall(checkingEvery interval: UInt64) -> Bool {
         pthread_mutex_lock(mutex)

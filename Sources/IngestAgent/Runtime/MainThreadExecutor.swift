@@ -10,19 +10,16 @@ import Glibc
 package final class MainThreadExecutor: MainExecutor, SchedulingExecutor, @unchecked Sendable {
     private let loop = JobLoop<UnownedJob>()
     /// The thread that created the executor: the main thread, because
-    /// ``AgentExecutors/install()`` runs first thing in `main`.
+    /// ``AgentExecutors/run(_:)`` runs first thing in `main`.
     private let mainThread = pthread_self()
 
     package init() {}
 
     /// Serves main-actor jobs on the calling (main) thread until ``stop()``.
+    /// (`runUntil(_:)` is the runtime's default; nothing calls it here.)
     package func run() throws {
-        try runUntil { false }
-    }
-
-    package func runUntil(_ condition: () -> Bool) throws {
         let executor = asUnownedSerialExecutor()
-        loop.serve(until: condition) { job in
+        loop.serve { job in
             unsafe ExecutorJob(job).runSynchronously(on: executor)
         }
     }

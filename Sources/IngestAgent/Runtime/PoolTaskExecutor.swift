@@ -1,4 +1,5 @@
 @_spi(ExperimentalScheduling) import _Concurrency
+import EdgeIngestCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -33,7 +34,7 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     package init(threads: Int = max(2, sysconf(Int32(_SC_NPROCESSORS_ONLN)))) {
         threadCount = Mutex(0)
         for _ in 0..<max(1, threads) { addThread() }
-        _ = Self.detachThread { [self] in watchForStalls() }
+        _ = BlockingThread.detach { [self] in watchForStalls() }
     }
 
     /// The number of threads serving the pool now.
@@ -60,29 +61,13 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
 
     private func addThread() {
         threadCount.withLock { $0 += 1 }  // before it starts, so `threads` never lags
-        let started = Self.detachThread { [self] in
+        let started = BlockingThread.detach { [self] in
             let executor = asUnownedTaskExecutor()
             loop.serve { job in
                 unsafe ExecutorJob(job).runSynchronously(on: executor)
             }
         }
         if !started { threadCount.withLock { $0 -= 1 } }
-    }
-
-    /// Starts `body` on a new detached thread; false if none could be made.
-    private static func detachThread(_ body: @escaping () -> Void) -> Bool {
-        final class Box { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        var thread = pthread_t()
-        guard pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context) == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
-            return false
-        }
-        pthread_detach(thread)
-        return true
     }
 
     /// Adds a thread whenever the pool is stuck, up to ``maximumThreads``;

@@ -55,29 +55,25 @@ import Glibc
     @Test func everyItemRunsOnceAcrossThreads() async {
         let loop = JobLoop<Int>()
         let seen = Mutex([Int](repeating: 0, count: 20_000))
-        let servers = (0..<3).map { _ in
-            TestThread { loop.serve { item in seen.withLock { $0[item] += 1 } } }
-        }
+        let servers = serving(loop, threads: 3) { item in seen.withLock { $0[item] += 1 } }
         let producers = (0..<4).map { part in
             TestThread { for item in stride(from: part, to: 20_000, by: 4) { loop.enqueue(item) } }
         }
         producers.forEach { $0.join() }
         #expect(await eventually { seen.withLock { $0.allSatisfy { $0 == 1 } } })
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
         #expect(seen.withLock { $0.allSatisfy { $0 == 1 } })
     }
 
     @Test func timersRunAtTheirDeadlineInOrder() async {
         let loop = JobLoop<Int>()
         let fired = Mutex<[(item: Int, at: UInt64)]>([])
-        let server = TestThread { loop.serve { item in fired.withLock { $0.append((item, JobLoop<Int>.now)) } } }
+        let servers = serving(loop, threads: 1) { item in fired.withLock { $0.append((item, JobLoop<Int>.now)) } }
         let start = JobLoop<Int>.now
         let deadlines: [Int: UInt64] = [0: 300, 1: 100, 2: 200, 3: 100, 4: 0].mapValues { start + $0 * 1_000_000 }
         for item in [0, 1, 2, 3, 4] { loop.enqueue(item, deadline: deadlines[item]!) }
         #expect(await eventually { fired.withLock { $0.count } == 5 })
-        loop.stop()
-        server.join()
+        stopServing(loop, servers)
         let order = fired.withLock { $0 }
         #expect(order.map(\.item) == [4, 1, 3, 2, 0])
         for entry in order { #expect(entry.at >= deadlines[entry.item]!) }
@@ -86,13 +82,12 @@ import Glibc
     @Test func anEarlierTimerWakesTheWaitingThread() async {
         let loop = JobLoop<Int>()
         let fired = Mutex<[Int]>([])
-        let server = TestThread { loop.serve { item in fired.withLock { $0.append(item) } } }
+        let servers = serving(loop, threads: 1) { item in fired.withLock { $0.append(item) } }
         loop.enqueue(1, deadline: JobLoop<Int>.now + 3_600_000_000_000)  // an hour away
         #expect(await eventually { loop.threadStates.deadlineWaiter })
         loop.enqueue(2, deadline: JobLoop<Int>.now + 10_000_000)
         #expect(await eventually { fired.withLock { $0 } == [2] })
-        loop.stop()
-        server.join()
+        stopServing(loop, servers)
     }
 
     /// An idle agent's round starts from a timer and hops between a few
@@ -100,24 +95,19 @@ import Glibc
     @Test func workATimerStartedStaysOnItsThread() async {
         let loop = JobLoop<Int>()
         let ranOn = Mutex<[Int: Int32]>([:])
-        let servers = (0..<2).map { _ in
-            TestThread {
-                loop.serve { item in
-                    ranOn.withLock { $0[item] = currentThreadID() }
-                    // Busy a little after queueing, so that a woken thread
-                    // would take the next hop first.
-                    if item == 1 { loop.enqueue(2); usleep(20_000) }
-                    if item == 2 { loop.enqueue(3); usleep(20_000) }
-                }
-            }
+        let servers = serving(loop, threads: 2) { item in
+            ranOn.withLock { $0[item] = currentThreadID() }
+            // Busy a little after queueing, so that a woken thread
+            // would take the next hop first.
+            if item == 1 { loop.enqueue(2); usleep(20_000) }
+            if item == 2 { loop.enqueue(3); usleep(20_000) }
         }
         #expect(await eventually { loop.threadStates.idle == 2 })
         loop.enqueue(1, deadline: JobLoop<Int>.now + 20_000_000)
         #expect(await eventually { ranOn.withLock { $0.count } == 3 })
         let threads = ranOn.withLock { $0 }
         #expect(threads[1] == threads[2] && threads[2] == threads[3], "timer-started hops moved threads: \(threads)")
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
     }
 
     /// Work from outside may block its thread (a commit waits for the disk):
@@ -126,25 +116,20 @@ import Glibc
         let loop = JobLoop<Int>()
         let followUpRan = Flag()
         let sawFollowUp = Flag()
-        let servers = (0..<2).map { _ in
-            TestThread {
-                loop.serve { item in
-                    if item == 1 {
-                        loop.enqueue(2)
-                        // Blocks until the follow-up has run elsewhere (at most 5 s).
-                        for _ in 0..<5_000 where !followUpRan.isSet { usleep(1_000) }
-                        if followUpRan.isSet { sawFollowUp.set() }
-                    } else {
-                        followUpRan.set()
-                    }
-                }
+        let servers = serving(loop, threads: 2) { item in
+            if item == 1 {
+                loop.enqueue(2)
+                // Blocks until the follow-up has run elsewhere (at most 5 s).
+                for _ in 0..<5_000 where !followUpRan.isSet { usleep(1_000) }
+                if followUpRan.isSet { sawFollowUp.set() }
+            } else {
+                followUpRan.set()
             }
         }
         #expect(await eventually { loop.threadStates.idle == 2 })
         loop.enqueue(1)
         #expect(await eventually { sawFollowUp.isSet })
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
     }
 
     /// The point of these executors: a thread with nothing due sleeps —
@@ -168,8 +153,7 @@ import Glibc
         try await Task.sleep(for: .seconds(2))
         let after = threads.map(contextSwitches)
         #expect(after == before, "idle threads were woken: \(before) -> \(after) context switches")
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
     }
 
     @Test func aStallIsReportedWhenEveryThreadIsBlocked() async {
@@ -230,15 +214,11 @@ import Glibc
         let loop = JobLoop<Int>()
         let running = Mutex(0)
         let mostAtOnce = Mutex(0)
-        let servers = (0..<3).map { _ in
-            TestThread {
-                loop.serve { _ in
-                    let now = running.withLock { $0 += 1; return $0 }
-                    mostAtOnce.withLock { $0 = max($0, now) }
-                    for _ in 0..<10_000 where mostAtOnce.withLock({ $0 }) < 3 { usleep(1_000) }
-                    running.withLock { $0 -= 1 }
-                }
-            }
+        let servers = serving(loop, threads: 3) { _ in
+            let now = running.withLock { $0 += 1; return $0 }
+            mostAtOnce.withLock { $0 = max($0, now) }
+            for _ in 0..<10_000 where mostAtOnce.withLock({ $0 }) < 3 { usleep(1_000) }
+            running.withLock { $0 -= 1 }
         }
         // One of the three waits for a deadline an hour away, the others idle.
         loop.enqueue(99, deadline: JobLoop<Int>.now + 3_600_000_000_000)
@@ -246,8 +226,7 @@ import Glibc
         for item in 0..<3 { loop.enqueue(item) }
         #expect(await eventually { running.withLock { $0 } == 0 && mostAtOnce.withLock { $0 } > 0 })
         #expect(mostAtOnce.withLock { $0 } == 3)
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
     }
 
     /// A thread busy with a long item (a commit waiting for the disk) must
@@ -259,19 +238,15 @@ import Glibc
         let giveUp = Flag()
         let timerFired = Flag()
         let timerFiredDuringLongItem = Flag()
-        let servers = (0..<2).map { _ in
-            TestThread {
-                loop.serve { item in
-                    if item == 0 {
-                        longItemStarted.set()
-                        // Busy until the timer fired elsewhere, or the test gave up.
-                        while !timerFired.isSet && !giveUp.isSet { usleep(1_000) }
-                        longItemDone.set()
-                    } else {
-                        if !longItemDone.isSet { timerFiredDuringLongItem.set() }
-                        timerFired.set()
-                    }
-                }
+        let servers = serving(loop, threads: 2) { item in
+            if item == 0 {
+                longItemStarted.set()
+                // Busy until the timer fired elsewhere, or the test gave up.
+                while !timerFired.isSet && !giveUp.isSet { usleep(1_000) }
+                longItemDone.set()
+            } else {
+                if !longItemDone.isSet { timerFiredDuringLongItem.set() }
+                timerFired.set()
             }
         }
         #expect(await eventually { loop.threadStates.idle == 2 })
@@ -281,8 +256,7 @@ import Glibc
         let firedInTime = await eventually { timerFired.isSet }
         giveUp.set()
         #expect(firedInTime && timerFiredDuringLongItem.isSet, "the timer waited for the long item")
-        loop.stop()
-        servers.forEach { $0.join() }
+        stopServing(loop, servers)
     }
 
     @Test func anEmptiedRingGivesBackABurstsMemory() {
@@ -324,6 +298,17 @@ final class TestThread: @unchecked Sendable {
     }
 
     func join() { pthread_join(handle, nil) }
+}
+
+/// `count` threads serving `loop` with `run`.
+func serving(_ loop: JobLoop<Int>, threads count: Int, _ run: @escaping (Int) -> Void) -> [TestThread] {
+    (0..<count).map { _ in TestThread { loop.serve(run) } }
+}
+
+/// Stops `loop` and waits for its threads to return.
+func stopServing(_ loop: JobLoop<Int>, _ threads: [TestThread]) {
+    loop.stop()
+    threads.forEach { $0.join() }
 }
 
 /// Polls `condition` every 10 ms for up to 10 s.
