@@ -48,7 +48,10 @@ struct HashSecretCommand: IngestdCommand {
         } else {
             // A secret is small; more than 64 KiB is refused, not cut (the
             // agent reads its secret files whole: a prefix would not match).
-            let bytes = readAll(0, limit: Self.maxPipedBytes + 1) ?? []
+            guard let bytes = readAll(0, limit: Self.maxPipedBytes + 1) else {
+                printError("Could not read standard input: \(String(cString: strerror(errno))).")
+                throw ExitCodes.ioError
+            }
             guard bytes.count <= Self.maxPipedBytes else {
                 printError("Standard input holds more than \(Self.maxPipedBytes) bytes: a secret is one short line.")
                 throw ExitCodes.usageError

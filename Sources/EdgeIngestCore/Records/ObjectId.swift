@@ -73,7 +73,7 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let ok = withUnsafeMutableBytes(of: &out) { dst -> Bool in
             for i in 0..<12 {
-                guard let hi = hexNibble(p[2 * i]), let lo = hexNibble(p[2 * i + 1]) else { return false }
+                guard let hi = hexDigitValue(p[2 * i]), let lo = hexDigitValue(p[2 * i + 1]) else { return false }
                 dst[i] = hi << 4 | lo
             }
             return true
@@ -142,16 +142,6 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
 }
 
 private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-@inline(__always)
-private func hexNibble(_ c: UInt8) -> UInt8? {
-    switch c {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
-    default: return nil
-    }
-}
 
 /// Process-wide state for ``ObjectId/generate()``.
 final class ObjectIdGenerator: Sendable {

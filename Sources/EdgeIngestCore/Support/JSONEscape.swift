@@ -55,15 +55,8 @@ package enum JSONEscape {
         guard i + 4 <= p.count else { throw .truncatedHex }
         var v: UInt32 = 0
         for _ in 0..<4 {
-            let c = p[i]
-            let d: UInt32
-            switch c {
-            case 0x30...0x39: d = UInt32(c - 0x30)
-            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
-            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
-            default: throw .badHex
-            }
-            v = v << 4 | d
+            guard let d = hexDigitValue(p[i]) else { throw .badHex }
+            v = v << 4 | UInt32(d)
             i += 1
         }
         return v

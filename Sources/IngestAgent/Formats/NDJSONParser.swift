@@ -272,7 +272,7 @@ struct NDJSONParser {
 
     private static let powersOfTen: [Double] = (0...22).map { (0..<$0).reduce(1.0) { p, _ in p * 10 } }
 
-    /// A JSON number (already checked by ``readNumber()``) with at most 15
+    /// A JSON number (already checked by ``scanNumber()``) with at most 15
     /// significant digits and a decimal exponent within ±22, converted
     /// without strtod: its digits and the power of ten are exact doubles,
     /// so one multiplication or division rounds correctly (Clinger's fast
