@@ -125,6 +125,7 @@ edgeingest_sources=(
     Sources/EdgeIngestCore/Queue/EncodedBatch.swift
     Sources/EdgeIngestCore/Support/ByteSearch.swift
     Sources/EdgeIngestCore/Support/EdgeIngestError.swift
+    Sources/EdgeIngestCore/Support/HexDigit.swift
     Sources/EdgeIngestCore/Support/JSONEscape.swift
     Sources/EdgeIngestCore/Support/Quoting.swift
     Sources/EdgeIngestCore/Support/Timestamp.swift
