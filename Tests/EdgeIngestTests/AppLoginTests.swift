@@ -110,7 +110,7 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
         try backend.control("expire-tokens")
         try backend.control("refuse-refresh")
         try writeSensors(realm, 5, from: 10)
-        #expect(eventually { realm.uploadState?.state == "waiting_for_user" })
+        #expect(eventually { realm.uploadState?.state == .waitingForUser })
         #expect(user.state == .waitingForUser)
         #expect(try realm.statistics().queuedRecords == 5)
         _ = try await app.login(credentials: .apiKey("k"))

@@ -88,7 +88,7 @@ import TestSupport
         // The handler runs just after the reset is marked pending (so it may resolve it at once).
         #expect(eventually { reported.withLock { $0 } == ["client_reset_required"] })
         #expect(try s.realm.statistics().queuedRecords == 6)
-        #expect(eventually { s.realm.uploadState?.state == "error" })
+        #expect(eventually { s.realm.uploadState?.state == .error })
         try s.realm.resolveClientReset(discard: false)
         try await s.realm.waitForUpload(timeout: .seconds(10))
         #expect(try s.backend.stats()["unique"] as? Int == 11)

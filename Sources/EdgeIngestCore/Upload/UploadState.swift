@@ -4,8 +4,8 @@ import Synchronization
 /// AsyncOpen states as the agent reports them.
 public final class UploadState: Sendable {
     public struct Snapshot: Sendable, Hashable {
-        /// uploading, idle, backing_off or error.
-        public var state = "idle"
+        /// What the uploader is doing.
+        public var state = UploadPhase.idle
         public var reason: String?
         /// backing_off: when the next attempt is due (ms since the epoch).
         public var until: Int64?

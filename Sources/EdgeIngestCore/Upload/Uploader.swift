@@ -7,12 +7,11 @@ import Synchronization
 ///
 /// One request per lease of one record type. The lease id (first `_id` and
 /// count) is the `Idempotency-Key`, stable across retries and restarts.
-/// Transient failures retry with capped, jittered backoff (forever by
-/// default); a batch refused as bad is bisected until the poison records are
-/// isolated and moved to the dead-letter table; 413 splits the batch and
-/// lowers the size; a 401 refreshes the credentials once, then waits for
-/// the user; a client reset is handed to the owner; configuration errors
-/// hold the queue untouched.
+/// What each answer leads to (retry with backoff, bisection into dead
+/// letters, 413 splits, one credential refresh, a hold) is decided by
+/// ``LeaseDelivery``, a pure state machine; this driver performs what it
+/// decides: the sink calls, the waits, the queue calls, the state the
+/// status shows, the log lines and the owner's hooks.
 package final class Uploader: Sendable {
     package let queue: DurableQueue
     package let settings: UploadSettings
@@ -67,23 +66,26 @@ package final class Uploader: Sendable {
             state.expectProgress(within: 0)
             guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true) else {
                 state.update {
-                    $0.state = "idle"
+                    $0.state = .idle
                     $0.reason = nil
                 }
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: Self.idleRecheckMilliseconds)
                 continue
             }
             // Linger: a partial batch waits a little for more readings.
-            let age = wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0)
-            if lease.recordCount < settings.maxRecords, lease.payload.count < maxBytes / 2, age < settings.lingerMilliseconds {
+            if let linger = LeaseDelivery.lingerMilliseconds(
+                recordCount: lease.recordCount, payloadBytes: lease.payload.count,
+                oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
+                maxRecords: settings.maxRecords, maxBytes: maxBytes, lingerMilliseconds: settings.lingerMilliseconds
+            ) {
                 try queue.release(lease)
-                _ = waitForWork(wake: wake, stop: stop, milliseconds: Int(Int64(settings.lingerMilliseconds) - age))
+                _ = waitForWork(wake: wake, stop: stop, milliseconds: linger)
                 continue
             }
             // Read before sending: a resume() that comes while this batch
             // is being refused still ends the hold it leads to.
             let generation = resumeGeneration.load(ordering: .sequentiallyConsistent)
-            switch try process(lease, sink: sink, maxBytes: &maxBytes, stop: stop, deadline: nil) {
+            switch try process(lease, sink: sink, maxBytes: &maxBytes, stop: stop, finalDrainDeadline: nil) {
             case .acknowledged: continue
             case .stopped: break
             case .held: hold(stop: stop, since: generation)
@@ -95,12 +97,13 @@ package final class Uploader: Sendable {
     /// On shutdown: upload what is queued until it is empty or the
     /// shutdown timeout passes; no retries. What is left stays queued.
     private func finalDrain(sink: any BatchSink, maxBytes: inout Int) throws {
-        let deadline = monotonicSeconds() + Double(settings.shutdownTimeoutMilliseconds) / 1000
+        let deadline = monotonicMilliseconds() + Int64(settings.shutdownTimeoutMilliseconds)
         let never = StopSignal()
-        while monotonicSeconds() < deadline, state.snapshot.state != "error", state.snapshot.state != "waiting_for_user",
+        while monotonicMilliseconds() < deadline, !state.snapshot.state.isHeld,
             let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
         {
-            guard try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, deadline: deadline) == .acknowledged else { break }
+            guard try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, finalDrainDeadline: deadline) == .acknowledged
+            else { break }
         }
         let left = (try? queue.statistics().queuedRecords) ?? 0
         logger.info("Uploader stopped", metadata: ["ingest.queued": "\(left)"])
@@ -118,166 +121,172 @@ package final class Uploader: Sendable {
         }
     }
 
-    /// Sends one lease, bisecting and retrying as the answers require, and
-    /// acknowledges it when every part is stored or dead-lettered.
-    private func process(_ lease: QueueLease, sink: any BatchSink, maxBytes: inout Int, stop: StopSignal, deadline: Double?) throws -> LeaseResult {
-        let segment = lease.segments[0]
-        var work: [Range<Int>] = [0..<lease.recordCount]
-        var deadLetters: [Int: String] = [:]
-        var attempt = 0
-        var refreshed = false
-        var reported = false
-        while let range = work.first {
-            if stop.isStopped || deadline.map({ monotonicSeconds() > $0 }) == true {
-                try queue.release(lease)
-                return .stopped
-            }
-            let whole = range == 0..<lease.recordCount
-            let key = whole ? lease.id : "\(lease.id):\(range.lowerBound)+\(range.count)"
-            var headers = [
-                ("Content-Type", "application/x-ndjson"),
-                ("Idempotency-Key", key),
-                ("EdgeIngest-Protocol", "1"),
-                ("EdgeIngest-Record-Type", segment.type),
-                ("EdgeIngest-Schema-Version", String(segment.schemaVersion)),
-                ("EdgeIngest-Client", settings.clientID),
-            ]
-            var credentialsOffline: String?
-            do {
-                headers += try hooks.requestHeaders()
-            } catch let error as EdgeIngestError where error.code == .offline {
-                credentialsOffline = error.message  // a login or refresh that could not reach the backend: passing
-            } catch {
-                try queue.release(lease)
-                return waitForUser(reason: "\(error)", report: error as? EdgeIngestError)
-            }
-            state.update {
-                $0.state = "uploading"
-                $0.requests += 1
-                if attempt > 0 { $0.resends += 1 }
-            }
-            state.expectProgress(
-                within: sink.deliveryTimeLimitMilliseconds ?? settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
-            let outcome: UploadOutcome
-            if let credentialsOffline {
-                outcome = .retry(reason: credentialsOffline, retryAfterSeconds: nil)
-            } else {
-                outcome = sink.deliver(
-                    SinkBatch(
-                        type: segment.type, idempotencyKey: key,
-                        payload: lease.payload(records: range), recordCount: range.count, headers: headers
-                    )
-                )
-            }
-            // The final drain at shutdown takes only clean successes: no retries, no bisection.
-            if deadline != nil, !outcome.isStored {
-                try queue.release(lease)
-                return .stopped
-            }
-            switch outcome {
-            case .stored(let rejected):
-                for r in rejected { deadLetters[range.lowerBound + r.index] = "rejected by the sink: \(r.reason)" }
-                work.removeFirst()
-                attempt = 0
-                reported = false
-                state.update { $0.connected = true }
-                storedSinceReset.store(true, ordering: .relaxed)
-                recordLastUpload("stored \(range.count)")
-            case .retry(let reason, let retryAfter):
-                if settings.maxRetries > 0, attempt >= settings.maxRetries {
-                    logger.error(
-                        "Giving up on a batch after the configured retries; its records move to the dead-letter table",
-                        metadata: ["ingest.records": "\(range.count)", "ingest.reason": "\(reason)"]
-                    )
-                    for i in range { deadLetters[i] = "retries exhausted: \(reason)" }
-                    work.removeFirst()
-                    attempt = 0
-                    continue
-                }
-                let delay = settings.backoff.delay(attempt: attempt, retryAfterSeconds: retryAfter, unit: Double.random(in: 0..<1))
-                attempt += 1
-                let until = wallClockMilliseconds() + Int64(delay * 1000)
-                state.update {
-                    $0.state = "backing_off"
-                    $0.reason = reason
-                    $0.until = until
-                }
-                recordLastUpload("failed: \(reason)")
-                if !reported {
-                    hooks.reportError(EdgeIngestError(.uploadFailed, "Uploading failed and will be retried: \(reason)."))
-                    reported = true
-                }
-                if attempt == 1 || attempt % 10 == 0 {
-                    logger.warning(
-                        "Upload failed; retrying with backoff",
-                        metadata: ["ingest.reason": "\(reason)", "ingest.attempt": "\(attempt)", "ingest.retry_in_ms": "\(Int(delay * 1000))"]
-                    )
-                }
-                if case .stopped = sleep(stop: stop, milliseconds: Int(delay * 1000)) {
+    /// Sends one lease as ``LeaseDelivery`` decides, performing its actions,
+    /// and acknowledges it when every part is stored or dead-lettered.
+    private func process(
+        _ lease: QueueLease, sink: any BatchSink, maxBytes: inout Int, stop: StopSignal, finalDrainDeadline: Int64?
+    ) throws -> LeaseResult {
+        let policy = LeaseDelivery.Policy(
+            maxRetries: settings.maxRetries, backoff: settings.backoff, finalDrainDeadline: finalDrainDeadline)
+        var delivery = LeaseDelivery(leaseID: lease.id, recordCount: lease.recordCount, maxBytes: maxBytes, policy: policy)
+        defer { maxBytes = delivery.maxBytes }
+        /// Why no credentials could be had, to report with the wait for the user.
+        var credentialsError: EdgeIngestError?
+        var action = delivery.start(now: monotonicMilliseconds())
+        while true {
+            switch action {
+            case .send(let batch):
+                if stop.isStopped {
                     try queue.release(lease)
                     return .stopped
                 }
-            case .badBatch(let reason):
-                work.removeFirst()
-                if range.count == 1 {
-                    deadLetters[range.lowerBound] = "refused by the backend: \(reason)"
-                    logger.error(
-                        "A record was refused by the backend; moved to the dead-letter table",
-                        metadata: ["ingest.record_id": "\(lease.recordIDs[range.lowerBound])", "ingest.reason": "\(reason)"]
-                    )
-                } else {
-                    let mid = range.lowerBound + range.count / 2
-                    work.insert(contentsOf: [range.lowerBound..<mid, mid..<range.upperBound], at: 0)
-                }
-                attempt = 0
-            case .tooLarge:
-                work.removeFirst()
-                let bytes = lease.payload(records: range).count
-                maxBytes = max(4096, min(maxBytes, bytes / 2))
-                if range.count == 1 {
-                    deadLetters[range.lowerBound] = "larger than the backend accepts (HTTP 413)"
-                } else {
-                    let mid = range.lowerBound + range.count / 2
-                    work.insert(contentsOf: [range.lowerBound..<mid, mid..<range.upperBound], at: 0)
-                }
-                logger.notice("The backend refused a batch as too large; splitting it and lowering the batch size", metadata: ["ingest.max_bytes": "\(maxBytes)"])
-            case .unauthorized:
-                // Refresh once per batch; a second 401 waits for the user.
-                if !refreshed, hooks.refreshCredentials() {
-                    refreshed = true
-                    logger.notice("The backend refused the access token; refreshed it and sending again")
+                var headers = requestHeaders(for: lease, key: batch.idempotencyKey)
+                var offlineReason: String?
+                do {
+                    headers += try hooks.requestHeaders()
+                } catch let error as EdgeIngestError where error.code == .offline {
+                    offlineReason = error.message  // a login or refresh that could not reach the backend: passing
+                } catch {
+                    credentialsError = error as? EdgeIngestError
+                    action = delivery.credentialsUnavailable(reason: "\(error)")
                     continue
                 }
-                try queue.release(lease)
-                return waitForUser(
-                    reason: "HTTP 401: the backend refused the credentials (log in again, or check the upload token)",
-                    report: nil
-                )
-            case .clientReset(let reason, let recoverable):
-                try queue.release(lease)
                 state.update {
-                    $0.state = "client_reset"
-                    $0.reason = reason
+                    $0.state = .uploading
+                    $0.requests += 1
+                    if batch.isResend { $0.resends += 1 }
                 }
-                logger.error("The backend demands a client reset", metadata: ["ingest.reason": "\(reason)", "ingest.recoverable": "\(recoverable)"])
-                let stored = storedSinceReset.exchange(false, ordering: .relaxed)
-                if hooks.clientReset(reason, recoverable, stored) {
-                    state.update { $0.reason = nil }
-                    return .acknowledged  // the queue changed: take a fresh lease
+                state.expectProgress(
+                    within: sink.deliveryTimeLimitMilliseconds ?? settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
+                let payload = lease.payload(records: batch.range)
+                let outcome: UploadOutcome
+                if let offlineReason {
+                    outcome = .retry(reason: offlineReason, retryAfterSeconds: nil)
+                } else {
+                    outcome = sink.deliver(
+                        SinkBatch(
+                            type: lease.segments[0].type, idempotencyKey: batch.idempotencyKey,
+                            payload: payload, recordCount: batch.range.count, headers: headers
+                        )
+                    )
                 }
-                return holdFor("\(reason): the backend requires a client reset; waiting for it to be resolved (ingestd reset --recover or --discard)")
-            case .hold(let reason):
+                if outcome.isStored { recordStored(batch.range.count) }
+                let step = delivery.answered(outcome, sentBytes: payload.count, now: monotonicMilliseconds(), jitter: Double.random(in: 0..<1))
+                log(step.notices, of: lease)
+                action = step.action
+            case .backOff(let wait):
+                announce(wait)
+                if case .stopped = sleep(stop: stop, milliseconds: wait.delayMilliseconds) {
+                    try queue.release(lease)
+                    return .stopped
+                }
+                action = delivery.backoffEnded(now: monotonicMilliseconds())
+            case .refreshCredentials:
+                let refreshed = hooks.refreshCredentials()
+                if refreshed { logger.notice("The backend refused the access token; refreshed it and sending again") }
+                action = delivery.refreshFinished(succeeded: refreshed, now: monotonicMilliseconds())
+            case .acknowledge(let deadLetters):
+                state.expectProgress(within: 0)
+                try queue.acknowledge(lease, deadLetters: deadLetters)
+                state.update {
+                    $0.reason = nil
+                    $0.until = nil
+                }
+                return .acknowledged
+            case .release(let release):
                 try queue.release(lease)
-                return holdFor(reason)
+                return settle(release, credentialsError: credentialsError)
             }
         }
-        state.expectProgress(within: 0)
-        try queue.acknowledge(lease, deadLetters: deadLetters)
+    }
+
+    /// The protocol's headers for one request (docs/PROTOCOL.md); the
+    /// owner's credentials are added to them.
+    private func requestHeaders(for lease: QueueLease, key: String) -> [(String, String)] {
+        let segment = lease.segments[0]
+        return [
+            ("Content-Type", "application/x-ndjson"),
+            ("Idempotency-Key", key),
+            ("EdgeIngest-Protocol", "1"),
+            ("EdgeIngest-Record-Type", segment.type),
+            ("EdgeIngest-Schema-Version", String(segment.schemaVersion)),
+            ("EdgeIngest-Client", settings.clientID),
+        ]
+    }
+
+    private func recordStored(_ count: Int) {
+        state.update { $0.connected = true }
+        storedSinceReset.store(true, ordering: .relaxed)
+        recordLastUpload("stored \(count)")
+    }
+
+    /// Shows a backoff in the state, and reports and logs it when due.
+    private func announce(_ wait: LeaseDelivery.RetryWait) {
+        let until = wallClockMilliseconds() + Int64(wait.delayMilliseconds)
         state.update {
-            $0.reason = nil
-            $0.until = nil
+            $0.state = .backingOff
+            $0.reason = wait.reason
+            $0.until = until
         }
-        return .acknowledged
+        recordLastUpload("failed: \(wait.reason)")
+        if wait.isFirstOfStreak {
+            hooks.reportError(EdgeIngestError(.uploadFailed, "Uploading failed and will be retried: \(wait.reason)."))
+        }
+        if wait.isWorthLogging {
+            logger.warning(
+                "Upload failed; retrying with backoff",
+                metadata: [
+                    "ingest.reason": "\(wait.reason)", "ingest.attempt": "\(wait.attempt)",
+                    "ingest.retry_in_ms": "\(wait.delayMilliseconds)",
+                ]
+            )
+        }
+    }
+
+    private func log(_ notices: [LeaseDelivery.Notice], of lease: QueueLease) {
+        for notice in notices {
+            switch notice {
+            case .gaveUp(let records, let reason):
+                logger.error(
+                    "Giving up on a batch after the configured retries; its records move to the dead-letter table",
+                    metadata: ["ingest.records": "\(records)", "ingest.reason": "\(reason)"]
+                )
+            case .recordRefused(let index, let reason):
+                logger.error(
+                    "A record was refused by the backend; moved to the dead-letter table",
+                    metadata: ["ingest.record_id": "\(lease.recordIDs[index])", "ingest.reason": "\(reason)"]
+                )
+            case .batchTooLarge(let maxBytes):
+                logger.notice(
+                    "The backend refused a batch as too large; splitting it and lowering the batch size",
+                    metadata: ["ingest.max_bytes": "\(maxBytes)"])
+            }
+        }
+    }
+
+    /// What a released lease leads to: stopping, a hold, a wait for the
+    /// user, or the owner's client reset.
+    private func settle(_ release: LeaseDelivery.Release, credentialsError: EdgeIngestError?) -> LeaseResult {
+        switch release {
+        case .stopped:
+            return .stopped
+        case .hold(let reason):
+            return holdFor(reason)
+        case .waitForUser(let reason):
+            return waitForUser(reason: reason, report: credentialsError)
+        case .clientReset(let reason, let recoverable):
+            state.update {
+                $0.state = .clientReset
+                $0.reason = reason
+            }
+            logger.error("The backend demands a client reset", metadata: ["ingest.reason": "\(reason)", "ingest.recoverable": "\(recoverable)"])
+            let stored = storedSinceReset.exchange(false, ordering: .relaxed)
+            if hooks.clientReset(reason, recoverable, stored) {
+                state.update { $0.reason = nil }
+                return .acknowledged  // the queue changed: take a fresh lease
+            }
+            return holdFor("\(reason): the backend requires a client reset; waiting for it to be resolved (ingestd reset --recover or --discard)")
+        }
     }
 
     private func holdFor(_ reason: String) -> LeaseResult {
@@ -286,7 +295,7 @@ package final class Uploader: Sendable {
             hooks.reportError(EdgeIngestError(.uploadHeld, "Uploading is held: \(reason)."))
         }
         state.update {
-            $0.state = "error"
+            $0.state = .error
             $0.reason = reason
         }
         recordLastUpload("held: \(reason)")
@@ -294,12 +303,12 @@ package final class Uploader: Sendable {
     }
 
     private func waitForUser(reason: String, report: EdgeIngestError?) -> LeaseResult {
-        if state.snapshot.state != "waiting_for_user" {
+        if state.snapshot.state != .waitingForUser {
             logger.error("Uploading waits for the user to log in again; everything stays queued", metadata: ["ingest.reason": "\(reason)"])
             hooks.reportError(report ?? EdgeIngestError(.authenticationFailed, "Uploading waits for a new login: \(reason)."))
         }
         state.update {
-            $0.state = "waiting_for_user"
+            $0.state = .waitingForUser
             $0.reason = reason
         }
         recordLastUpload("held: \(reason)")

@@ -134,9 +134,9 @@ extension AgentStatus {
     /// The AsyncOpen state the uploader's state amounts to.
     static func openState(upload: UploadState.Snapshot) -> String {
         switch upload.state {
-        case "waiting_for_user": return "waiting_for_user"
-        case "error", "client_reset": return "error"
-        case "backing_off", "uploading": return upload.connected ? "open" : "connecting"
+        case .waitingForUser: return "waiting_for_user"
+        case .error, .clientReset: return "error"
+        case .backingOff, .uploading: return upload.connected ? "open" : "connecting"
         default: return "open"
         }
     }

@@ -31,7 +31,7 @@ struct StatusService: Service {
         var lastActivity: Activity? = nil
         var quietRounds = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let status = currentStatus(state: upload?.snapshot.state ?? "idle")
+            let status = currentStatus(state: (upload?.snapshot.state ?? .idle).name)
             writeStatus(status)
             notifier.status(status.summary)
             // Nothing moved for a while: the agent is idle and this loop
@@ -94,10 +94,10 @@ struct StatusService: Service {
             if let upload = upload?.snapshot {
                 if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
                 status.uploadReason = upload.reason
-                if upload.state == "backing_off", let until = upload.until { status.backingOffUntil = isoTime(milliseconds: until) }
+                if upload.state == .backingOff, let until = upload.until { status.backingOffUntil = isoTime(milliseconds: until) }
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
-                if status.problem == nil, upload.state == "error" { status.problem = upload.reason }
+                if status.problem == nil, upload.state == .error { status.problem = upload.reason }
                 status.openState = AgentStatus.openState(upload: upload)
             }
             return status
