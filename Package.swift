@@ -1,6 +1,16 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+import class Foundation.ProcessInfo
+
+/// ingestd runs on executors of its own (Sources/IngestAgent/Runtime), built
+/// on Swift 6.3's experimental executor SPI, which a toolchain release may
+/// rename. `INGESTD_EXECUTORS=platform swift build` builds it on the
+/// platform's executors instead (libdispatch; also what a Swift before 6.3
+/// gets). CI builds and tests both: scripts/test-platform-executors.sh.
+let platformExecutors = ProcessInfo.processInfo.environment["INGESTD_EXECUTORS"] == "platform"
+let executorSettings: [SwiftSetting] = platformExecutors ? [.define("PLATFORM_EXECUTORS")] : []
+
 let package = Package(
     name: "EdgeIngest",
     platforms: [.macOS(.v15)],
@@ -63,14 +73,16 @@ let package = Package(
                 "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: executorSettings
         ),
         .executableTarget(
             name: "ingestd",
             dependencies: [
                 "EdgeIngestCore",
                 "IngestAgent",
-            ]
+            ],
+            swiftSettings: executorSettings
         ),
         // A child process for crash tests: appends batches and is killed with
         // SIGKILL by the tests. Not a product; never installed.
@@ -88,7 +100,8 @@ let package = Package(
         .executableTarget(
             name: "wakeup-floor-agent",
             dependencies: ["IngestAgent"],
-            path: "bench/wakeup-floor-agent"
+            path: "bench/wakeup-floor-agent",
+            swiftSettings: executorSettings
         ),
         // Helpers shared by the test targets (temporary directories).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -98,7 +111,8 @@ let package = Package(
         ),
         .testTarget(
             name: "IngestAgentTests",
-            dependencies: ["IngestAgent", "EdgeIngestCore", "TestSupport"]
+            dependencies: ["IngestAgent", "EdgeIngestCore", "TestSupport"],
+            swiftSettings: executorSettings
         ),
         .testTarget(
             name: "ingestdTests",

@@ -2,7 +2,13 @@ import Foundation
 
 /// Runs the built `ingestd` binary, as an operator would.
 enum IngestdBinary {
+    /// The `ingestd` built beside the tests, or the one `INGESTD_BINARY`
+    /// names (scripts/test-platform-executors.sh runs binary tests against
+    /// a build on the platform's executors).
     static var url: URL {
+        if let path = ProcessInfo.processInfo.environment["INGESTD_BINARY"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
         var dir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("ingestd").path), dir.path != "/" {
             dir.deleteLastPathComponent()

@@ -1,4 +1,8 @@
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
 @_spi(ExperimentalCustomExecutors) import _Concurrency
+#else
+import Dispatch
+#endif
 
 /// The executors Swift concurrency runs ingestd's tasks on: a
 /// ``PoolTaskExecutor`` for tasks and a ``MainThreadExecutor`` for the main
@@ -12,6 +16,12 @@
 /// experimental, SPI) hook for this; the library and its tests keep the
 /// platform's executors.
 ///
+/// The SPI may be renamed by any toolchain release, so the executors are
+/// built only with Swift 6.3 or later and not when the package is built
+/// with `INGESTD_EXECUTORS=platform` (Package.swift defines
+/// `PLATFORM_EXECUTORS`); then ``run(_:)`` runs `body` on the platform's
+/// executors. CI builds and tests both (scripts/test-platform-executors.sh).
+///
 /// ```swift
 /// @main enum Ingestd {
 ///     static func main() {
@@ -19,16 +29,14 @@
 ///     }
 /// }
 /// ```
-package struct AgentExecutors: ExecutorFactory {
-    package static let mainExecutor: any MainExecutor = MainThreadExecutor()
-    package static let defaultExecutor: any TaskExecutor = PoolTaskExecutor()
-
-    /// Installs these executors, runs `body` in a task on the pool and
-    /// serves the main actor on the calling thread. Call it first thing in
-    /// a synchronous `main`, before any task exists; `body` ends the
-    /// process (`exit`), so this never returns.
+package enum AgentExecutors {
+    /// Installs ingestd's executors (when built), runs `body` in a task on
+    /// the pool and serves the main actor on the calling thread. Call it
+    /// first thing in a synchronous `main`, before any task exists; `body`
+    /// ends the process (`exit`), so this never returns.
     package static func run(_ body: @escaping @Sendable () async -> Never) -> Never {
-        _createExecutors(factory: AgentExecutors.self)
+        #if compiler(>=6.3) && !PLATFORM_EXECUTORS
+        _createExecutors(factory: AgentExecutorFactory.self)
         Task.detached { await body() }
         do {
             try MainActor.executor.run()
@@ -36,5 +44,27 @@ package struct AgentExecutors: ExecutorFactory {
             fatalError("The main actor's executor stopped: \(error)")
         }
         fatalError("The main actor's executor stopped")
+        #else
+        Task.detached { await body() }
+        dispatchMain()
+        #endif
+    }
+
+    /// Which executors this build runs on: `ingestd` (its own) or `platform`.
+    package static var kind: String {
+        #if compiler(>=6.3) && !PLATFORM_EXECUTORS
+        "ingestd"
+        #else
+        "platform"
+        #endif
     }
 }
+
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
+/// What `_createExecutors` installs: the pool for tasks, the main thread's
+/// loop for the main actor.
+struct AgentExecutorFactory: ExecutorFactory {
+    static let mainExecutor: any MainExecutor = MainThreadExecutor()
+    static let defaultExecutor: any TaskExecutor = PoolTaskExecutor()
+}
+#endif

@@ -1,3 +1,5 @@
+// Built only where Swift 6.3's executor SPI is (AgentExecutors.swift says why).
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
 /// Turns the delays and instants the Swift runtime schedules jobs with into
 /// deadlines on ``JobLoop``'s clock (CLOCK_MONOTONIC nanoseconds).
 ///
@@ -24,3 +26,4 @@ enum ExecutorDeadline {
         return UInt64(whole) + UInt64(attoseconds / 1_000_000_000)
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// Built only where Swift 6.3's executor SPI is (AgentExecutors.swift says why).
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 
 #if canImport(Glibc)
@@ -52,3 +54,4 @@ package final class MainThreadExecutor: MainExecutor, SchedulingExecutor, @unche
 
     private var onMainThread: Bool { pthread_equal(pthread_self(), mainThread) != 0 }
 }
+#endif

@@ -1,3 +1,5 @@
+// Built only where Swift 6.3's executor SPI is (AgentExecutors.swift says why).
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
 @_spi(ExperimentalScheduling) import _Concurrency
 import EdgeIngestCore
 import Synchronization
@@ -78,3 +80,4 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if compiler(>=6.3) && !PLATFORM_EXECUTORS
 import EdgeIngestCore
 @testable import IngestAgent
 import Synchronization
@@ -95,3 +96,4 @@ final class Flag: Sendable {
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }
+#endif
