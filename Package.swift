@@ -47,12 +47,18 @@ let package = Package(
             name: "CSystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // The pure model: records, record types and validation, ObjectId,
+        // JSON, timestamps, the NDJSON/CSV framing and parsers, TOML. No C
+        // library, no I/O; the fuzz targets (scripts/fuzz.sh) build this
+        // target's files as they are.
+        .target(name: "EdgeIngestModel"),
         // The library without Foundation: everything but `fileURL: URL`.
         // ingestd links only this (Foundation, even FoundationEssentials,
         // adds 5 MB to the binary: docs/BENCHMARKS.md, "Binary size").
         .target(
             name: "EdgeIngestCore",
             dependencies: [
+                "EdgeIngestModel",
                 "CSQLite",
                 "CCurl",
                 "CZlib",
@@ -106,12 +112,16 @@ let package = Package(
         // Helpers shared by the test targets (temporary directories).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(
+            name: "EdgeIngestModelTests",
+            dependencies: ["EdgeIngestModel", "TestSupport"]
+        ),
+        .testTarget(
             name: "EdgeIngestTests",
-            dependencies: ["EdgeIngest", "EdgeIngestCore", "TestSupport", "queue-crash-probe"]
+            dependencies: ["EdgeIngest", "EdgeIngestCore", "EdgeIngestModel", "TestSupport", "queue-crash-probe"]
         ),
         .testTarget(
             name: "IngestAgentTests",
-            dependencies: ["IngestAgent", "EdgeIngestCore", "TestSupport"],
+            dependencies: ["IngestAgent", "EdgeIngestCore", "EdgeIngestModel", "TestSupport"],
             swiftSettings: executorSettings
         ),
         .testTarget(

@@ -15,8 +15,7 @@
 //   a known reason and a short, non-empty message;
 // - a record is well formed and its JSON reads back as the same record.
 
-@testable import EdgeIngestCore
-@testable import IngestAgent
+@testable import EdgeIngestModel
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -5,8 +5,7 @@
 // A failed check is a `precondition`, so libFuzzer reports it as a crash
 // and saves the input.
 
-@testable import EdgeIngestCore
-@testable import IngestAgent
+@testable import EdgeIngestModel
 
 // MARK: - Lines
 

@@ -16,8 +16,7 @@
 // - a record is well formed and its JSON (JSONWriter) reads back as the
 //   same _id and values; timestamps are written as the instant they hold.
 
-@testable import EdgeIngestCore
-@testable import IngestAgent
+@testable import EdgeIngestModel
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNDJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -9,7 +9,7 @@
 //   strings, Swift's round-trip numbers, inline tables) parses to the same
 //   keys, values and order.
 
-@testable import IngestAgent
+@testable import EdgeIngestModel
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTOML(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -38,10 +38,10 @@ Options:
   --build-only  build the targets, do not run them
   -h, --help    this text
 
-Build: the parsers' EdgeIngestCore and IngestAgent source files (only those: no
-SQLite, curl, OpenSSL or swift-log) are compiled as those two modules, then
-each Fuzz/<Name>Fuzz.swift (with Fuzz/FuzzSupport.swift) is linked against
-them, all with -sanitize=fuzzer,address -O -assert-config Debug: optimized
+Build: the EdgeIngestModel target's source files (the pure model and
+parsers: no SQLite, curl, OpenSSL or swift-log) are compiled as that module,
+then each Fuzz/<Name>Fuzz.swift (with Fuzz/FuzzSupport.swift) is linked
+against it, all with -sanitize=fuzzer,address -O -assert-config Debug: optimized
 for executions per second, but keeping the debug-only bounds checks of
 Unsafe(Raw)BufferPointer that plain -O removes (the parsers index raw
 buffers, and ASan does not see a read past a slice inside a larger buffer).
@@ -59,7 +59,7 @@ shipped with the toolchain.
 
 Output in .build-fuzz/ (git-ignored):
   ndjson, csv, toml      the fuzzer binaries
-  modules/, obj/         the instrumented EdgeIngestCore and IngestAgent modules
+  modules/, obj/         the instrumented EdgeIngestModel module
   corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
   artifacts/TARGET/      crash-*, leak-*, timeout-*, oom-* inputs; with CI
@@ -109,37 +109,10 @@ for t in "${targets[@]}"; do
     [ -n "${target_source[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
 done
 
-# The parsers and what they use; nothing here links a C library or swift-log.
-edgeingest_sources=(
-    Sources/EdgeIngestCore/Records/FieldType.swift
-    Sources/EdgeIngestCore/Records/FieldValue.swift
-    Sources/EdgeIngestCore/Records/JSONWriter.swift
-    Sources/EdgeIngestCore/Records/ObjectId.swift
-    Sources/EdgeIngestCore/Records/RawFieldValue.swift
-    Sources/EdgeIngestCore/Records/Record.swift
-    Sources/EdgeIngestCore/Records/RecordBuilder.swift
-    Sources/EdgeIngestCore/Records/RecordType+Validation.swift
-    Sources/EdgeIngestCore/Records/RecordType.swift
-    Sources/EdgeIngestCore/Records/ValidationFailure.swift
-    Sources/EdgeIngestCore/Records/VerbatimJSON.swift
-    Sources/EdgeIngestCore/Queue/EncodedBatch.swift
-    Sources/EdgeIngestCore/Support/ByteSearch.swift
-    Sources/EdgeIngestCore/Support/EdgeIngestError.swift
-    Sources/EdgeIngestCore/Support/HexDigit.swift
-    Sources/EdgeIngestCore/Support/JSONEscape.swift
-    Sources/EdgeIngestCore/Support/Quoting.swift
-    Sources/EdgeIngestCore/Support/Timestamp.swift
-)
-ingestagent_sources=(
-    Sources/IngestAgent/Formats/CSVParser.swift
-    Sources/IngestAgent/Formats/LineFramer.swift
-    Sources/IngestAgent/Formats/LineRejection.swift
-    Sources/IngestAgent/Formats/NDJSONParser.swift
-    Sources/IngestAgent/Formats/ParsedLine.swift
-    Sources/IngestAgent/Formats/ReadingRouter.swift
-    Sources/IngestAgent/Formats/UTF8Check.swift
-    Sources/IngestAgent/Config/TOMLDocument.swift
-)
+# The parsers and what they use: the whole EdgeIngestModel target, as
+# Package.swift declares it (no C library, no I/O, no swift-log), so a file
+# added to it is fuzzed without a list to keep here.
+mapfile -t model_sources < <(find Sources/EdgeIngestModel -name '*.swift' | sort)
 
 out=.build-fuzz
 mkdir -p "$out/modules" "$out/obj" "$out/logs"
@@ -180,18 +153,17 @@ module() {
 }
 
 build_started=$(date +%s.%N)
-module EdgeIngestCore "${edgeingest_sources[@]}" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
-module IngestAgent "${ingestagent_sources[@]}" "$out/obj/EdgeIngestCore.o" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
+module EdgeIngestModel "${model_sources[@]}" || { echo "fuzz.sh: the build failed" >&2; exit 1; }
 pids=()
 build_failed=0
 for t in "${targets[@]}"; do
     sources=("${target_source[$t]}")
     [ "$t" = toml ] || sources+=(Fuzz/FuzzSupport.swift)
-    stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngestCore.o" "$out/obj/IngestAgent.o" || continue
+    stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngestModel.o" || continue
     echo "fuzz.sh: building $out/$t"
     # The targets are independent: link them two at a time (one per core).
     swiftc "${flags[@]}" -module-name "Fuzz_$t" -I "$out/modules" -use-ld=lld \
-        "${sources[@]}" "$out/obj/EdgeIngestCore.o" "$out/obj/IngestAgent.o" -o "$out/$t" &
+        "${sources[@]}" "$out/obj/EdgeIngestModel.o" -o "$out/$t" &
     pids+=($!)
     if [ ${#pids[@]} -ge 2 ]; then
         wait "${pids[0]}" || build_failed=1

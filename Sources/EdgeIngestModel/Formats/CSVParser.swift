@@ -1,18 +1,18 @@
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// Parses CSV lines (RFC 4180 quoting, one record per line) against a
 /// header row. Cells become untyped `.text` values, converted by the field
 /// types; an empty unquoted cell is null (absent), a quoted empty cell is
 /// the empty string.
-struct CSVParser {
+package struct CSVParser {
     /// The header's column names, once read.
-    private(set) var header: [[UInt8]]?
+    package private(set) var header: [[UInt8]]?
     let separator: UInt8
 
-    init(separator: UInt8 = UInt8(ascii: ",")) { self.separator = separator }
+    package init(separator: UInt8 = UInt8(ascii: ",")) { self.separator = separator }
 
     /// Reads the header row (the first line of the input).
-    mutating func readHeader(_ line: UnsafeRawBufferPointer) throws(LineRejection) {
+    package mutating func readHeader(_ line: UnsafeRawBufferPointer) throws(LineRejection) {
         if firstInvalidUTF8(line) != nil { throw LineRejection(reason: "invalid_utf8", message: "the CSV header is not valid UTF-8") }
         let cells = try split(line)
         guard !cells.isEmpty, cells.allSatisfy({ !$0.bytes.isEmpty }) else {
@@ -22,7 +22,7 @@ struct CSVParser {
     }
 
     /// Parses a data line into `out`, keyed by the header's names.
-    func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
+    package func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
         out.removeAll()
         guard let header else { throw LineRejection(reason: "malformed_csv", message: "no header row") }
         if let bad = firstInvalidUTF8(line) {

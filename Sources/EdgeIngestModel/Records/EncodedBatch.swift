@@ -11,16 +11,23 @@
 /// try await queue.append(batch)
 /// ```
 public struct EncodedBatch: Sendable {
-    struct Run: Sendable {
-        var typeName: String
+    package struct Run: Sendable {
+        package var typeName: String
         /// 12 bytes per record.
-        var ids: [UInt8]
+        package var ids: [UInt8]
         /// One JSON line per record, each ending in "\n".
-        var payload: [UInt8]
+        package var payload: [UInt8]
         /// End offset (after the newline) of each record in `payload`.
-        var ends: [Int]
+        package var ends: [Int]
 
-        var count: Int { ends.count }
+        package init(typeName: String, ids: [UInt8], payload: [UInt8], ends: [Int]) {
+            self.typeName = typeName
+            self.ids = ids
+            self.payload = payload
+            self.ends = ends
+        }
+
+        package var count: Int { ends.count }
 
         /// Records `from..<to` of this run as a new run.
         func slice(_ from: Int, _ to: Int) -> Run {
@@ -35,7 +42,7 @@ public struct EncodedBatch: Sendable {
         }
     }
 
-    var runs: [Run] = []
+    package var runs: [Run] = []
     /// Each declaration records were encoded with, once: the queue checks
     /// them against its own object types before storing.
     private var encodedTypes: [RecordType] = []
@@ -60,7 +67,7 @@ public struct EncodedBatch: Sendable {
     public var isEmpty: Bool { runs.isEmpty }
 
     /// Size of each record with its newline, in order.
-    var recordSizes: [Int] {
+    package var recordSizes: [Int] {
         var sizes: [Int] = []
         sizes.reserveCapacity(count)
         for run in runs {
@@ -74,7 +81,7 @@ public struct EncodedBatch: Sendable {
     }
 
     /// Encodes `records`, refusing any whose type is not in `types`.
-    init(records: [Record], types: [String: RecordType], queueName: String) throws {
+    package init(records: [Record], types: [String: RecordType], queueName: String) throws {
         expectedRecords = records.count
         for record in records { append(type: record.type, id: record.id, values: record.values) }
         try check(against: types, queueName: queueName)
@@ -104,7 +111,7 @@ public struct EncodedBatch: Sendable {
     }
 
     /// Refuses the batch if a record's type is not one of `types` (the queue's).
-    func check(against types: [String: RecordType], queueName: String) throws {
+    package func check(against types: [String: RecordType], queueName: String) throws {
         for type in encodedTypes { try EncodedBatch.check(type, against: types, queueName: queueName) }
     }
 
@@ -124,7 +131,7 @@ public struct EncodedBatch: Sendable {
     }
 
     /// The records `from..<to` (indices over the whole batch).
-    func slice(_ from: Int, _ to: Int) -> [Run] {
+    package func slice(_ from: Int, _ to: Int) -> [Run] {
         var out: [Run] = []
         var base = 0
         for run in runs {
@@ -138,7 +145,7 @@ public struct EncodedBatch: Sendable {
 
     /// Indices (over the whole batch) of the records whose id `test` picks;
     /// `test` gets a run's ids and the byte offset of one id.
-    func indices(where test: (UnsafeRawBufferPointer, Int) throws -> Bool) throws -> [Int] {
+    package func indices(where test: (UnsafeRawBufferPointer, Int) throws -> Bool) throws -> [Int] {
         var picked: [Int] = []
         var base = 0
         for run in runs {
@@ -151,7 +158,7 @@ public struct EncodedBatch: Sendable {
     }
 
     /// This batch without the records at `indices` (ascending, over the whole batch).
-    func removing(_ indices: [Int]) -> EncodedBatch {
+    package func removing(_ indices: [Int]) -> EncodedBatch {
         var out = EncodedBatch()
         out.encodedTypes = encodedTypes
         var next = 0

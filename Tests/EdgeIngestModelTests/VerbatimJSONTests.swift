@@ -1,4 +1,4 @@
-@testable import EdgeIngestCore
+@testable import EdgeIngestModel
 import Testing
 
 /// The forms a reading's value is stored in as read (VerbatimJSON) are

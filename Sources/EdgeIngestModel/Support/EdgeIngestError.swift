@@ -106,7 +106,7 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         public var description: String { "\(file):\(line)" }
     }
 
-    init(
+    package init(
         _ code: Code,
         _ message: String,
         cause: (any Error & Sendable)? = nil,

@@ -1,4 +1,4 @@
-import EdgeIngest
+@testable import EdgeIngestModel
 import Foundation
 import Testing
 

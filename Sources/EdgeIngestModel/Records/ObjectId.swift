@@ -43,11 +43,11 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         self = raw
     }
 
-    init(tuple: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
+    package init(tuple: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) {
         bytes = tuple
     }
 
-    init(unsafeBytes p: UnsafeRawBufferPointer) {
+    package init(unsafeBytes p: UnsafeRawBufferPointer) {
         bytes = (p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11])
     }
 
@@ -119,7 +119,7 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Appends the 12 raw bytes to `array`.
-    func appendBytes(to array: inout [UInt8]) {
+    package func appendBytes(to array: inout [UInt8]) {
         withUnsafeBytes(of: bytes) { array.append(contentsOf: $0) }
     }
 

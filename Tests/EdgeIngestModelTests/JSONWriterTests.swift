@@ -1,4 +1,4 @@
-@testable import EdgeIngestCore
+@testable import EdgeIngestModel
 import Testing
 
 @Suite struct JSONWriterTests {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
 /// byte by byte: keys are located in the line (decoded into the
@@ -9,14 +9,16 @@ import EdgeIngestCore
 /// (a ``JSONToken``) and converted only when asked (``value(of:in:)``).
 /// Nested objects and arrays are skipped (bounded depth) and become
 /// `.unsupported`, which validation refuses with the field's name.
-struct NDJSONParser {
+package struct NDJSONParser {
+    package init() {}
+
     static let maxDepth = 64
 
     private var p: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
     private var i = 0
     private var scratch: [UInt8] = []
 
-    mutating func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
+    package mutating func parse(_ line: UnsafeRawBufferPointer, into out: inout ParsedLine) throws(LineRejection) {
         out.removeAll()
         out.line = line
         p = line

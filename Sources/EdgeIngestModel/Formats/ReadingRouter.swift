@@ -1,11 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// Turns a parsed line into a ``Record`` of the right type: the reading's
 /// own `_type`, else the input's configured type.
-struct ReadingRouter: Sendable {
+package struct ReadingRouter: Sendable {
     let typesByName: [String: RecordType]
     /// The declared type names, sorted, for refusals (made once, not per refused line).
     private let declaredNames: String
@@ -13,7 +13,7 @@ struct ReadingRouter: Sendable {
     let inputName: String
     /// Readings without `_id` are rejected (records received from another
     /// client: a generated id would defeat deduplication of re-sends).
-    var requireID = false
+    package var requireID = false
     /// A default type name that is not declared, and where it came from
     /// (e.g. "the batch's EdgeIngest-Record-Type"): readings without their
     /// own `_type` are rejected as `unknown_type`, naming it.
@@ -21,7 +21,7 @@ struct ReadingRouter: Sendable {
 
     /// - Parameter defaultTypeOrigin: what named `defaultType`, for the
     ///   message when it is not declared.
-    init(types: [RecordType], defaultType: String?, inputName: String, defaultTypeOrigin: String = "the input's type") {
+    package init(types: [RecordType], defaultType: String?, inputName: String, defaultTypeOrigin: String = "the input's type") {
         typesByName = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
         declaredNames = types.map(\.name).sorted().joined(separator: ", ")
         let declared = defaultType.flatMap { name in types.first { $0.name == name } }
@@ -41,7 +41,7 @@ struct ReadingRouter: Sendable {
     private var spareBuilder: RecordBuilder?
 
     /// Validates a parsed line and returns it as a ``Record``.
-    func route(_ line: ParsedLine) throws(LineRejection) -> Record {
+    package func route(_ line: ParsedLine) throws(LineRejection) -> Record {
         var builder = RecordBuilder(type: try recordType(of: line))
         do {
             try ReadingRouter.fill(&builder, from: line, verbatim: false, requireID: requireID)
@@ -52,7 +52,7 @@ struct ReadingRouter: Sendable {
     }
 
     /// Validates a parsed line and appends it, encoded, to `batch`.
-    mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
+    package mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
         let type = try recordType(of: line)
         if spareBuilder?.type != type { spareBuilder = RecordBuilder(type: type) }
         // Mutated in place through `!` (`fill` is static: an instance method

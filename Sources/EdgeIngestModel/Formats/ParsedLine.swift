@@ -1,4 +1,4 @@
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// The fields of one parsed line: key bytes in a shared scratch buffer and
 /// values — a CSV cell's text, or where a JSON value sits in the line.
@@ -6,9 +6,11 @@ import EdgeIngestCore
 ///
 /// JSON values are converted only when asked (``value(_:)``); values whose
 /// text the queue stores as it is are never converted (``verbatim(_:)``).
-struct ParsedLine {
+package struct ParsedLine {
+    package init() {}
+
     /// A trivial value (no reference inside): emptying the list per line costs nothing.
-    struct Field {
+    package struct Field {
         /// Where the key's bytes are: in ``ParsedLine/line`` (a JSON key
         /// without escapes) or in ``ParsedLine/keys``.
         var keyStart: Int
@@ -17,7 +19,7 @@ struct ParsedLine {
         var value: Value
     }
 
-    enum Value {
+    package enum Value {
         /// A value a parser already converted: ``ParsedLine/cells``[index] (a CSV cell).
         case cell(Int)
         /// A JSON value in ``ParsedLine/line``.
@@ -27,12 +29,12 @@ struct ParsedLine {
     /// Key bytes not found as such in the line (decoded escapes, CSV header names).
     var keys: [UInt8] = []
     var cells: [RawFieldValue] = []
-    var fields: [Field] = []
+    package var fields: [Field] = []
     /// The bytes the JSON values are in: the caller's line, valid only
     /// while the caller holds it (use the fields before the next line).
     var line = UnsafeRawBufferPointer(start: nil, count: 0)
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         keys.removeAll(keepingCapacity: true)
         if !cells.isEmpty { cells.removeAll(keepingCapacity: true) }
         fields.removeAll(keepingCapacity: true)
@@ -46,10 +48,10 @@ struct ParsedLine {
 
     func keyBytes(_ field: Field) -> [UInt8] { withKey(field) { Array($0) } }
 
-    func keyString(_ field: Field) -> String { withKey(field) { String(decoding: $0, as: UTF8.self) } }
+    package func keyString(_ field: Field) -> String { withKey(field) { String(decoding: $0, as: UTF8.self) } }
 
     /// The field's value, converted.
-    func value(_ field: Field) throws(LineRejection) -> RawFieldValue {
+    package func value(_ field: Field) throws(LineRejection) -> RawFieldValue {
         switch field.value {
         case .cell(let index): return cells[index]
         case .json(let token): return try NDJSONParser.value(of: token, in: line)
@@ -66,8 +68,8 @@ struct ParsedLine {
 
 /// Where one JSON value is in a line and what kind of text it is; the
 /// NDJSON reader checks the syntax and converts only when asked.
-struct JSONToken {
-    enum Form {
+package struct JSONToken {
+    package enum Form {
         /// A string literal without escapes.
         case string
         case escapedString

@@ -1,6 +1,6 @@
 /// The offset of the first byte that is not part of valid UTF-8 (no
 /// overlong forms, no surrogates, nothing above U+10FFFF), or nil.
-func firstInvalidUTF8(_ bytes: UnsafeRawBufferPointer) -> Int? {
+package func firstInvalidUTF8(_ bytes: UnsafeRawBufferPointer) -> Int? {
     var i = 0
     let n = bytes.count
     while i < n {

@@ -1,4 +1,4 @@
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// Splits a byte stream into lines with bounded memory.
 ///
@@ -6,8 +6,8 @@ import EdgeIngestCore
 /// skipped up to its delimiter without being buffered. A trailing `\r` is
 /// dropped (CR/LF tolerant). Byte offsets let file inputs commit exactly
 /// where the next unread line starts.
-struct LineFramer {
-    enum Event {
+package struct LineFramer {
+    package enum Event {
         /// A complete line (without delimiter or trailing CR), valid only during the callback.
         case line(UnsafeRawBufferPointer, number: Int, endOffset: Int64)
         /// A line over the limit, skipped; `bytes` is its length.
@@ -24,7 +24,7 @@ struct LineFramer {
     private var discarding = false
     private var discardedBytes = 0
 
-    init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0) {
+    package init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0) {
         self.delimiter = delimiter
         self.maxLineBytes = maxLineBytes
         self.committedOffset = startOffset
@@ -33,7 +33,7 @@ struct LineFramer {
 
     /// Whether a framed line is blank: empty, or a single space. Blank lines
     /// separate nothing and carry nothing: inputs skip them, never reject.
-    static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
+    package static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
         line.isEmpty || (line.count == 1 && line[0] == 0x20)
     }
 
@@ -42,7 +42,7 @@ struct LineFramer {
     /// Bytes actually held in memory for the incomplete line.
     var bufferedBytes: Int { pending.count }
 
-    mutating func feed(_ chunk: UnsafeRawBufferPointer, _ handle: (Event) throws -> Void) rethrows {
+    package mutating func feed(_ chunk: UnsafeRawBufferPointer, _ handle: (Event) throws -> Void) rethrows {
         var start = 0
         let count = chunk.count
         while start < count {
@@ -98,7 +98,7 @@ struct LineFramer {
     /// At end of input: a last line without delimiter is a line (stdin,
     /// serial). File inputs do not call this: a partial last line may still
     /// be being written.
-    mutating func finish(_ handle: (Event) throws -> Void) rethrows {
+    package mutating func finish(_ handle: (Event) throws -> Void) rethrows {
         let number = nextLineNumber
         if discarding {
             committedOffset += Int64(discardedBytes)
@@ -117,7 +117,7 @@ struct LineFramer {
     }
 
     /// Drops what is buffered (a file was truncated or replaced).
-    mutating func reset(offset: Int64) {
+    package mutating func reset(offset: Int64) {
         pending.removeAll()
         discarding = false
         discardedBytes = 0

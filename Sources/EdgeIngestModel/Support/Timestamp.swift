@@ -130,7 +130,7 @@ package enum Timestamp {
         out.append(UInt8(ascii: "Z"))
     }
 
-    static func iso8601(milliseconds: Int64) -> String {
+    package static func iso8601(milliseconds: Int64) -> String {
         var out: [UInt8] = []
         appendISO8601(milliseconds: milliseconds, to: &out)
         return String(decoding: out, as: UTF8.self)

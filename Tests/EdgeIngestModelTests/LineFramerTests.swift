@@ -1,4 +1,4 @@
-@testable import IngestAgent
+@testable import EdgeIngestModel
 import Testing
 
 @Suite struct LineFramerTests {

@@ -12,10 +12,10 @@
 /// | ``timestamp`` | ISO 8601 text with a zone (`2026-11-21T11:41:55.120Z`), or integer milliseconds since the epoch | ISO 8601 UTC text with milliseconds |
 /// | ``objectId`` | 24 hexadecimal characters | 24 lowercase hexadecimal characters |
 public struct FieldType: Hashable, Sendable, CustomStringConvertible {
-    enum Kind: String, Hashable, Sendable, CaseIterable {
+    package enum Kind: String, Hashable, Sendable, CaseIterable {
         case string, int, double, bool, timestamp, objectId
     }
-    let kind: Kind
+    package let kind: Kind
 
     /// UTF-8 text.
     public static let string = FieldType(kind: .string)

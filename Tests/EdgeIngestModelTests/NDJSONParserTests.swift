@@ -1,9 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngest
-@testable import EdgeIngestCore
-@testable import IngestAgent
+@testable import EdgeIngestModel
 import Testing
 
 @Suite struct NDJSONParserTests {
