@@ -6,17 +6,17 @@ import Glibc
 
 /// Options every subcommand that reads the configuration shares.
 struct ConfigurationOptions: Sendable {
-    static let specs: [OptionSpec] = [
-        .value("config", "file", help: "The configuration file (TOML)."),
-        .value("state-directory", "dir", help: "Overrides agent.state_directory: where the queue and status file live."),
-    ]
+    static let config = Option<String>("config", "file", help: "The configuration file (TOML).")
+    static let stateDirectoryOption = Option<String>(
+        "state-directory", "dir", help: "Overrides agent.state_directory: where the queue and status file live.")
+    static let specs: [OptionSpec] = [config.spec, stateDirectoryOption.spec]
 
     var configPath: String?
     var stateDirectory: String?
 
     init(_ arguments: ParsedArguments) {
-        configPath = arguments.string("config")
-        stateDirectory = arguments.string("state-directory")
+        configPath = arguments[Self.config]
+        stateDirectory = arguments[Self.stateDirectoryOption]
     }
 
     /// The file used: --config, else $CONFIGURATION_DIRECTORY/ingestd.toml, else /etc/ingestd/ingestd.toml.

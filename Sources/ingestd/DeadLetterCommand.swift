@@ -25,15 +25,16 @@ enum DeadLetterCommand {
     struct List: IngestdCommand {
         static let spec = CommandSpec(
             name: "list", abstract: "Show the dead letters (without their data).",
-            options: ConfigurationOptions.specs + [.value("limit", "limit", help: "Show at most this many.", default: "50")],
+            options: ConfigurationOptions.specs + [limitOption.spec],
             command: List.self
         )
+        static let limitOption = Option.integer("limit", "limit", help: "Show at most this many.", default: 50)
         let options: ConfigurationOptions
         let limit: Int
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
-            let limit = try arguments.integer("limit", default: 50)
+            let limit = try arguments.value(Self.limitOption) ?? 50
             guard limit >= 0, limit <= Int32.max else { throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).") }
             self.limit = Int(limit)
         }
@@ -53,15 +54,16 @@ enum DeadLetterCommand {
             name: "export",
             abstract: "Write the dead letters, with their data, as NDJSON (mode 0600).",
             discussion: "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}.",
-            options: ConfigurationOptions.specs + [.value("out", "file", help: "The file to write.", required: true)],
+            options: ConfigurationOptions.specs + [outOption.spec],
             command: Export.self
         )
+        static let outOption = Option<String>("out", "file", help: "The file to write.", required: true)
         let options: ConfigurationOptions
         let out: String
 
         init(_ arguments: ParsedArguments) {
             options = ConfigurationOptions(arguments)
-            out = arguments.required("out")
+            out = arguments.required(Self.outOption)
         }
 
         func run() throws {
@@ -94,20 +96,20 @@ enum DeadLetterCommand {
             name: "replay",
             abstract: "Move dead letters back into the queue to be uploaded again (same _ids).",
             discussion: "Fix the backend (or the data's cause) first, or the records come back.",
-            options: ConfigurationOptions.specs + [
-                .flag("all", help: "Replay every dead letter."),
-                .value("number", "number", help: "Replay this dead letter (repeatable).", repeatable: true),
-            ],
+            options: ConfigurationOptions.specs + [allFlag.spec, numberOption.spec],
             command: Replay.self
         )
+        static let allFlag = Flag("all", help: "Replay every dead letter.")
+        static let numberOption = Option.integer(
+            "number", "number", help: "Replay this dead letter (repeatable).", repeatable: true)
         let options: ConfigurationOptions
         let all: Bool
         let numbers: [Int64]
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
-            all = arguments.flag("all")
-            numbers = try arguments.integers("number")
+            all = arguments[Self.allFlag]
+            numbers = try arguments.values(Self.numberOption)
             if !all && numbers.isEmpty { throw UsageError("Say which: --all, or --number N (repeatable).") }
             if all && !numbers.isEmpty { throw UsageError("--all and --number exclude each other.") }
             if let bad = numbers.first(where: { $0 < 1 }) {

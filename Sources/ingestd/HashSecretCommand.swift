@@ -27,14 +27,15 @@ struct HashSecretCommand: IngestdCommand {
             Exits 0 with the hash on stdout, 64 when the secret is empty, more than one line \
             or over 64 KiB, or an API key is too short.
             """,
-        options: [.flag("api-key", help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")],
+        options: [apiKeyFlag.spec],
         command: HashSecretCommand.self
     )
+    static let apiKeyFlag = Flag("api-key", help: "Hash an API key (SHA-256) rather than a password (PBKDF2).")
 
     let apiKey: Bool
 
     init(_ arguments: ParsedArguments) {
-        apiKey = arguments.flag("api-key")
+        apiKey = arguments[Self.apiKeyFlag]
     }
 
     func run() throws {

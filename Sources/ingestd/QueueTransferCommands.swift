@@ -64,20 +64,20 @@ struct ExportCommand: IngestdCommand {
             The file is a queue file (SQLite, mode 0600). Stop the agent first \
             (systemctl stop ingestd): a running agent holds the queue.
             """,
-        options: ConfigurationOptions.specs + [
-            .value("out", "file", help: "The file to create (it must not exist).", required: true),
-            .flag("move", help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported')."),
-        ],
+        options: ConfigurationOptions.specs + [outOption.spec, moveFlag.spec],
         command: ExportCommand.self
     )
+    static let outOption = Option<String>("out", "file", help: "The file to create (it must not exist).", required: true)
+    static let moveFlag = Flag(
+        "move", help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported').")
     let options: ConfigurationOptions
     let out: String
     let move: Bool
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
-        out = arguments.required("out")
-        move = arguments.flag("move")
+        out = arguments.required(Self.outOption)
+        move = arguments[Self.moveFlag]
         if access(out, F_OK) == 0 { throw UsageError("'\(out)' exists: give a new file name.") }
     }
 
@@ -102,15 +102,16 @@ struct ImportCommand: IngestdCommand {
             once). Stop the agent first: a running agent holds the queue.
             """,
         options: ConfigurationOptions.specs,
-        arguments: [ArgumentSpec(valueName: "file", help: "A file written by `ingestd export`.")],
+        arguments: [fileArgument.spec],
         command: ImportCommand.self
     )
+    static let fileArgument = Argument("file", help: "A file written by `ingestd export`.")
     let options: ConfigurationOptions
     let file: String
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
-        file = arguments.argument(0)
+        file = arguments[Self.fileArgument]
         if access(file, R_OK) != 0 { throw UsageError("'\(file)' cannot be read: \(String(cString: strerror(errno))).") }
     }
 
@@ -145,20 +146,19 @@ struct ResetCommand: IngestdCommand {
             them (counted as dropped, reason client_reset). Stop the agent first \
             (systemctl stop ingestd), run this, start it again.
             """,
-        options: ConfigurationOptions.specs + [
-            .flag("recover", help: "Re-send the queued readings under a new session."),
-            .flag("discard", help: "Back up, then drop the queued readings, and start a new session."),
-        ],
+        options: ConfigurationOptions.specs + [recoverFlag.spec, discardFlag.spec],
         command: ResetCommand.self
     )
+    static let recoverFlag = Flag("recover", help: "Re-send the queued readings under a new session.")
+    static let discardFlag = Flag("discard", help: "Back up, then drop the queued readings, and start a new session.")
     let options: ConfigurationOptions
     let recover: Bool
     let discard: Bool
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
-        recover = arguments.flag("recover")
-        discard = arguments.flag("discard")
+        recover = arguments[Self.recoverFlag]
+        discard = arguments[Self.discardFlag]
         if recover == discard { throw UsageError("Give exactly one of --recover and --discard.") }
     }
 

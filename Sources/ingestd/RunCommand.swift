@@ -16,14 +16,15 @@ struct RunCommand: IngestdCommand {
             the inputs run, keeps STATUS= current, pings the watchdog while the pipeline \
             makes progress, and logs to the journal with INGEST_* fields.
             """,
-        options: ConfigurationOptions.specs + [
-            .value("queue-path", "file", help: "Overrides queue.path."),
-            .value("log-target", "target", help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr."),
-            .value("format", "format", help: "The stdin input's format: ndjson or csv."),
-            .value("type", "type", help: "The stdin input's record type (when readings carry no _type)."),
-        ],
+        options: ConfigurationOptions.specs + [queuePathOption.spec, logTargetOption.spec, formatOption.spec, typeOption.spec],
         command: RunCommand.self
     )
+    static let queuePathOption = Option<String>("queue-path", "file", help: "Overrides queue.path.")
+    static let logTargetOption = Option<String>(
+        "log-target", "target", help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr.")
+    static let formatOption = Option<String>("format", "format", help: "The stdin input's format: ndjson or csv.")
+    static let typeOption = Option<String>(
+        "type", "type", help: "The stdin input's record type (when readings carry no _type).")
 
     let options: ConfigurationOptions
     let queuePath: String?
@@ -33,10 +34,10 @@ struct RunCommand: IngestdCommand {
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
-        queuePath = arguments.string("queue-path")
-        logTarget = arguments.string("log-target")
-        format = arguments.string("format")
-        type = arguments.string("type")
+        queuePath = arguments[Self.queuePathOption]
+        logTarget = arguments[Self.logTargetOption]
+        format = arguments[Self.formatOption]
+        type = arguments[Self.typeOption]
         if let logTarget, AgentConfiguration.LogTarget(rawValue: logTarget) == nil {
             throw UsageError("--log-target must be auto, journal or stderr, got '\(logTarget)'.")
         }

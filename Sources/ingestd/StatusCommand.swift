@@ -16,16 +16,17 @@ struct StatusCommand: IngestdCommand {
             1 running but unhealthy (an input makes no progress, or the state is error); \
             3 not running (the last status written is shown).
             """,
-        options: ConfigurationOptions.specs + [.flag("json", help: "Print the status as JSON.")],
+        options: ConfigurationOptions.specs + [jsonFlag.spec],
         command: StatusCommand.self
     )
+    static let jsonFlag = Flag("json", help: "Print the status as JSON.")
 
     let options: ConfigurationOptions
     let json: Bool
 
     init(_ arguments: ParsedArguments) {
         options = ConfigurationOptions(arguments)
-        json = arguments.flag("json")
+        json = arguments[Self.jsonFlag]
     }
 
     func run() throws {

@@ -174,7 +174,7 @@ private func milliseconds(_ duration: Duration) -> Int64 {
             let request = try #require(connection.readRequest().request)
             #expect(request.target == "/\(i)")
             #expect(request.body == Array("\(i)".utf8))
-            #expect(connection.write(HTTPResponse(status: 200, body: Array("ok".utf8)), to: request, keepAlive: true))
+            #expect(connection.write(HTTPServerResponse(status: 200, body: Array("ok".utf8)), to: request, keepAlive: true))
             let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
             #expect(pair.received(atLeast: answer.count, timeoutMs: 2000) == answer)
         }
@@ -450,7 +450,7 @@ private func milliseconds(_ duration: Duration) -> Int64 {
     @Test func aResponseIsWrittenWithItsLengthAndConnectionClose() throws {
         let pair = try SocketPair()
         let connection = pair.connection(limits())
-        let response = HTTPResponse(status: 503, headers: [("Retry-After", "5")], body: Array("{}".utf8))
+        let response = HTTPServerResponse(status: 503, headers: [("Retry-After", "5")], body: Array("{}".utf8))
         #expect(connection.write(response, to: nil, keepAlive: false))
         let expected = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
         #expect(pair.received(atLeast: expected.utf8.count, timeoutMs: 2000) == Array(expected.utf8))
@@ -460,7 +460,7 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let pair = try SocketPair()
         let connection = pair.connection(limits(requestMs: 300))
         // Far more than the socket buffers hold; the client never reads.
-        let response = HTTPResponse(status: 200, headers: [], body: [UInt8](repeating: 0x41, count: 16 << 20))
+        let response = HTTPServerResponse(status: 200, headers: [], body: [UInt8](repeating: 0x41, count: 16 << 20))
         let done = DispatchSemaphore(value: 0)
         let wrote = Mutex<Bool?>(nil)
         Thread.detachNewThread {
@@ -476,15 +476,15 @@ private func milliseconds(_ duration: Duration) -> Int64 {
 
     @Test func headAnswersHaveTheLengthButNoBodyAnd204HasNeither() throws {
         let head = HTTPRequest(method: "HEAD", target: "/healthz", isHTTP10: false, headers: [])
-        let ok = HTTPResponse(status: 200, body: Array("ok\n".utf8))
+        let ok = HTTPServerResponse(status: 200, body: Array("ok\n".utf8))
         #expect(String(decoding: ok.serialized(for: head, keepAlive: true), as: UTF8.self) == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n")
         let post = HTTPRequest(method: "POST", target: "/auth/v1/apps/a/logout", isHTTP10: false, headers: [])
-        #expect(String(decoding: HTTPResponse(status: 204).serialized(for: post, keepAlive: true), as: UTF8.self) == "HTTP/1.1 204 No Content\r\n\r\n")
+        #expect(String(decoding: HTTPServerResponse(status: 204).serialized(for: post, keepAlive: true), as: UTF8.self) == "HTTP/1.1 204 No Content\r\n\r\n")
     }
 
     @Test func anHTTP10ClientThatAskedToKeepTheConnectionIsTold() throws {
         let request = HTTPRequest(method: "GET", target: "/", isHTTP10: true, headers: [("connection", "keep-alive")])
-        let text = String(decoding: HTTPResponse(status: 200).serialized(for: request, keepAlive: request.keepAlive), as: UTF8.self)
+        let text = String(decoding: HTTPServerResponse(status: 200).serialized(for: request, keepAlive: request.keepAlive), as: UTF8.self)
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n")
     }
 }

@@ -8,7 +8,7 @@ import Testing
 /// The listener's own loop (connections are HTTPConnectionTests').
 struct HTTPServerTests {
     struct Answer204: HTTPHandler {
-        func respond(to request: HTTPRequest, peer: String) -> IngestAgent.HTTPResponse { IngestAgent.HTTPResponse(status: 204, headers: [], body: []) }
+        func respond(to request: HTTPRequest, peer: String) -> IngestAgent.HTTPServerResponse { IngestAgent.HTTPServerResponse(status: 204, headers: [], body: []) }
     }
 
     @Test func aListenerBusyAcceptingStillShowsItIsAlive() throws {

@@ -38,8 +38,10 @@ struct CredentialStore: Sendable {
         try QueueFile.makeDirectories(directory)
         var data: [UInt8] = []
         contents.json.write(to: &data)
-        if let reason = writeFileAtomically(path, data, durable: true) {
-            throw EdgeIngestError(.storage, "Cannot write the credential cache '\(path)': \(reason).")
+        do {
+            try writeFileAtomically(path, data, durable: true)
+        } catch {
+            throw EdgeIngestError(.storage, "Cannot write the credential cache '\(path)': \(error.reason).")
         }
     }
 }

@@ -142,16 +142,6 @@ public struct UploadOptions: Sendable {
     public init() {}
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The machine's host name, or "unknown".
-package func hostName() -> String {
-    var buffer = [CChar](repeating: 0, count: 256)
-    guard gethostname(&buffer, buffer.count) == 0 else { return "unknown" }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
 
 extension User {
     /// A configuration that uploads under this user's session, with its

@@ -11,6 +11,11 @@ package func readFileBytes(_ path: String) -> [UInt8]? {
     return readAll(fd)
 }
 
+/// Reads a whole file as UTF-8 text, or nil (errno says why).
+package func readTextFile(_ path: String) -> String? {
+    readFileBytes(path).map { String(decoding: $0, as: UTF8.self) }
+}
+
 /// Reads `fd` to its end, or to `limit` bytes, or nil (errno says why).
 package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {
     var bytes: [UInt8] = []
@@ -31,11 +36,14 @@ package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {
 /// it, mode `mode`): readers see the old or the new file, never a part.
 /// With `durable`, the data and the rename are fsynced (credentials, keys);
 /// without, a crash may leave the old file (the status file, rewritten
-/// every second). Returns nil, or why it failed (the temporary is removed).
-package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600, durable: Bool) -> String? {
+/// every second). On failure the temporary is removed and the error says
+/// why; callers word the message (which file, what to do).
+package func writeFileAtomically(
+    _ path: String, _ bytes: [UInt8], mode: mode_t = 0o600, durable: Bool
+) throws(SystemCallFailure) {
     let temporary = path + ".tmp"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-    guard fd >= 0 else { return String(cString: strerror(errno)) }
+    guard fd >= 0 else { throw SystemCallFailure() }
     let written = bytes.withUnsafeBytes { buffer -> Bool in
         var offset = 0
         while offset < buffer.count {
@@ -49,9 +57,9 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t 
     let synced = !durable || fsync(fd) == 0
     close(fd)
     guard written, synced, rename(temporary, path) == 0 else {
-        let reason = String(cString: strerror(errno))
+        let failure = SystemCallFailure()
         unlink(temporary)
-        return reason
+        throw failure
     }
     if durable {
         let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
@@ -61,5 +69,11 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t 
             close(dir)
         }
     }
-    return nil
+}
+
+/// A system call failed; ``reason`` is `strerror(errno)` taken when it did.
+package struct SystemCallFailure: Error, Sendable {
+    package let reason: String
+
+    package init() { reason = String(cString: strerror(errno)) }
 }

@@ -1,13 +1,6 @@
 import CCurl
 import Synchronization
 
-/// One HTTP response, as the uploader needs it.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    /// Header names lowercased; the last value wins.
-    public var headers: [String: String]
-    public var body: [UInt8]
-}
 
 /// POSTs batches with one reused libcurl easy handle: keep-alive, HTTP/2
 /// where the server offers it over TLS, timeouts, TLS verification on

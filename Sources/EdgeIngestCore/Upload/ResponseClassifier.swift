@@ -2,7 +2,7 @@
 /// backends that report errors oddly: ClickHouse answers data errors with
 /// 500 and a body starting `Code: N`; some servers answer 204 even when
 /// they dropped data (we can only trust what they say).
-public enum ResponseClassifier {
+package enum ResponseClassifier {
     /// ClickHouse error codes that mean the data itself is bad; every other
     /// code (252 too many parts, 159 timeout, 241 memory, …) is retried.
     static let clickHouseBadData: Set<Int> = [26, 27, 117, 6, 38, 41, 53, 69, 70, 72, 131]
@@ -21,7 +21,7 @@ public enum ResponseClassifier {
     ///   - retryAfter: the `Retry-After` header, if any (seconds or HTTP date; only seconds are read).
     ///   - body: the response body (only its start is read).
     ///   - batchSize: how many records were sent, to check per-record rejections.
-    public static func classify(status: Int, retryAfter: String?, body: [UInt8], batchSize: Int) -> UploadOutcome {
+    package static func classify(status: Int, retryAfter: String?, body: [UInt8], batchSize: Int) -> UploadOutcome {
         let retrySeconds = retryAfter.flatMap { Double($0.filter { !$0.isWhitespace }) }.map { max(0, $0) }
         switch status {
         case 200..<300:

@@ -1,6 +1,7 @@
-/// What a backend's answer to one batch means for the uploader. Decided by
+/// What a backend's answer to one batch means for the uploader (package API:
+/// sinks return it, apps never see it, so cases can be added). Decided by
 /// ``ResponseClassifier``, a pure function with table tests.
-public enum UploadOutcome: Equatable, Sendable {
+package enum UploadOutcome: Equatable, Sendable {
     /// Stored. `rejected` lists records the backend refused one by one
     /// (index in the batch, reason): they go to the dead-letter table.
     case stored(rejected: [RecordRejection])
@@ -25,17 +26,17 @@ public enum UploadOutcome: Equatable, Sendable {
 
 extension UploadOutcome {
     /// Whether the batch was stored (possibly with per-record rejections).
-    public var isStored: Bool {
+    package var isStored: Bool {
         if case .stored = self { return true }
         return false
     }
 }
 
 /// One record the backend refused inside an otherwise stored batch.
-public struct RecordRejection: Equatable, Sendable {
-    public var index: Int
-    public var reason: String
-    public init(index: Int, reason: String) {
+package struct RecordRejection: Equatable, Sendable {
+    package var index: Int
+    package var reason: String
+    package init(index: Int, reason: String) {
         self.index = index
         self.reason = reason
     }

@@ -36,10 +36,6 @@ extension AgentConfiguration {
     }
 }
 
-/// Reads a whole file as UTF-8 text, or nil (errno says why).
-func readTextFile(_ path: String) -> String? {
-    readFileBytes(path).map { String(decoding: $0, as: UTF8.self) }
-}
 
 /// Turns a TOML table into an ``AgentConfiguration``, collecting problems.
 struct ConfigurationDecoder {

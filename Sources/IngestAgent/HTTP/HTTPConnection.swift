@@ -105,7 +105,7 @@ struct HTTPConnection {
     }
 
     /// Writes `response` to `request`; false if the client is gone or too slow to read it.
-    func write(_ response: HTTPResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
+    func write(_ response: HTTPServerResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
         send(response.serialized(for: request, keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
     }
 

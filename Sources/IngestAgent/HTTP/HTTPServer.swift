@@ -10,7 +10,7 @@ import Glibc
 /// Answers one request. Called on the connection's own thread, so it may
 /// block (a queue commit waits for its fsync).
 protocol HTTPHandler: Sendable {
-    func respond(to request: HTTPRequest, peer: String) -> HTTPResponse
+    func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse
 }
 
 /// A small HTTP/1.1 server: one listening socket, one thread per connection
@@ -43,23 +43,23 @@ final class HTTPServer: Sendable {
         var info: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host.isEmpty ? nil : host, port, &hints, &info)
         guard rc == 0, let first = info else {
-            throw AgentError("Cannot listen on \(address): \(String(cString: gai_strerror(rc))). Use \"host:port\", e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\".")
+            throw AgentError(.listenFailed, "Cannot listen on \(address): \(String(cString: gai_strerror(rc))). Use \"host:port\", e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\".")
         }
         defer { freeaddrinfo(info) }
         let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw AgentError("Cannot listen on \(address): socket: \(String(cString: strerror(errno))).") }
+        guard fd >= 0 else { throw AgentError(.listenFailed, "Cannot listen on \(address): socket: \(String(cString: strerror(errno))).") }
         var one: Int32 = 1
         // A restarted agent rebinds at once, even with connections of its previous life in TIME_WAIT.
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError("Cannot listen on \(address): \(reason). Is another process using the port?")
+            throw AgentError(.listenFailed, "Cannot listen on \(address): \(reason). Is another process using the port?")
         }
         guard listen(fd, 128) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError("Cannot listen on \(address): listen: \(reason).")
+            throw AgentError(.listenFailed, "Cannot listen on \(address): listen: \(reason).")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         listenFD = fd
@@ -155,7 +155,7 @@ final class HTTPServer: Sendable {
 
     /// Over the connection limit: a short 503 without reading the request.
     private func refuseBusy(_ fd: Int32) {
-        let bytes = HTTPResponse.error(503, "busy", "this server has \(maxConnections) connections open; try again", headers: [("Retry-After", "1")])
+        let bytes = HTTPServerResponse.error(503, "busy", "this server has \(maxConnections) connections open; try again", headers: [("Retry-After", "1")])
             .serialized(for: nil, keepAlive: false)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         close(fd)
@@ -164,12 +164,12 @@ final class HTTPServer: Sendable {
     static func split(_ address: String) throws -> (host: String, port: String) {
         var host = Substring(address)
         guard let colon = address.lastIndex(of: ":") else {
-            throw AgentError("Cannot listen on \(quoted(address)): give host and port, e.g. \"127.0.0.1:8480\".")
+            throw AgentError(.listenFailed, "Cannot listen on \(quoted(address)): give host and port, e.g. \"127.0.0.1:8480\".")
         }
         host = address[..<colon]
         let port = String(address[address.index(after: colon)...])
         guard let n = Int(port), (0...65535).contains(n) else {
-            throw AgentError("Cannot listen on \(quoted(address)): the port must be a number from 0 to 65535.")
+            throw AgentError(.listenFailed, "Cannot listen on \(quoted(address)): the port must be a number from 0 to 65535.")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         return (String(host), port)

@@ -161,7 +161,7 @@ struct FileInput: Service {
             let n = buffer.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, $0.count, off_t(offset)) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw AgentError("Reading '\(file.path)' failed: \(String(cString: strerror(errno))).")
+                throw AgentError(.inputFailed, "Reading '\(file.path)' failed: \(String(cString: strerror(errno))).")
             }
             if n == 0 { return }
             try buffer.withUnsafeBytes { try file.ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }

@@ -126,6 +126,7 @@ final class QueueCommitter: Sendable {
     /// Stopping while a batch cannot be committed: say exactly what is lost.
     private func lostAtStop(_ count: Int, because reason: String) -> AgentError {
         AgentError(
+            .readingsLost,
             "\(count) readings read by input '\(counters.snapshot.name)' could not be committed before the agent stopped, because \(reason); they are lost (file inputs read them again on the next start)."
         )
     }

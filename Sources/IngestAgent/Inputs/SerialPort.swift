@@ -9,13 +9,13 @@ enum SerialPort {
     static func open(path: String, baud: Int) throws -> Int32 {
         let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            throw AgentError("Cannot open serial device '\(path)': \(String(cString: strerror(errno))).")
+            throw AgentError(.inputFailed, "Cannot open serial device '\(path)': \(String(cString: strerror(errno))).")
         }
         var options = termios()
         guard tcgetattr(fd, &options) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError("'\(path)' is not a terminal device (\(reason)): point the serial input at a tty.")
+            throw AgentError(.inputFailed, "'\(path)' is not a terminal device (\(reason)): point the serial input at a tty.")
         }
         cfmakeraw(&options)
         options.c_cflag |= tcflag_t(CLOCAL | CREAD)
@@ -31,7 +31,7 @@ enum SerialPort {
         guard tcsetattr(fd, TCSANOW, &options) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError("Cannot configure serial device '\(path)' (\(reason)).")
+            throw AgentError(.inputFailed, "Cannot configure serial device '\(path)' (\(reason)).")
         }
         return fd
     }

@@ -51,7 +51,7 @@ struct StdinInput: Service {
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 try ingestor.flushAndWait()
-                throw AgentError("Reading stdin failed: \(String(cString: strerror(errno))).")
+                throw AgentError(.inputFailed, "Reading stdin failed: \(String(cString: strerror(errno))).")
             }
             if n == 0 {
                 try ingestor.finish()
@@ -75,9 +75,3 @@ extension StdinInput {
     }
 }
 
-/// Carries an error out of a thread.
-final class FailureBox: Sendable {
-    private let stored = Mutex<(any Error)?>(nil)
-    func set(_ error: any Error) { stored.withLock { $0 = error } }
-    var error: (any Error)? { stored.withLock { $0 } }
-}

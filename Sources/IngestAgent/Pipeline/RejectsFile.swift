@@ -16,7 +16,7 @@ final class RejectsFile: Sendable {
     init(path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw AgentError("Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions.")
+            throw AgentError(.unusableFile, "Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions.")
         }
         self.fd = Mutex(fd)
         self.path = path
@@ -69,15 +69,4 @@ final class RejectsFile: Sendable {
             }
         }
     }
-}
-
-
-
-
-/// An error of the agent itself (not of the library), with a sentence that
-/// says what to do.
-public struct AgentError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

@@ -31,12 +31,12 @@ final class IngestServer: HTTPHandler {
     /// Batches from clients with a newer schema version get a client reset.
     private var schemaVersion: Int64 { context.queue.configuration.schemaVersion }
 
-    func respond(to request: HTTPRequest, peer: String) -> HTTPResponse {
+    func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse {
         let path = request.path.split(separator: "/", omittingEmptySubsequences: true)
         switch (path.first, path.count) {
         case ("healthz", 1):
             return request.method == "GET" || request.method == "HEAD"
-                ? HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
+                ? HTTPServerResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
                 : methodNotAllowed("GET")
         case ("ingest", 3) where path[1] == "v1" && path[2] == "batches",
             ("ingest", 5) where path[1] == "v1" && path[2] == "apps" && path[4] == "batches":
@@ -49,7 +49,7 @@ final class IngestServer: HTTPHandler {
             switch path[4] {
             case "login": return login(request, peer: peer)
             case "refresh": return refresh(request)
-            case "logout": return HTTPResponse(status: 204)
+            case "logout": return HTTPServerResponse(status: 204)
             default: break
             }
         default:
@@ -58,17 +58,17 @@ final class IngestServer: HTTPHandler {
         return .error(404, "not_found", "no such endpoint: see docs/PROTOCOL.md")
     }
 
-    private func methodNotAllowed(_ allowed: String) -> HTTPResponse {
+    private func methodNotAllowed(_ allowed: String) -> HTTPServerResponse {
         .error(405, "method_not_allowed", "use \(allowed)", headers: [("Allow", allowed)])
     }
 
-    private func unknownApp(_ id: Substring) -> HTTPResponse {
+    private func unknownApp(_ id: Substring) -> HTTPServerResponse {
         .error(404, "unknown_app", "this server serves app \(quoted(settings.appID ?? "")), not \(quoted(id))")
     }
 
     // MARK: Identity
 
-    private func login(_ request: HTTPRequest, peer: String) -> HTTPResponse {
+    private func login(_ request: HTTPRequest, peer: String) -> HTTPServerResponse {
         var parser = NDJSONParser()
         var line = ParsedLine()
         var fields: [String: String] = [:]
@@ -106,7 +106,7 @@ final class IngestServer: HTTPHandler {
         ])
     }
 
-    private func refresh(_ request: HTTPRequest) -> HTTPResponse {
+    private func refresh(_ request: HTTPRequest) -> HTTPServerResponse {
         let now = wallClockMilliseconds() / 1000
         guard let token = request.bearerToken, let userID = tokens.verify(token, kind: .refresh, now: now), accounts.exists(userID: userID) else {
             return .error(401, "session_over", "the refresh token is not valid: log in again", headers: [("WWW-Authenticate", "Bearer")])
@@ -125,7 +125,7 @@ final class IngestServer: HTTPHandler {
 
     // MARK: Batches
 
-    private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPResponse {
+    private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPServerResponse {
         guard authorized(request) else {
             return .error(401, "unauthorized", "send a valid access token (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
         }
@@ -248,7 +248,7 @@ final class IngestServer: HTTPHandler {
     /// Rejections logged one by one per batch; the rest in one line.
     static let loggedRejectionsPerBatch = 10
 
-    private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPResponse {
+    private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPServerResponse {
         logger.warning(
             "Told a client to reset",
             metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.reason": "\(reason)", "ingest.detail": "\(log)"]

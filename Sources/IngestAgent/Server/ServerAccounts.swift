@@ -44,7 +44,7 @@ struct ServerAccounts: Sendable {
     static func loadAPIKeys(path: String) throws -> [String: SecretHash] {
         let keys = try load(path: path, what: "API key", validName: isKeyName)
         if let slow = keys.first(where: { !$0.value.isFast }) {
-            throw AgentError("\(path): the key \(quoted(slow.key)) has a password hash; API keys take 'sha256$…' (`ingestd hash-secret --api-key`).")
+            throw AgentError(.unusableFile, "\(path): the key \(quoted(slow.key)) has a password hash; API keys take 'sha256$…' (`ingestd hash-secret --api-key`).")
         }
         return keys
     }
@@ -54,7 +54,7 @@ struct ServerAccounts: Sendable {
     static func loadUsers(path: String) throws -> [String: SecretHash] {
         let users = try load(path: path, what: "user", validName: isEmail, normalize: { $0.lowercased() })
         if let fast = users.first(where: { $0.value.isFast }) {
-            throw AgentError("\(path): the user \(quoted(fast.key)) has an unsalted SHA-256 hash; passwords take 'pbkdf2-sha256$…' (`ingestd hash-secret`).")
+            throw AgentError(.unusableFile, "\(path): the user \(quoted(fast.key)) has an unsalted SHA-256 hash; passwords take 'pbkdf2-sha256$…' (`ingestd hash-secret`).")
         }
         return users
     }
@@ -65,7 +65,7 @@ struct ServerAccounts: Sendable {
         path: String, what: String, validName: (Substring) -> Bool, normalize: (Substring) -> String = { String($0) }
     ) throws -> [String: SecretHash] {
         guard let text = readTextFile(path) else {
-            throw AgentError("Cannot read the \(what) file '\(path)': it must exist and be readable by the agent.")
+            throw AgentError(.unusableFile, "Cannot read the \(what) file '\(path)': it must exist and be readable by the agent.")
         }
         var out: [String: SecretHash] = [:]
         // isNewline: "\r\n" is one Character, so a file with CRLF line ends splits too.
@@ -74,16 +74,16 @@ struct ServerAccounts: Sendable {
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 2 else {
-                throw AgentError("\(path):\(index + 1): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`).")
+                throw AgentError(.unusableFile, "\(path):\(index + 1): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`).")
             }
             guard validName(parts[0]) else {
-                throw AgentError("\(path):\(index + 1): \(quoted(String(parts[0]))) is not a valid \(what) name.")
+                throw AgentError(.unusableFile, "\(path):\(index + 1): \(quoted(String(parts[0]))) is not a valid \(what) name.")
             }
             guard let hash = SecretHash(parts[1]) else {
-                throw AgentError("\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`).")
+                throw AgentError(.unusableFile, "\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`).")
             }
             guard out.updateValue(hash, forKey: normalize(parts[0])) == nil else {
-                throw AgentError("\(path):\(index + 1): \(quoted(String(parts[0]))) is listed twice.")
+                throw AgentError(.unusableFile, "\(path):\(index + 1): \(quoted(String(parts[0]))) is listed twice.")
             }
         }
         return out

@@ -25,8 +25,10 @@ struct TokenSigner: Sendable {
     static func loadOrCreate(path: String) throws -> TokenSigner {
         if let existing = readFileBytes(path), existing.count == 32 { return TokenSigner(key: existing) }
         let key = Secrets.randomBytes(32)
-        if let reason = writeFileAtomically(path, key, durable: true) {
-            throw AgentError("Cannot create the token key '\(path)': \(reason).")
+        do {
+            try writeFileAtomically(path, key, durable: true)
+        } catch {
+            throw AgentError(.unusableFile, "Cannot create the token key '\(path)': \(error.reason).")
         }
         return TokenSigner(key: key)
     }

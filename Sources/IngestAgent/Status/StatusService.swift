@@ -138,7 +138,7 @@ struct StatusService: Service {
     func writeStatus(_ status: AgentStatus) {
         let text = status.json()
         // Not durable: rewritten every second; a crash leaves the previous one.
-        _ = writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
+        try? writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
     }
 
     func logStats(_ status: AgentStatus) {

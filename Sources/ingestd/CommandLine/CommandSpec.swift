@@ -8,10 +8,11 @@
 /// struct StatusCommand: IngestdCommand {
 ///     static let spec = CommandSpec(
 ///         name: "status", abstract: "Show the agent's state and counters.",
-///         options: ConfigurationOptions.specs + [.flag("json", help: "Print the status as JSON.")]
+///         options: ConfigurationOptions.specs + [jsonFlag.spec]
 ///     )
+///     static let jsonFlag = Flag("json", help: "Print the status as JSON.")   // OptionKey.swift
 ///     let json: Bool
-///     init(_ arguments: ParsedArguments) throws(UsageError) { json = arguments.flag("json") }
+///     init(_ arguments: ParsedArguments) throws(UsageError) { json = arguments[Self.jsonFlag] }
 ///     func run() async throws { … }
 /// }
 /// ```

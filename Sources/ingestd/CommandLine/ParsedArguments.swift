@@ -63,35 +63,46 @@ struct ParsedArguments: Sendable {
         }
     }
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-
-    /// The option's value, or nil when not given.
-    func string(_ name: String) -> String? { values[name]?.last }
-
-    /// A required option's value (the parser has checked it is there).
-    func required(_ name: String) -> String { values[name]?.last ?? "" }
-
-    /// The positional argument at `index` (the parser has checked it is there).
-    func argument(_ index: Int) -> String { arguments[index] }
-
-    /// The option's whole-number value, or `defaultValue` when not given.
-    func integer(_ name: String, default defaultValue: Int64) throws(UsageError) -> Int64 {
-        guard let text = string(name) else { return defaultValue }
-        return try parseInteger(text, name)
+    /// Whether the flag was given.
+    subscript(flag: Flag) -> Bool {
+        assertDeclared(flag.spec)
+        return flags.contains(flag.spec.name)
     }
 
-    /// Every value of a repeatable option, as whole numbers.
-    func integers(_ name: String) throws(UsageError) -> [Int64] {
-        var out: [Int64] = []
-        for text in values[name] ?? [] { out.append(try parseInteger(text, name)) }
+    /// A string option's value (the last one given), or nil.
+    subscript(option: Option<String>) -> String? {
+        assertDeclared(option.spec)
+        return values[option.spec.name]?.last
+    }
+
+    /// A required string option's value (the parser has checked it is there).
+    func required(_ option: Option<String>) -> String {
+        assertDeclared(option.spec)
+        precondition(option.spec.isRequired, "--\(option.spec.name) is not declared required")
+        return values[option.spec.name]?.last ?? ""
+    }
+
+    /// The option's value (the last one given), converted; its default, or
+    /// nil, when not given.
+    func value<Value>(_ option: Option<Value>) throws(UsageError) -> Value? {
+        assertDeclared(option.spec)
+        guard let text = values[option.spec.name]?.last else { return option.defaultValue }
+        return try option.convert(text, option.spec)
+    }
+
+    /// Every value of a repeatable option, converted, in the order given.
+    func values<Value>(_ option: Option<Value>) throws(UsageError) -> [Value] {
+        assertDeclared(option.spec)
+        var out: [Value] = []
+        for text in values[option.spec.name] ?? [] { out.append(try option.convert(text, option.spec)) }
         return out
     }
 
-    private func parseInteger(_ text: String, _ name: String) throws(UsageError) -> Int64 {
-        let option = spec.options.first { $0.name == name }
-        guard let n = Int64(text) else {
-            throw UsageError("The value '\(text)' is invalid for '\(option?.synopsis ?? "--" + name)': give a whole number.", option: option)
-        }
-        return n
+    /// The positional argument (the parser has checked it is there).
+    subscript(argument: Argument) -> String { arguments[argument.index] }
+
+    /// Reading a key the command did not declare is a programming error.
+    private func assertDeclared(_ option: OptionSpec) {
+        assert(spec.options.contains { $0.name == option.name }, "--\(option.name) is not an option of '\(spec.name)'")
     }
 }

@@ -1,7 +1,7 @@
 import EdgeIngestCore
 
 /// An answer of the HTTP input's server.
-struct HTTPResponse: Sendable {
+struct HTTPServerResponse: Sendable {
     var status: Int
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
@@ -13,18 +13,18 @@ struct HTTPResponse: Sendable {
     }
 
     /// A JSON answer; `fields` are written in order (strings escaped).
-    static func json(_ status: Int, _ fields: KeyValuePairs<String, JSONValue>, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    static func json(_ status: Int, _ fields: KeyValuePairs<String, JSONValue>, headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
         json(status, object: fields.map { ($0.key, $0.value) }, headers: headers)
     }
 
-    static func json(_ status: Int, object fields: [(String, JSONValue)], headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    static func json(_ status: Int, object fields: [(String, JSONValue)], headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
         var body: [UInt8] = []
         JSONValue.object(fields).write(to: &body)
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+        return HTTPServerResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
     /// `{"error": code, "message": message}`.
-    static func error(_ status: Int, _ code: String, _ message: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+    static func error(_ status: Int, _ code: String, _ message: String, headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
         json(status, ["error": .string(code), "message": .string(message)], headers: headers)
     }
 
@@ -33,7 +33,7 @@ struct HTTPResponse: Sendable {
     /// body; 1xx and 204 have neither (RFC 9110 §8.6); an HTTP/1.0 client
     /// that asked to keep the connection is told it is kept.
     func serialized(for request: HTTPRequest?, keepAlive: Bool) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
+        var head = "HTTP/1.1 \(status) \(HTTPServerResponse.reason(status))\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         let bodyless = status < 200 || status == 204
         if !bodyless { head += "Content-Length: \(body.count)\r\n" }

@@ -1,0 +1,63 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A self-pipe that wakes a thread blocked in `poll` when it must stop,
+/// and runs the actions registered with ``onStop(_:)`` for work that is not
+/// in `poll` (a commit waiting for queue space).
+package final class StopSignal: Sendable {
+    package let readFD: Int32
+    private let writeFD: Int32
+    private let actions = Mutex<(stopped: Bool, pending: [@Sendable () -> Void])>((false, []))
+
+    package init() {
+        var fds: [Int32] = [-1, -1]
+        _ = pipe(&fds)
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
+
+    deinit {
+        close(readFD)
+        close(writeFD)
+    }
+
+    package func stop() {
+        var byte: UInt8 = 1
+        _ = write(writeFD, &byte, 1)
+        let run = actions.withLock { actions in
+            actions.stopped = true
+            defer { actions.pending = [] }
+            return actions.pending
+        }
+        for action in run { action() }
+    }
+
+    /// Runs `action` once, at the first ``stop()`` (at once if that has
+    /// already happened).
+    package func onStop(_ action: @escaping @Sendable () -> Void) {
+        let now = actions.withLock { actions in
+            if actions.stopped { return true }
+            actions.pending.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    /// Empties the pipe (when used as a wake-up signal rather than a stop).
+    package func drain() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    package var isStopped: Bool {
+        var pfd = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+        return poll(&pfd, 1, 0) > 0
+    }
+}

@@ -1,0 +1,63 @@
+/// Options and arguments declared once, as typed keys: the declaration gives
+/// the parser and `--help` their ``OptionSpec``, and the command reads its
+/// value through the same key, so a misspelled name does not compile and a
+/// value is read as the type it was declared with.
+///
+/// ```swift
+/// static let json = Flag("json", help: "Print the status as JSON.")
+/// static let limit = Option.integer("limit", "limit", help: "Show at most this many.", default: 50)
+/// static let spec = CommandSpec(name: "list", abstract: "…", options: [json.spec, limit.spec])
+/// …
+/// let asJSON = arguments[Self.json]
+/// let count = try arguments.value(Self.limit)   // Int64, 50 when not given
+/// ```
+struct Flag: Sendable {
+    let spec: OptionSpec
+
+    init(_ name: String, help: String) { spec = .flag(name, help: help) }
+}
+
+/// An option that takes a value, converted to `Value` when read.
+struct Option<Value: Sendable>: Sendable {
+    let spec: OptionSpec
+    /// Used when the option is not given (shown in help as `(default: …)`).
+    let defaultValue: Value?
+    let convert: @Sendable (_ text: String, _ spec: OptionSpec) throws(UsageError) -> Value
+}
+
+extension Option where Value == String {
+    /// `--name <valueName>`, taken as written.
+    init(_ name: String, _ valueName: String, help: String, required: Bool = false, repeatable: Bool = false) {
+        spec = .value(name, valueName, help: help, required: required, repeatable: repeatable)
+        defaultValue = nil
+        convert = { text, _ throws(UsageError) in text }
+    }
+}
+
+extension Option where Value == Int64 {
+    /// `--name <valueName>`, a whole number.
+    static func integer(
+        _ name: String, _ valueName: String, help: String, repeatable: Bool = false, default defaultValue: Int64? = nil
+    ) -> Option {
+        Option(
+            spec: .value(name, valueName, help: help, repeatable: repeatable, default: defaultValue.map { String($0) }),
+            defaultValue: defaultValue
+        ) { text, spec throws(UsageError) in
+            guard let number = Int64(text) else {
+                throw UsageError("The value '\(text)' is invalid for '\(spec.synopsis)': give a whole number.", option: spec)
+            }
+            return number
+        }
+    }
+}
+
+/// A required positional argument; `index` is its place among the command's arguments.
+struct Argument: Sendable {
+    let spec: ArgumentSpec
+    let index: Int
+
+    init(_ valueName: String, help: String, index: Int = 0) {
+        spec = ArgumentSpec(valueName: valueName, help: help)
+        self.index = index
+    }
+}
