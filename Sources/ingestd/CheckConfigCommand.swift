@@ -24,22 +24,8 @@ struct CheckConfigCommand: IngestdCommand {
             print("\(path): OK")
             print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
             print("  inputs: " + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }.joined(separator: ", "))
-            print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.overflowPolicy), durability \(configuration.durability)")
-            if let upload = configuration.upload, let archive = configuration.resolvedArchivePath {
-                print("  upload: SQLite archive \(archive), \(upload.maxRecords) records per batch")
-            } else if let upload = configuration.upload, case .clickHouse(let database, let table, let token) = configuration.sink {
-                let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")
-                print("  upload: ClickHouse \(upload.http.displayURL) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), deduplication token \(token ? "sent" : "off")")
-            } else if let upload = configuration.upload, case .lineProtocol(let measurement, let tags, let timestamp) = configuration.sink {
-                print("  upload: line protocol \(upload.http.displayURL), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field, else _id"), \(upload.maxRecords) records per batch")
-            } else if let upload = configuration.upload, case .postgreSQL(let settings) = configuration.sink {
-                let target = (settings.schema.map { $0 + "." } ?? "") + (settings.table ?? "<record type>")
-                print("  upload: \(settings) into \(target), \(upload.maxRecords) records per batch, password \(settings.password != nil ? "set" : redactedURL(settings.url) != settings.url ? "in url" : "from libpq's defaults")")
-            } else if let upload = configuration.upload {
-                print("  upload: \(upload.http.displayURL), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")")
-            } else {
-                print("  upload: none (readings stay queued)")
-            }
+            print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.queue.overflowPolicy), durability \(configuration.queue.durability)")
+            print("  upload: \(configuration.uploadSummary)")
         } catch {
             printError("\(error)")
             throw ExitCodes.configError

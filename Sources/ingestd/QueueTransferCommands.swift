@@ -84,7 +84,7 @@ struct ExportCommand: IngestdCommand {
     func run() throws {
         let (configuration, queue) = try openAgentQueue(options)
         let target = try openQueue(
-            transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
+            transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.queue.schemaVersion, key: configuration.queue.encryptionKey)
         )
         let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
         print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
@@ -120,12 +120,12 @@ struct ImportCommand: IngestdCommand {
         // An export of an encrypted queue is encrypted with the same key; one of
         // an unencrypted queue is not. Opening without a key first never gives
         // the file a key check of its own.
-        var source = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.schemaVersion)
+        var source = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.queue.schemaVersion)
         let opened: DurableQueue
         do {
             opened = try DurableQueue.open(source)
-        } catch let error as EdgeIngestError where error.code == .encryption && configuration.encryptionKey != nil {
-            source.encryptionKey = configuration.encryptionKey
+        } catch let error as EdgeIngestError where error.code == .encryption && configuration.queue.encryptionKey != nil {
+            source.encryptionKey = configuration.queue.encryptionKey
             opened = try openQueue(source)
         } catch {
             printError("\(error)")
@@ -174,7 +174,7 @@ struct ResetCommand: IngestdCommand {
             if discard {
                 backupPath = configuration.clientResetBackupDirectory + "/client-reset-\(isoNow()).ingest.sqlite"
                 backup = try openQueue(
-                    transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.schemaVersion, key: configuration.encryptionKey)
+                    transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.queue.schemaVersion, key: configuration.queue.encryptionKey)
                 )
             }
             let discarded = try ClientResetHandler.resolveStopped(queue: queue, discardInto: backup)

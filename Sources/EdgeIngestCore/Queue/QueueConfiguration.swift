@@ -9,6 +9,7 @@
 /// configuration.overflowPolicy = .dropOldest
 /// let queue = try DurableQueue.open(configuration)
 /// ```
+@dynamicMemberLookup
 public struct QueueConfiguration: Sendable {
     /// A file path, or an in-memory identifier (the seeds' `inMemoryIdentifier`).
     public struct Location: Hashable, Sendable, CustomStringConvertible {
@@ -50,30 +51,11 @@ public struct QueueConfiguration: Sendable {
     /// ``EdgeIngestError/Code/unknownObjectType``. Must not be empty.
     public var objectTypes: [RecordType]
 
-    /// The schema version stamped on every appended record. Opening a queue
-    /// that holds records of a higher version fails. The default is 0.
-    public var schemaVersion: Int64 = 0
-
     /// Rewrites records of an older schema version when the queue is
     /// opened with a higher ``schemaVersion``; all in one transaction,
     /// nothing changed if any record fails. Without it, older records keep
     /// their version and are uploaded as they are. The default is nil.
     public var migrationBlock: MigrationBlock?
-
-    /// The most records the queue holds; nil for no bound. The default is nil.
-    public var maxRecords: Int64?
-
-    /// The most bytes of encoded records the queue holds; nil for no bound.
-    /// The file is larger by SQLite's page overhead (see docs/QUEUE.md).
-    /// The default is 256 MiB.
-    public var maxBytes: Int64? = 256 << 20
-
-    /// What happens to records that do not fit. The default is ``OverflowPolicy/block``.
-    public var overflowPolicy: OverflowPolicy = .block
-
-    /// How durable an append is once it returns. The default is
-    /// ``Durability/powerLossSafe``.
-    public var durability: Durability = .powerLossSafe
 
     /// Decides at open whether to rewrite the file to its used size
     /// (`VACUUM`), given the file's total bytes and the bytes in use (the
@@ -82,12 +64,10 @@ public struct QueueConfiguration: Sendable {
     public var shouldCompactOnLaunch: (@Sendable (_ totalBytes: Int64, _ usedBytes: Int64) -> Bool)? =
         QueueConfiguration.defaultCompactOnLaunch
 
-    /// A 64-byte key: record payloads (and dead letters) are stored
-    /// encrypted with AES-256-GCM (see docs/QUEUE.md for what is and is not
-    /// protected). A queue created with a key opens only with that key; a
-    /// queue with unencrypted records cannot be given one. The default is
-    /// nil (no encryption). Never printed.
-    public var encryptionKey: [UInt8]?
+    /// Bounds, overflow policy, durability, schema version and encryption
+    /// key (``QueueSettings``; each is also readable and settable here by
+    /// its own name: `configuration.maxBytes`).
+    public var settings = QueueSettings()
 
     /// Whether a damaged file is renamed aside (`<file>.corrupt-<ms>`) and
     /// a new queue started. The default is false: opening fails with
@@ -121,10 +101,10 @@ public struct QueueConfiguration: Sendable {
         for type in objectTypes where !names.insert(type.name).inserted {
             throw EdgeIngestError(.invalidConfiguration, "Record type '\(type.name)' is declared twice in the queue's object types.")
         }
-        if let maxRecords, maxRecords < 1 {
+        if let maxRecords = settings.maxRecords, maxRecords < 1 {
             throw EdgeIngestError(.invalidConfiguration, "max_records must be at least 1, got \(maxRecords).")
         }
-        if let maxBytes, maxBytes < 1024 {
+        if let maxBytes = settings.maxBytes, maxBytes < 1024 {
             throw EdgeIngestError(.invalidConfiguration, "max_bytes must be at least 1024, got \(maxBytes).")
         }
         if case .file(let path) = location.kind, path.isEmpty {
@@ -138,17 +118,27 @@ public struct QueueConfiguration: Sendable {
 }
 
 extension QueueConfiguration {
+    /// Each of ``settings`` by its own name: `configuration.maxBytes = 64 << 20`.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<QueueSettings, Value>) -> Value {
+        get { settings[keyPath: keyPath] }
+        set { settings[keyPath: keyPath] = newValue }
+    }
+}
+
+extension QueueConfiguration {
     /// What a second open of the same queue in one process must agree on
     /// with the first (it gets the same handle): the settings that differ.
     /// The migration block cannot be compared; the schema version stands for it.
     func settingsDiffering(from other: QueueConfiguration) -> [String] {
         var differing: [String] = []
         if objectTypes != other.objectTypes { differing.append("object types") }
-        if encryptionKey != other.encryptionKey { differing.append("encryption key") }
-        if schemaVersion != other.schemaVersion { differing.append("schema version") }
-        if maxRecords != other.maxRecords || maxBytes != other.maxBytes { differing.append("bound") }
-        if overflowPolicy != other.overflowPolicy { differing.append("overflow policy") }
-        if durability != other.durability { differing.append("durability") }
+        let mine = settings
+        let theirs = other.settings
+        if mine.encryptionKey != theirs.encryptionKey { differing.append("encryption key") }
+        if mine.schemaVersion != theirs.schemaVersion { differing.append("schema version") }
+        if mine.maxRecords != theirs.maxRecords || mine.maxBytes != theirs.maxBytes { differing.append("bound") }
+        if mine.overflowPolicy != theirs.overflowPolicy { differing.append("overflow policy") }
+        if mine.durability != theirs.durability { differing.append("durability") }
         return differing
     }
 }

@@ -16,6 +16,7 @@ import Synchronization
 /// At most one of ``filePath`` (or `fileURL`, with `import EdgeIngest`)
 /// and ``inMemoryIdentifier`` may be set; opening with both fails with a
 /// clear error.
+@dynamicMemberLookup
 public struct IngestConfiguration: Sendable {
     /// The queue file (an SQLite file with `-wal`/`-shm` beside it while
     /// open). With neither this nor ``inMemoryIdentifier`` set, the file is
@@ -39,12 +40,11 @@ public struct IngestConfiguration: Sendable {
     /// Record types declared at run time (for example from a TOML file),
     /// accepted besides ``objectTypes``.
     public var recordTypes: [RecordType] = []
-    /// A 64-byte key: records are stored encrypted (AES-256-GCM) and the
-    /// file opens only with this key (the seeds' `encryptionKey`). The
-    /// default is nil. See docs/QUEUE.md for what is protected.
-    public var encryptionKey: [UInt8]?
-    /// The schema version stamped on every record written. The default is 0.
-    public var schemaVersion: Int64 = 0
+    /// The queue's bounds, overflow policy, durability, schema version and
+    /// encryption key, each also readable and settable here by its own name
+    /// (the seeds' `configuration.schemaVersion = 2`, `encryptionKey`):
+    /// see ``QueueSettings`` for the defaults.
+    public var queue = QueueSettings()
     /// Rewrites queued records of an older schema version at open (the
     /// seeds' `migrationBlock`, called once per record). See ``MigrationRecord``.
     public var migrationBlock: MigrationBlock?
@@ -61,12 +61,6 @@ public struct IngestConfiguration: Sendable {
     public var clientResetMode: ClientResetMode = .recoverUnsyncedChanges()
     /// Batching, linger, retries and backoff of the background upload.
     public var upload = UploadOptions()
-    /// The most bytes of encoded records kept; nil for no bound. The default is 256 MiB.
-    public var maxBytes: Int64? = 256 << 20
-    /// What happens to records that do not fit. The default is ``OverflowPolicy/block``.
-    public var overflowPolicy: OverflowPolicy = .block
-    /// How durable a write is once it returns. The default is ``Durability/powerLossSafe``.
-    public var durability: Durability = .powerLossSafe
 
     /// A local configuration with every default.
     public init() {}
@@ -105,15 +99,17 @@ public struct IngestConfiguration: Sendable {
         }
         var types = try objectTypes.map { try $0.recordType() }
         for type in recordTypes where !types.contains(where: { $0.name == type.name }) { types.append(type) }
-        var queue = QueueConfiguration(location: location, objectTypes: types)
-        queue.schemaVersion = schemaVersion
-        queue.shouldCompactOnLaunch = shouldCompactOnLaunch
-        queue.maxBytes = maxBytes
-        queue.overflowPolicy = overflowPolicy
-        queue.durability = durability
-        queue.encryptionKey = encryptionKey
-        queue.migrationBlock = migrationBlock
-        return queue
+        var configuration = QueueConfiguration(location: location, objectTypes: types)
+        configuration.settings = queue
+        configuration.shouldCompactOnLaunch = shouldCompactOnLaunch
+        configuration.migrationBlock = migrationBlock
+        return configuration
+    }
+
+    /// Each of ``queue``'s settings by its own name: `configuration.schemaVersion = 2`.
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<QueueSettings, Value>) -> Value {
+        get { queue[keyPath: keyPath] }
+        set { queue[keyPath: keyPath] = newValue }
     }
 
     /// Whether both configurations are of the same kind (both with a user,

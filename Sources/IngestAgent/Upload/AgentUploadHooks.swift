@@ -65,10 +65,10 @@ struct AgentUploadHooks {
     func clientResetConfiguration(user: User?) -> IngestConfiguration {
         var configuration = IngestConfiguration()
         configuration.recordTypes = self.configuration.types
-        configuration.schemaVersion = self.configuration.schemaVersion
+        configuration.schemaVersion = self.configuration.queue.schemaVersion
         configuration.user = user
         let types = self.configuration.types
-        let key = self.configuration.encryptionKey
+        let key = self.configuration.queue.encryptionKey
         let directory = self.configuration.clientResetBackupDirectory
         let logger = self.logger
         let backup: @Sendable (IngestRealm) -> Void = { before in

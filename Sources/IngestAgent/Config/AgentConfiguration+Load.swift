@@ -1,0 +1,86 @@
+import EdgeIngestCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension AgentConfiguration {
+    /// Reads and checks a configuration file. Every problem is collected,
+    /// so `check-config` can report them all at once.
+    ///
+    /// - Throws: ``ConfigurationError`` listing each problem with its line and key.
+    public static func load(path: String, environment: [String: String]) throws -> AgentConfiguration {
+        guard let text = readTextFile(path) else {
+            throw ConfigurationError(
+                path: path,
+                problems: [ConfigurationProblem(line: nil, key: "", message: "cannot be read: \(String(cString: strerror(errno)))")]
+            )
+        }
+        return try parse(text, path: path, environment: environment)
+    }
+
+    /// Parses configuration text; `path` names it in errors.
+    public static func parse(_ text: String, path: String, environment: [String: String]) throws -> AgentConfiguration {
+        let root: TOMLTable
+        do {
+            root = try TOMLDocument.parse(text)
+        } catch let error as TOMLError {
+            throw ConfigurationError(path: path, problems: [ConfigurationProblem(line: error.line, key: "", message: error.message)])
+        }
+        var decoder = ConfigurationDecoder()
+        let configuration = decoder.decode(root, environment: environment)
+        guard decoder.problems.isEmpty, let configuration else {
+            throw ConfigurationError(path: path, problems: decoder.problems)
+        }
+        return configuration
+    }
+}
+
+extension ConfigurationDecoder {
+    /// The sections a configuration file may have; each is decoded by the
+    /// file named after it (`ConfigurationDecoder+Queue.swift`, …).
+    static let sections: Set<String> = ["agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations"]
+
+    /// The whole file: every section, then the checks that span sections.
+    mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
+        rejectUnknown(root, known: Self.sections, prefix: "")
+        let agent = table(root["agent"], "agent")
+        let queue = table(root["queue"], "queue")
+        rejectUnknown(agent, known: Self.agentKeys, prefix: "agent.")
+        rejectUnknown(queue, known: Self.queueKeys, prefix: "queue.")
+        let types = decodeTypes(root["types"])
+        let stateDirectory = string(agent?["state_directory"], "agent.state_directory")
+            ?? AgentConfiguration.defaultStateDirectory(environment: environment)
+        var inputs = decodeInputs(root["inputs"], types: types)
+        if root["inputs"] == nil {
+            var stdin = InputSettings(kind: .stdin, name: "stdin")
+            stdin.type = types.count == 1 ? types[0].name : nil
+            inputs = [stdin]
+        }
+        var c = AgentConfiguration(stateDirectory: stateDirectory, types: types, inputs: inputs)
+        decodeQueue(queue, into: &c, environment: environment)
+        decodeAgent(agent, into: &c)
+        let upload = table(root["upload"], "upload")
+        if let (settings, sink) = decodeUpload(upload, environment: environment) {
+            c.upload = settings
+            c.sink = sink
+        }
+        c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
+        c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
+        c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.queue.schemaVersion)
+        if c.upload != nil, let upload { c.sink.configuration.check(c, upload: upload, &self) }
+        if c.auth != nil, c.upload == nil {
+            problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
+        }
+        if c.auth != nil, c.upload != nil, !(c.sink.configuration is IngestSinkConfiguration) {
+            problem(root["auth"], "auth", "only applies to sink = \"ingest\": a local sink needs no login")
+        }
+        if c.auth != nil, c.upload?.http.bearerToken != nil {
+            problem(root["auth"], "auth", "and upload.token_file (or the upload-token credential) both give credentials: keep one")
+        }
+        if types.isEmpty && problems.isEmpty {
+            problem(root["types"], "types", "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field")
+        }
+        return c
+    }
+}

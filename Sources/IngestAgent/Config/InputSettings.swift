@@ -1,0 +1,63 @@
+import EdgeIngestCore
+
+/// One configured input.
+public struct InputSettings: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http }
+    public enum Format: String, Sendable, Hashable { case ndjson, csv }
+
+    public var kind: Kind
+    public var format: Format = .ndjson
+    /// The record type of every reading, unless a reading names its own in
+    /// `_type`. May be nil only when every reading carries `_type`.
+    public var type: String?
+    /// file: paths and globs to follow.
+    public var paths: [String] = []
+    /// serial: the tty device.
+    public var device: String?
+    /// serial: the baud rate. The default is 9600.
+    public var baud = 9600
+    /// Line delimiter byte. The default is "\n" (a trailing "\r" is dropped).
+    public var delimiter: UInt8 = 0x0A
+    /// Lines longer than this are rejected without being buffered whole. The default is 64 KiB.
+    public var maxLineBytes = 64 * 1024
+    /// file: how often to look for new data, rotations and new files. The default is 250 ms.
+    public var pollIntervalMilliseconds = 250
+    /// file: start at the end of files found at first start (true) or at their beginning (false, the default).
+    public var startAtEnd = false
+    /// A name for logs and status; the default is derived from the kind and path.
+    public var name: String
+    /// http: the server's settings.
+    public var http: HTTPInputSettings?
+
+    public init(kind: Kind, name: String) {
+        self.kind = kind
+        self.name = name
+    }
+}
+
+/// An HTTP input (`kind = "http"`): serves the ingest protocol
+/// (docs/PROTOCOL.md) so other EdgeIngest clients can send to this agent,
+/// which commits what it receives to its own queue before answering.
+public struct HTTPInputSettings: Sendable, Hashable {
+    /// "host:port"; ":port" or "0.0.0.0:port" for every IPv4 interface, "[::]:port" for IPv6.
+    public var listen: String
+    /// If set, paths naming another app (`/…/apps/<other>/…`) are answered
+    /// 404; `/ingest/v1/batches`, which names no app, is served either way.
+    public var appID: String?
+    public var limits = HTTPLimits()
+    /// Connections served at once; more are answered 503. The default is 32.
+    public var maxConnections = 32
+    /// How long received `_id`s are remembered to drop re-sent records (at
+    /// least this, at most twice); 0 turns deduplication off. The default is 1 hour.
+    public var dedupWindowSeconds: Int64 = 3600
+    /// Whether anonymous logins are allowed.
+    public var anonymous = false
+    /// API keys (`name sha256$…` per line).
+    public var apiKeysFile: String?
+    /// Email/password users (`email pbkdf2-sha256$…` per line).
+    public var usersFile: String?
+
+    public init(listen: String) {
+        self.listen = listen
+    }
+}
