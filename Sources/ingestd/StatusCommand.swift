@@ -66,22 +66,7 @@ struct StatusCommand: IngestdCommand {
 
     private func printHuman(_ s: AgentStatus, running: Bool) {
         print("ingestd: \(running ? "running (pid \(s.pid))" : "not running"), state \(s.state), as of \(s.updatedAt)")
-        if let problem = s.problem { print("  problem:  \(problem)") }
-        print("  queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? ""))
-        print("  accepted: \(s.acceptedTotal)")
-        print("  rejected: \(s.rejectedTotal)" + reasons(s.rejectedByReason))
-        print("  uploaded: \(s.uploadedTotal)")
-        print("  dropped:  \(s.droppedTotal)" + reasons(s.droppedByReason))
-        for input in s.inputs {
-            print("  input \(input.name): \(input.linesRead) lines, \(input.accepted) accepted, \(input.rejected) rejected" + (input.position.map { ", position \($0)" } ?? "") + (input.disconnected ? ", device disconnected" : ""))
-            for (path, offset) in (input.files ?? [:]).sorted(by: { $0.key < $1.key }) {
-                print("    \(path): offset \(offset)")
-            }
-        }
-    }
-
-    private func reasons(_ byReason: [String: Int64]) -> String {
-        byReason.isEmpty ? "" : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        for line in s.textLines { print(line) }
     }
 }
 

@@ -217,7 +217,8 @@ import Testing
             }
             let id = ["", #""_id":"65f0c0ffee0123456789abcd","#, #""_id":"65F0C0FFEE0123456789ABCD","#, #""_id":null,"#, #""_id":"x","#]
                 .randomElement(using: &generator)!
-            let text = "{" + id + members.joined(separator: ",") + "}"
+            // Every key left out (about one line in a hundred runs): no comma after the _id.
+            let text = "{" + (members.isEmpty ? String(id.dropLast()) : id) + members.joined(separator: ",") + "}"
             try Array(text.utf8).withUnsafeBytes { bytes in
                 try parser.parse(bytes, into: &line)
                 var batch = EncodedBatch()

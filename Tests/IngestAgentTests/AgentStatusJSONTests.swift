@@ -119,4 +119,36 @@ import Testing
             #expect(status.summary.contains("oldest \(whole)s"))
         }
     }
+
+    /// One table drives the writer, the reader and the text: it must hold
+    /// each coding key (each member Codable writes) once.
+    @Test func theFieldTableHasEveryMemberOnce() {
+        let keys = AgentStatus.fields.map(\.key)
+        #expect(keys.count == Set(keys).count)
+        #expect(Set(keys) == Set(AgentStatus.CodingKeys.allCases.map(\.stringValue)))
+        let inputKeys = InputCounters.Snapshot.fields.map(\.key)
+        #expect(inputKeys.count == Set(inputKeys).count)
+    }
+
+    @Test func theStatusTextShowsEveryCounterThatHasSomethingToSay() {
+        let lines = Self.full().textLines
+        #expect(
+            lines == [
+                "  problem:  held: \"403\"\n",
+                "  queued:   5 records, 500 bytes, oldest 12 s",
+                "  accepted: 9",
+                "  rejected: 2 (bad_json 2)",
+                "  uploaded: 4",
+                "  dropped:  1 (exported 1)",
+                "  dead letters: 1 (ingestd dead-letter list)",
+                "  duplicates: 6 received again and not stored",
+                "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
+                "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
+                "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full"
+                    + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"
+                    + "\n  input stdin: 0 lines, 0 accepted, 0 rejected",
+            ])
+        let quiet = AgentStatus(state: "idle", statistics: .empty, inputs: [], pid: 1).textLines
+        #expect(quiet == ["  queued:   0 records, 0 bytes", "  accepted: 0", "  rejected: 0", "  uploaded: 0", "  dropped:  0"])
+    }
 }

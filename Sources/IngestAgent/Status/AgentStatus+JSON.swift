@@ -9,146 +9,119 @@ public struct StatusFileError: Error, CustomStringConvertible {
 /// The status as JSON, with the member names of ``AgentStatus/CodingKeys``
 /// (snake_case) and Swift's Codable names inside `inputs` and
 /// `last_upload`: the same members and values Foundation's JSONEncoder
-/// wrote before (a test compares them), without linking Foundation. The
-/// text differs in layout only (`"k": v` rather than `"k" : v`, `/` not
-/// escaped).
+/// writes from the Codable conformance (a test compares them), without
+/// linking Foundation. Both directions and `ingestd status`'s text follow
+/// one table, ``fields``: a new member is a property, its coding key and
+/// one entry there.
 extension AgentStatus {
-    var jsonValue: JSONValue {
-        typealias K = CodingKeys
-        let members: [(CodingKeys, JSONValue?)] = [
-            (K.acceptedTotal, .int(acceptedTotal)),
-            (K.backingOffUntil, backingOffUntil.map(JSONValue.string)),
-            (K.deadLetterRecords, .int(deadLetterRecords)),
-            (K.droppedByReason, .counts(droppedByReason)),
-            (K.droppedTotal, .int(droppedTotal)),
-            (K.inputs, .array(inputs.map(\.jsonValue))),
-            (K.lastUpload, lastUpload.map { .object([("at", .string($0.at)), ("outcome", .string($0.outcome))]) }),
-            (K.oldestAgeSeconds, oldestAgeSeconds.map(JSONValue.double)),
-            (K.openState, .string(openState)),
-            (K.pid, .int(Int64(pid))),
-            (K.problem, problem.map(JSONValue.string)),
-            (K.queuedBytes, .int(queuedBytes)),
-            (K.queuedRecords, .int(queuedRecords)),
-            (K.receivedDuplicatesTotal, receivedDuplicatesTotal.map(JSONValue.int)),
-            (K.rejectedByReason, .counts(rejectedByReason)),
-            (K.rejectedTotal, .int(rejectedTotal)),
-            (K.state, .string(state)),
-            (K.updatedAt, .string(updatedAt)),
-            (K.uploadReason, uploadReason.map(JSONValue.string)),
-            (K.uploadRequests, uploadRequests.map(JSONValue.int)),
-            (K.uploadResends, uploadResends.map(JSONValue.int)),
-            (K.uploadedTotal, .int(uploadedTotal)),
-        ]
-        return .object(omittingNils: members.map { ($0.stringValue, $1) }.sorted { $0.0 < $1.0 })
+    typealias Field = JSONField<AgentStatus>
+
+    /// Every member, in the order `ingestd status` shows them. The first
+    /// member that is missing or wrong is the one a damaged file's error names.
+    static let fields: [Field] = [
+        Field(
+            key: K.pid.stringValue, write: { .int(Int64($0.pid)) },
+            read: { status, members in
+                guard let pid = Int32(exactly: try members.int(K.pid.stringValue)), pid > 0 else {
+                    throw StatusFileError(reason: "'pid' in the status should be a process id (1 or more)")
+                }
+                status.pid = pid
+            }),
+        .string(K.state.stringValue, \.state),
+        .string(K.updatedAt.stringValue, \.updatedAt),
+        .string(K.openState.stringValue, \.openState, absent: "open"),
+        .optionalString(K.problem.stringValue, \.problem, text: { $0.problem.map { "problem:  \($0)" } }),
+        .int(K.queuedRecords.stringValue, \.queuedRecords) { s in
+            "queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? "")
+        },
+        .int(K.queuedBytes.stringValue, \.queuedBytes),
+        .optionalDouble(K.oldestAgeSeconds.stringValue, \.oldestAgeSeconds),
+        .int(K.acceptedTotal.stringValue, \.acceptedTotal) { "accepted: \($0.acceptedTotal)" },
+        .int(K.rejectedTotal.stringValue, \.rejectedTotal) { "rejected: \($0.rejectedTotal)" + reasons($0.rejectedByReason) },
+        .counts(K.rejectedByReason.stringValue, \.rejectedByReason),
+        .int(K.uploadedTotal.stringValue, \.uploadedTotal) { "uploaded: \($0.uploadedTotal)" },
+        .int(K.droppedTotal.stringValue, \.droppedTotal) { "dropped:  \($0.droppedTotal)" + reasons($0.droppedByReason) },
+        .counts(K.droppedByReason.stringValue, \.droppedByReason),
+        .int(K.deadLetterRecords.stringValue, \.deadLetterRecords) { s in
+            s.deadLetterRecords == 0 ? nil : "dead letters: \(s.deadLetterRecords) (ingestd dead-letter list)"
+        },
+        .optionalInt(K.receivedDuplicatesTotal.stringValue, \.receivedDuplicatesTotal) { s in
+            s.receivedDuplicatesTotal.flatMap { $0 == 0 ? nil : "duplicates: \($0) received again and not stored" }
+        },
+        .optionalString(K.uploadReason.stringValue, \.uploadReason) { s in
+            s.uploadReason.map { reason in "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason }
+        },
+        .optionalString(K.backingOffUntil.stringValue, \.backingOffUntil),
+        .optionalInt(K.uploadRequests.stringValue, \.uploadRequests),
+        .optionalInt(K.uploadResends.stringValue, \.uploadResends),
+        Field(
+            key: K.lastUpload.stringValue,
+            write: { $0.lastUpload.map { .object([("at", .string($0.at)), ("outcome", .string($0.outcome))]) } },
+            read: { status, members in
+                guard let last = try members.optionalObject(K.lastUpload.stringValue) else { return }
+                let reader = try JSONMembers(last, in: K.lastUpload.stringValue)
+                status.lastUpload = LastUpload(at: try reader.string("at"), outcome: try reader.string("outcome"))
+            },
+            text: { s in s.lastUpload.map { "last upload: \($0.outcome) at \($0.at)" } }),
+        Field(
+            key: K.inputs.stringValue, write: { .array($0.inputs.map(\.jsonValue)) },
+            read: { status, members in
+                status.inputs = try members.array(K.inputs.stringValue).map { try InputCounters.Snapshot(json: $0) }
+            },
+            text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") }),
+    ]
+
+    private typealias K = CodingKeys
+
+    /// ` (bad_json 2, missing_field 1)`, or nothing.
+    private static func reasons(_ byReason: [String: Int64]) -> String {
+        byReason.isEmpty ? "" : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
     }
 
+    var jsonValue: JSONValue { Self.fields.json(of: self) }
+
     init(json: JSONValue) throws {
-        let reader = try JSONMembers(json, in: "the status")
-        guard let pid = Int32(exactly: try reader.int(CodingKeys.pid.stringValue)), pid > 0 else {
-            throw StatusFileError(reason: "'pid' in the status should be a process id (1 or more)")
-        }
-        try self.init(state: reader.string(CodingKeys.state.stringValue), statistics: .empty, inputs: [], pid: pid)
-        updatedAt = try reader.string(CodingKeys.updatedAt.stringValue)
-        openState = try reader.optionalString(CodingKeys.openState.stringValue) ?? "open"
-        queuedRecords = try reader.int(CodingKeys.queuedRecords.stringValue)
-        queuedBytes = try reader.int(CodingKeys.queuedBytes.stringValue)
-        oldestAgeSeconds = try reader.optionalDouble(CodingKeys.oldestAgeSeconds.stringValue)
-        acceptedTotal = try reader.int(CodingKeys.acceptedTotal.stringValue)
-        rejectedTotal = try reader.int(CodingKeys.rejectedTotal.stringValue)
-        rejectedByReason = try reader.counts(CodingKeys.rejectedByReason.stringValue)
-        uploadedTotal = try reader.int(CodingKeys.uploadedTotal.stringValue)
-        droppedTotal = try reader.int(CodingKeys.droppedTotal.stringValue)
-        droppedByReason = try reader.counts(CodingKeys.droppedByReason.stringValue)
-        if let last = try reader.optionalObject(CodingKeys.lastUpload.stringValue) {
-            let lastReader = try JSONMembers(last, in: CodingKeys.lastUpload.stringValue)
-            lastUpload = LastUpload(at: try lastReader.string("at"), outcome: try lastReader.string("outcome"))
-        }
-        inputs = try reader.array(CodingKeys.inputs.stringValue).map { try InputCounters.Snapshot(json: $0) }
-        problem = try reader.optionalString(CodingKeys.problem.stringValue)
-        deadLetterRecords = try reader.int(CodingKeys.deadLetterRecords.stringValue)
-        uploadReason = try reader.optionalString(CodingKeys.uploadReason.stringValue)
-        backingOffUntil = try reader.optionalString(CodingKeys.backingOffUntil.stringValue)
-        uploadRequests = try reader.optionalInt(CodingKeys.uploadRequests.stringValue)
-        uploadResends = try reader.optionalInt(CodingKeys.uploadResends.stringValue)
-        receivedDuplicatesTotal = try reader.optionalInt(CodingKeys.receivedDuplicatesTotal.stringValue)
+        self.init(state: "", statistics: .empty, inputs: [], pid: 1)
+        try Self.fields.read(json, into: &self, place: "the status")
     }
+
+    /// `ingestd status`'s lines under its first, indented by two spaces.
+    public var textLines: [String] { Self.fields.textLines(of: self).map { "  " + $0 } }
 }
 
 extension InputCounters.Snapshot {
-    var jsonValue: JSONValue {
-        .object(omittingNils: [
-            ("accepted", .int(accepted)),
-            ("disconnected", .bool(disconnected)),
-            ("duplicates", duplicates.map(JSONValue.int)),
-            ("files", files.map(JSONValue.counts)),
-            ("finished", .bool(finished)),
-            ("heartbeatAt", .int(heartbeatAt)),
-            ("kind", .string(kind)),
-            ("linesRead", .int(linesRead)),
-            ("listen", listen.map(JSONValue.string)),
-            ("name", .string(name)),
-            ("position", position.map(JSONValue.string)),
-            ("problem", problem.map(JSONValue.string)),
-            ("rejected", .int(rejected)),
-            ("rejectedByReason", .counts(rejectedByReason)),
-            ("waitingForSpace", .bool(waitingForSpace)),
-        ])
-    }
+    typealias Field = JSONField<InputCounters.Snapshot>
+
+    /// Every member, named as the Codable conformance names them.
+    static let fields: [Field] = [
+        .string("name", \.name),
+        .string("kind", \.kind),
+        .int("linesRead", \.linesRead),
+        .int("accepted", \.accepted),
+        .int("rejected", \.rejected),
+        .counts("rejectedByReason", \.rejectedByReason),
+        .optionalString("position", \.position),
+        .optionalCounts("files", \.files),
+        .int("heartbeatAt", \.heartbeatAt),
+        .bool("waitingForSpace", \.waitingForSpace),
+        .bool("finished", \.finished),
+        .bool("disconnected", \.disconnected),
+        .optionalString("problem", \.problem),
+        .optionalString("listen", \.listen),
+        .optionalInt("duplicates", \.duplicates),
+    ]
+
+    var jsonValue: JSONValue { Self.fields.json(of: self) }
 
     init(json: JSONValue) throws {
-        let reader = try JSONMembers(json, in: "an input")
-        self.init(name: try reader.string("name"), kind: try reader.string("kind"))
-        linesRead = try reader.int("linesRead")
-        accepted = try reader.int("accepted")
-        rejected = try reader.int("rejected")
-        rejectedByReason = try reader.counts("rejectedByReason")
-        position = try reader.optionalString("position")
-        files = try reader.optionalObject("files") == nil ? nil : try reader.counts("files")
-        heartbeatAt = try reader.int("heartbeatAt")
-        waitingForSpace = try reader.optionalBool("waitingForSpace") ?? false
-        finished = try reader.optionalBool("finished") ?? false
-        disconnected = try reader.optionalBool("disconnected") ?? false
-        problem = try reader.optionalString("problem")
-        listen = try reader.optionalString("listen")
-        duplicates = try reader.optionalInt("duplicates")
-    }
-}
-
-/// Typed member lookups that say which member is missing or of the wrong kind.
-private struct JSONMembers {
-    let value: JSONValue
-    let place: String
-
-    init(_ value: JSONValue, in place: String) throws {
-        guard value.members != nil else { throw StatusFileError(reason: "\(place) is not a JSON object") }
-        self.value = value
-        self.place = place
+        self.init(name: "", kind: "")
+        try Self.fields.read(json, into: &self, place: "an input")
     }
 
-    private func wrong(_ key: String, _ expected: String) -> StatusFileError {
-        StatusFileError(reason: "'\(key)' in \(place) should be \(expected)")
+    /// Its line in `ingestd status`, with one more line per followed file.
+    var textLine: String {
+        "input \(name): \(linesRead) lines, \(accepted) accepted, \(rejected) rejected" + (position.map { ", position \($0)" } ?? "")
+            + (disconnected ? ", device disconnected" : "") + (problem.map { ", \($0)" } ?? "")
+            + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
     }
-
-    /// The member read by `extract`; nil when absent or null; an error
-    /// naming `expected` when `extract` cannot read it.
-    private func optional<T>(_ key: String, _ expected: String, _ extract: (JSONValue) -> T?) throws -> T? {
-        guard let v = value[key], !v.isNull else { return nil }
-        guard let t = extract(v) else { throw wrong(key, expected) }
-        return t
-    }
-
-    private func required<T>(_ key: String, _ expected: String, _ extract: (JSONValue) -> T?) throws -> T {
-        guard let t = try optional(key, expected, extract) else { throw wrong(key, expected) }
-        return t
-    }
-
-    func optionalString(_ key: String) throws -> String? { try optional(key, "a string", \.string) }
-    func string(_ key: String) throws -> String { try required(key, "a string", \.string) }
-    func optionalInt(_ key: String) throws -> Int64? { try optional(key, "an integer", \.int64) }
-    func int(_ key: String) throws -> Int64 { try required(key, "an integer", \.int64) }
-    func optionalDouble(_ key: String) throws -> Double? { try optional(key, "a number", \.double) }
-    func optionalBool(_ key: String) throws -> Bool? { try optional(key, "true or false", \.bool) }
-    func optionalObject(_ key: String) throws -> JSONValue? { try optional(key, "an object") { $0.members == nil ? nil : $0 } }
-    func array(_ key: String) throws -> [JSONValue] { try required(key, "an array", \.array) }
-    func counts(_ key: String) throws -> [String: Int64] { try required(key, "an object of integers", \.counts) }
 }

@@ -46,7 +46,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         public var outcome: String
     }
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case state, pid, inputs, problem
         case updatedAt = "updated_at"
         case openState = "open_state"
