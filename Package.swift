@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "EdgeIngestModel"),
         // The library without Foundation: everything but `fileURL: URL`.
         // ingestd links only this (Foundation, even FoundationEssentials,
-        // adds 5 MB to the binary: docs/BENCHMARKS.md, "Binary size").
+        // adds megabytes to the binary: docs/BENCHMARKS.md, "Binary size").
         .target(
             name: "EdgeIngestCore",
             dependencies: [

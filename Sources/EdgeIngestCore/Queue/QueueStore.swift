@@ -111,7 +111,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         // FAST zeroes only where it costs no extra I/O (docs/QUEUE.md).
         // cache_size: the queue appends at the tail and reads the head once;
         // SQLite's default 2 MiB page cache only held pages never read again
-        // (−1.5 MB peak RSS, no measurable CPU change; docs/BENCHMARKS.md).
+        // (a smaller cache lowered peak RSS at no CPU cost: docs/BENCHMARKS.md).
         try db.execute("PRAGMA foreign_keys = OFF; PRAGMA secure_delete = FAST; PRAGMA cache_size = -256")
     }
 

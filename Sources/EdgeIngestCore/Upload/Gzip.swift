@@ -1,7 +1,7 @@
 import CZlib
 
-/// gzip compression of request bodies (zlib; level 1 by default: ~190 MB/s
-/// a core here, and most of the size win on NDJSON).
+/// gzip compression of request bodies (zlib; level 1 by default: the
+/// fastest level keeps most of the size win on NDJSON, docs/BENCHMARKS.md).
 public enum Gzip {
     public static func compress(_ input: ArraySlice<UInt8>, level: Int32 = 1) throws -> [UInt8] {
         var stream = z_stream()

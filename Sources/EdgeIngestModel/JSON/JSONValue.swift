@@ -4,7 +4,7 @@
 ///
 /// It replaces Foundation's `JSONEncoder`/`JSONDecoder` there: importing
 /// Foundation (even FoundationEssentials) into any module the agent links
-/// adds 5 MB to the stripped binary (docs/BENCHMARKS.md, "Binary size").
+/// adds megabytes to the stripped binary (docs/BENCHMARKS.md, "Binary size").
 /// Records themselves never go through it (``JSONWriter`` and the agent's
 /// NDJSON parser are faster and allocate less).
 ///

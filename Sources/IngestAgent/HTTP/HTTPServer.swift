@@ -17,9 +17,9 @@ protocol HTTPHandler: Sendable {
 /// (at most `maxConnections`; more are answered 503 and closed), keep-alive,
 /// and the limits of ``HTTPLimits``. Bodies must carry `Content-Length`.
 ///
-/// Why not Hummingbird: a Hummingbird "hello world" built here is a 69.7 MB
-/// stripped static binary (it brings SwiftNIO and full Foundation), four
-/// times this whole agent, whose target is ≤ 15 MB (docs/BENCHMARKS.md).
+/// Why not Hummingbird: a Hummingbird "hello world" built here is several
+/// times this whole agent's binary (it brings SwiftNIO and full
+/// Foundation; the sizes are in docs/BENCHMARKS.md).
 /// An ingest input needs one method, bounded bodies and a few routes.
 final class HTTPServer: Sendable {
     let listenFD: Int32

@@ -27,8 +27,8 @@ import Glibc
 final class JobLoop<Item>: @unchecked Sendable {
     /// How many hops (an item queuing the next) timer-started work stays on
     /// its thread before what it queues is shared like any other work: the
-    /// most ``ThreadRole`` can hold. The status round takes 10 (measured:
-    /// a status write with its watchdog ping, 2026-11-22).
+    /// most ``ThreadRole`` can hold. A status round (a status write with its
+    /// watchdog ping) takes fewer (docs/BENCHMARKS.md, "Idle wakeups").
     static var quietHops: UInt8 { 15 }
 
     private struct Entry {

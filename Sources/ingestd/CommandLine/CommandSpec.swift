@@ -1,7 +1,7 @@
 /// What a command accepts and says about itself: the declarations the
 /// parser reads and `--help` prints. ingestd's own small take on
 /// swift-argument-parser's `CommandConfiguration` and `@Option`/`@Flag`:
-/// that package imports FoundationEssentials, which adds 5 MB to the
+/// that package imports FoundationEssentials, which adds megabytes to the
 /// binary (docs/BENCHMARKS.md, "Binary size").
 ///
 /// ```swift

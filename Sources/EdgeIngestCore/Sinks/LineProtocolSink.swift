@@ -1,5 +1,3 @@
-import EdgeIngestCore
-
 /// InfluxDB (1.x `/write`, 2.x `/api/v2/write`) and VictoriaMetrics
 /// (`/write`): each batch is one POST of line protocol
 /// (``LineProtocolEncoder``), `precision=ns`, gzip when `upload.gzip`.
@@ -22,14 +20,14 @@ import EdgeIngestCore
 /// down to the refused ones, which go to the dead-letter table instead of
 /// being re-sent forever; VictoriaMetrics answers 204 even for lines it
 /// drops, so only what it says can be trusted.
-final class LineProtocolSink: BatchSink {
+package final class LineProtocolSink: BatchSink {
     let transport: CurlTransport
     /// One per record type, made once: each keeps its parser's buffers.
     private var encoders: [String: LineProtocolEncoder]
     /// `upload.url` with `precision=ns`.
     let url: String
 
-    init(settings: HTTPSettings, types: [RecordType], measurement: String?, tags: [String], timestamp: String?, userAgent: String) throws {
+    package init(settings: HTTPSettings, types: [RecordType], measurement: String?, tags: [String], timestamp: String?, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
         encoders = Dictionary(
             types.map { ($0.name, LineProtocolEncoder(type: $0, measurement: measurement, tags: tags, timestamp: timestamp)) },
@@ -37,9 +35,9 @@ final class LineProtocolSink: BatchSink {
         url = settings.url + (settings.url.contains("?") ? "&" : "?") + "precision=ns"
     }
 
-    var description: String { "line protocol \(transport.settings.displayURL)" }
+    package var description: String { "line protocol \(transport.settings.displayURL)" }
 
-    func deliver(_ batch: SinkBatch) -> UploadOutcome {
+    package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         guard let (body, refused) = encode(batch) else {
             return .hold(reason: "the influxdb sink has no declaration of record type '\(batch.type)': declare it under [types]")
         }

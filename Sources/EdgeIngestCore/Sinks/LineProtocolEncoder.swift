@@ -1,5 +1,3 @@
-import EdgeIngestCore
-
 /// Turns queued records (flat JSON objects) into InfluxDB line protocol,
 /// one point per record:
 ///

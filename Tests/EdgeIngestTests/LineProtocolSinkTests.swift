@@ -1,6 +1,6 @@
 import EdgeIngest
 import Foundation
-@testable import IngestAgent
+@testable import EdgeIngestCore
 import Testing
 import TestSupport
 
