@@ -26,7 +26,10 @@ public func fuzzCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if csv.header == nil {
             do throws(LineRejection) {
                 try csv.readHeader(bytes)
-                precondition(csv.header.map { !$0.isEmpty && $0.allSatisfy { !$0.isEmpty } } == true, "header with an empty name")
+                precondition(
+                    csv.header.map { !$0.isEmpty && $0.allSatisfy { !$0.isEmpty } } == true,
+                    "header with an empty name"
+                )
             } catch {
                 precondition(csv.header == nil, "a refused header was kept")
                 checkRejection(error)
@@ -49,7 +52,9 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ csv: CSVParser, _ parsed: 
     precondition(parsed.fields.count == header.count, "\(parsed.fields.count) fields for \(header.count) columns")
     for (field, name) in zip(parsed.fields, header) {
         precondition(parsed.keyBytes(field).elementsEqual(name), "a field not keyed by its column")
-        guard case .cell = field.value, let value = try? parsed.value(field) else { preconditionFailure("CSVParser produced \(field.value)") }
+        guard case .cell = field.value, let value = try? parsed.value(field) else {
+            preconditionFailure("CSVParser produced \(field.value)")
+        }
         switch value {
         case .null, .text: break
         default: preconditionFailure("CSVParser produced \(value)")
@@ -79,9 +84,16 @@ private func checkRequote(_ parsed: ParsedLine, _ csv: CSVParser) {
         line.append(UInt8(ascii: "\""))
     }
     var reparsed = ParsedLine()
-    let again = line.withUnsafeBytes { raw in ParseResult(&reparsed) { (out: inout ParsedLine) throws(LineRejection) in try csv.parse(raw, into: &out) } }
-    if case .rejected(let refused) = again {
-        preconditionFailure("a row written back as CSV is refused: \(refused.message): \(String(decoding: line, as: UTF8.self))")
+    let again = line.withUnsafeBytes { raw in
+        ParseResult(&reparsed) { (out: inout ParsedLine) throws(LineRejection) in try csv.parse(raw, into: &out) }
     }
-    precondition(again.matches(row), "a row written back as CSV parses differently: \(String(decoding: line, as: UTF8.self))")
+    if case .rejected(let refused) = again {
+        preconditionFailure(
+            "a row written back as CSV is refused: \(refused.message): \(String(decoding: line, as: UTF8.self))"
+        )
+    }
+    precondition(
+        again.matches(row),
+        "a row written back as CSV parses differently: \(String(decoding: line, as: UTF8.self))"
+    )
 }

@@ -64,7 +64,9 @@ let inputRouter = ReadingRouter(types: declaredTypes, defaultType: "WeatherSenso
 
 /// One router per type, for reading back a record's own JSON (which has no `_type`).
 let routerFor: [String: ReadingRouter] = Dictionary(
-    uniqueKeysWithValues: declaredTypes.map { ($0.name, ReadingRouter(types: declaredTypes, defaultType: $0.name, inputName: "fuzz")) }
+    uniqueKeysWithValues: declaredTypes.map {
+        ($0.name, ReadingRouter(types: declaredTypes, defaultType: $0.name, inputName: "fuzz"))
+    }
 )
 
 // MARK: - Rejections
@@ -140,14 +142,26 @@ func frames(_ data: UnsafeRawBufferPointer, limit: Int, cuts: [Int]) -> [Framed]
         for i in from..<cut where data[i] == 0x0A { lastDelimiterEnd = i + 1 }
         from = cut
         // Bounded memory: never more than the limit held for a partial line…
-        precondition(framer.bufferedBytes <= limit, "framer holds \(framer.bufferedBytes) bytes, over its limit \(limit)")
+        precondition(
+            framer.bufferedBytes <= limit,
+            "framer holds \(framer.bufferedBytes) bytes, over its limit \(limit)"
+        )
         // …while counting all of it, and committing exactly to the last delimiter.
-        precondition(framer.pendingBytes == cut - lastDelimiterEnd, "framer pendingBytes \(framer.pendingBytes) != \(cut - lastDelimiterEnd)")
-        precondition(framer.committedOffset == Int64(lastDelimiterEnd), "framer committedOffset \(framer.committedOffset) != \(lastDelimiterEnd)")
+        precondition(
+            framer.pendingBytes == cut - lastDelimiterEnd,
+            "framer pendingBytes \(framer.pendingBytes) != \(cut - lastDelimiterEnd)"
+        )
+        precondition(
+            framer.committedOffset == Int64(lastDelimiterEnd),
+            "framer committedOffset \(framer.committedOffset) != \(lastDelimiterEnd)"
+        )
         precondition(framer.nextLineNumber == out.count + 1, "framer line numbers skip")
     }
     framer.finish(collect)
-    precondition(framer.committedOffset == Int64(data.count), "after finish the framer has not committed the whole input")
+    precondition(
+        framer.committedOffset == Int64(data.count),
+        "after finish the framer has not committed the whole input"
+    )
     return out
 }
 
@@ -171,7 +185,10 @@ func checkFraming(_ data: UnsafeRawBufferPointer) {
         let expected = referenceFrames(data, limit: limit)
         for cuts in cuttings {
             let got = frames(data, limit: limit, cuts: cuts)
-            precondition(got == expected, "LineFramer (limit \(limit), \(cuts.count + 1) chunks) differs from the reference framing")
+            precondition(
+                got == expected,
+                "LineFramer (limit \(limit), \(cuts.count + 1) chunks) differs from the reference framing"
+            )
         }
     }
 }
@@ -183,10 +200,16 @@ func checkFraming(_ data: UnsafeRawBufferPointer) {
 func checkUTF8(_ line: UnsafeRawBufferPointer) {
     let ours = firstInvalidUTF8(line)
     let stdlib = String(validating: line, as: UTF8.self)
-    precondition((ours == nil) == (stdlib != nil), "firstInvalidUTF8 = \(String(describing: ours)) but String(validating:) \(stdlib == nil ? "refuses" : "accepts")")
+    precondition(
+        (ours == nil) == (stdlib != nil),
+        "firstInvalidUTF8 = \(String(describing: ours)) but String(validating:) \(stdlib == nil ? "refuses" : "accepts")"
+    )
     if let bad = ours {
         precondition(bad < line.count, "invalid UTF-8 offset past the end")
-        precondition(String(validating: UnsafeRawBufferPointer(rebasing: line[..<bad]), as: UTF8.self) != nil, "bytes before the invalid offset are not valid UTF-8")
+        precondition(
+            String(validating: UnsafeRawBufferPointer(rebasing: line[..<bad]), as: UTF8.self) != nil,
+            "bytes before the invalid offset are not valid UTF-8"
+        )
     }
 }
 
@@ -238,12 +261,18 @@ enum ParseResult {
 func checkRecord(_ record: Record) {
     let type = record.type
     precondition(declaredTypes.contains(type), "record of an undeclared type")
-    precondition(record.values.count == type.fields.count, "record has \(record.values.count) values for \(type.fields.count) fields")
+    precondition(
+        record.values.count == type.fields.count,
+        "record has \(record.values.count) values for \(type.fields.count) fields"
+    )
     precondition(!record.id.isZero, "record with a zero _id")
     var readable = true
     for (field, value) in zip(type.fields, record.values) {
         guard let value else {
-            precondition(!field.isRequired && field.defaultValue == nil, "required or defaulted field '\(field.name)' left empty")
+            precondition(
+                !field.isRequired && field.defaultValue == nil,
+                "required or defaulted field '\(field.name)' left empty"
+            )
             continue
         }
         precondition(value.type == field.type, "field '\(field.name)' holds a \(value.type), declared \(field.type)")
@@ -264,16 +293,23 @@ func checkRecord(_ record: Record) {
         do throws(LineRejection) {
             try parser.parse(raw, into: &parsed)
         } catch {
-            preconditionFailure("a record's own JSON does not parse: \(error.message): \(String(decoding: json, as: UTF8.self))")
+            preconditionFailure(
+                "a record's own JSON does not parse: \(error.message): \(String(decoding: json, as: UTF8.self))"
+            )
         }
         let back: Record
         do throws(LineRejection) {
             back = try routerFor[type.name]!.route(parsed)
         } catch {
-            preconditionFailure("a record's own JSON is refused: \(error.message): \(String(decoding: json, as: UTF8.self))")
+            preconditionFailure(
+                "a record's own JSON is refused: \(error.message): \(String(decoding: json, as: UTF8.self))"
+            )
         }
         precondition(back.id == record.id, "_id changed through JSON")
-        precondition(back.values == record.values, "values changed through JSON: \(record.values) became \(back.values)")
+        precondition(
+            back.values == record.values,
+            "values changed through JSON: \(record.values) became \(back.values)"
+        )
     }
 }
 
@@ -285,12 +321,18 @@ func checkTimestampText(_ ms: Int64) -> Bool {
     Timestamp.appendISO8601(milliseconds: ms, to: &text)
     let parsed = text.withUnsafeBytes { Timestamp.parse($0) }
     if let parsed {
-        precondition(parsed == ms, "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which reads back as \(parsed)")
+        precondition(
+            parsed == ms,
+            "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which reads back as \(parsed)"
+        )
         return true
     }
     // ±YYYYYY…-MM-DDTHH:MM:SS.mmmZ: a sign and six or more year digits.
     let yearDigits = text.count - 21
-    precondition(yearDigits >= 6 && (text[0] == UInt8(ascii: "+") || text[0] == UInt8(ascii: "-")), "timestamp \(ms) is written as unreadable \(String(decoding: text, as: UTF8.self))")
+    precondition(
+        yearDigits >= 6 && (text[0] == UInt8(ascii: "+") || text[0] == UInt8(ascii: "-")),
+        "timestamp \(ms) is written as unreadable \(String(decoding: text, as: UTF8.self))"
+    )
     func number(_ from: Int, _ count: Int) -> Int64 {
         text[from..<from + count].reduce(0) { $0 * 10 + Int64($1 - 48) }
     }
@@ -299,6 +341,9 @@ func checkTimestampText(_ ms: Int64) -> Bool {
     let days = Timestamp.daysFromCivil(year, number(8 + o, 2), number(11 + o, 2))
     let seconds = days * 86_400 + number(14 + o, 2) * 3_600 + number(17 + o, 2) * 60 + number(20 + o, 2)
     let decoded = seconds * 1_000 + number(23 + o, 3)
-    precondition(decoded == ms, "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which is \(decoded)")
+    precondition(
+        decoded == ms,
+        "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which is \(decoded)"
+    )
     return false
 }

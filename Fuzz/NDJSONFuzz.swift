@@ -22,16 +22,22 @@
 public func fuzzNDJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var parser = NDJSONParser()  // reused from line to line, as LineIngestor does
     var parsed = ParsedLine()
-    forEachLine(UnsafeRawBufferPointer(start: data, count: size), checkingFraming: true) { ingest($0, &parser, &parsed) }
+    forEachLine(UnsafeRawBufferPointer(start: data, count: size), checkingFraming: true) {
+        ingest($0, &parser, &parsed)
+    }
     return 0
 }
 
 private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser, _ parsed: inout ParsedLine) {
     checkUTF8(line)
-    let result = ParseResult(&parsed) { (out: inout ParsedLine) throws(LineRejection) in try parser.parse(line, into: &out) }
+    let result = ParseResult(&parsed) { (out: inout ParsedLine) throws(LineRejection) in
+        try parser.parse(line, into: &out)
+    }
     var fresh = NDJSONParser()
     var freshParsed = ParsedLine()
-    let again = ParseResult(&freshParsed) { (out: inout ParsedLine) throws(LineRejection) in try fresh.parse(line, into: &out) }
+    let again = ParseResult(&freshParsed) { (out: inout ParsedLine) throws(LineRejection) in
+        try fresh.parse(line, into: &out)
+    }
     precondition(result.matches(again), "a reused NDJSONParser and a fresh one disagree")
 
     switch result {
@@ -52,7 +58,11 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
 
 /// The agent's router, kept from line to line as an input keeps it: its
 /// builder is reused, so a refused line must leave nothing for the next.
-nonisolated(unsafe) private var agentRouter = ReadingRouter(types: declaredTypes, defaultType: "WeatherSensor", inputName: "fuzz")
+nonisolated(unsafe) private var agentRouter = ReadingRouter(
+    types: declaredTypes,
+    defaultType: "WeatherSensor",
+    inputName: "fuzz"
+)
 
 /// The agent's path (a reused builder finishing into an EncodedBatch) takes
 /// and refuses exactly what the Record path does, and stores the same line
@@ -72,7 +82,10 @@ private func checkAgentPath(_ parsed: ParsedLine, accepted record: Record?) {
     expected.append(UInt8(ascii: "\n"))
     let stored = batch.runs[0].payload
     let idEnd = 33  // {"_id":"<24 hex digits>"
-    precondition(stored.count == expected.count && stored[idEnd...] == expected[idEnd...], "the agent's path stored another line than the Record path")
+    precondition(
+        stored.count == expected.count && stored[idEnd...] == expected[idEnd...],
+        "the agent's path stored another line than the Record path"
+    )
 }
 
 /// A parsed line written back as JSON (keys and strings by JSONWriter,
@@ -98,9 +111,16 @@ private func checkRewrite(_ fields: [(key: [UInt8], value: RawFieldValue)]) {
     json.append(UInt8(ascii: "}"))
     var rewriter = NDJSONParser()
     var reparsed = ParsedLine()
-    let again = json.withUnsafeBytes { raw in ParseResult(&reparsed) { (out: inout ParsedLine) throws(LineRejection) in try rewriter.parse(raw, into: &out) } }
-    if case .rejected(let refused) = again {
-        preconditionFailure("a parsed line written back as JSON does not parse: \(refused.message): \(String(decoding: json, as: UTF8.self))")
+    let again = json.withUnsafeBytes { raw in
+        ParseResult(&reparsed) { (out: inout ParsedLine) throws(LineRejection) in try rewriter.parse(raw, into: &out) }
     }
-    precondition(again.matches(.fields(fields)), "a parsed line written back as JSON parses differently: \(String(decoding: json, as: UTF8.self))")
+    if case .rejected(let refused) = again {
+        preconditionFailure(
+            "a parsed line written back as JSON does not parse: \(refused.message): \(String(decoding: json, as: UTF8.self))"
+        )
+    }
+    precondition(
+        again.matches(.fields(fields)),
+        "a parsed line written back as JSON parses differently: \(String(decoding: json, as: UTF8.self))"
+    )
 }

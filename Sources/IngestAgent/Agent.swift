@@ -45,8 +45,13 @@ public struct Agent: Sendable {
             let hooks = AgentUploadHooks(configuration: configuration, queue: queue, logger: logger)
             let userAgent = "ingestd/\(EdgeIngestVersion.current)"
             let uploader = Uploader(
-                queue: queue, settings: upload, state: uploadState, hooks: try hooks.make(app: try hooks.makeApp()),
-                userAgent: userAgent, logger: logger, sink: configuration.sinkFactory(for: upload, userAgent: userAgent)
+                queue: queue,
+                settings: upload,
+                state: uploadState,
+                hooks: try hooks.make(app: try hooks.makeApp()),
+                userAgent: userAgent,
+                logger: logger,
+                sink: configuration.sinkFactory(for: upload, userAgent: userAgent)
             )
             services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
         }
@@ -54,9 +59,14 @@ public struct Agent: Sendable {
             let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)
             counters.append(inputCounters)
             let context = InputContext(
-                settings: settings, types: configuration.types, queue: queue, counters: inputCounters,
-                rejects: rejects, commitMaxRecords: configuration.commitMaxRecords,
-                commitIntervalMilliseconds: configuration.commitIntervalMilliseconds, logger: logger,
+                settings: settings,
+                types: configuration.types,
+                queue: queue,
+                counters: inputCounters,
+                rejects: rejects,
+                commitMaxRecords: configuration.commitMaxRecords,
+                commitIntervalMilliseconds: configuration.commitIntervalMilliseconds,
+                logger: logger,
                 committed: configuration.upload == nil ? nil : committed,
                 idleHeartbeatMilliseconds: idleHeartbeat
             )
@@ -79,10 +89,14 @@ public struct Agent: Sendable {
             )
         }
         let status = StatusService(
-            queue: queue, inputs: counters, upload: configuration.upload == nil ? nil : uploadState,
-            statusPath: configuration.statusPath, notifier: notifier,
+            queue: queue,
+            inputs: counters,
+            upload: configuration.upload == nil ? nil : uploadState,
+            statusPath: configuration.statusPath,
+            notifier: notifier,
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
-            statsIntervalSeconds: configuration.statsIntervalSeconds, logger: logger
+            statsIntervalSeconds: configuration.statsIntervalSeconds,
+            logger: logger
         )
         services.append(.init(service: status))
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)

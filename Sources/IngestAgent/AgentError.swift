@@ -48,7 +48,11 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     public let location: String
 
     package init(
-        _ code: Code, _ message: String, cause: (any Error & Sendable)? = nil, file: String = #fileID, line: Int = #line
+        _ code: Code,
+        _ message: String,
+        cause: (any Error & Sendable)? = nil,
+        file: String = #fileID,
+        line: Int = #line
     ) {
         self.code = code
         self.message = message

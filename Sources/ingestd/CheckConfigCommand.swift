@@ -23,8 +23,14 @@ struct CheckConfigCommand: IngestdCommand {
             let configuration = try options.load(environment: environment)
             print("\(path): OK")
             print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
-            print("  inputs: " + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }.joined(separator: ", "))
-            print("  queue: \(configuration.resolvedQueuePath), overflow \(configuration.queue.overflowPolicy), durability \(configuration.queue.durability)")
+            print(
+                "  inputs: "
+                    + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }
+                    .joined(separator: ", ")
+            )
+            print(
+                "  queue: \(configuration.resolvedQueuePath), overflow \(configuration.queue.overflowPolicy), durability \(configuration.queue.durability)"
+            )
             print("  upload: \(configuration.uploadSummary)")
         } catch {
             printError("\(error)")

@@ -8,7 +8,10 @@ import Glibc
 struct ConfigurationOptions: Sendable {
     static let config = Option<String>("config", "file", help: "The configuration file (TOML).")
     static let stateDirectoryOption = Option<String>(
-        "state-directory", "dir", help: "Overrides agent.state_directory: where the queue and status file live.")
+        "state-directory",
+        "dir",
+        help: "Overrides agent.state_directory: where the queue and status file live."
+    )
     static let specs: [OptionSpec] = [config.spec, stateDirectoryOption.spec]
 
     var configPath: String?
@@ -29,7 +32,10 @@ struct ConfigurationOptions: Sendable {
     }
 
     func load(environment: [String: String]) throws -> AgentConfiguration {
-        var configuration = try AgentConfiguration.load(path: resolvedPath(environment: environment), environment: environment)
+        var configuration = try AgentConfiguration.load(
+            path: resolvedPath(environment: environment),
+            environment: environment
+        )
         if let stateDirectory { configuration.stateDirectory = stateDirectory }
         return configuration
     }

@@ -24,7 +24,8 @@ enum DeadLetterCommand {
 
     struct List: IngestdCommand {
         static let spec = CommandSpec(
-            name: "list", abstract: "Show the dead letters (without their data).",
+            name: "list",
+            abstract: "Show the dead letters (without their data).",
             options: ConfigurationOptions.specs + [limitOption.spec],
             command: List.self
         )
@@ -35,7 +36,9 @@ enum DeadLetterCommand {
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
             let limit = try arguments.value(Self.limitOption) ?? 50
-            guard limit >= 0, limit <= Int32.max else { throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).") }
+            guard limit >= 0, limit <= Int32.max else {
+                throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).")
+            }
             self.limit = Int(limit)
         }
 
@@ -53,7 +56,8 @@ enum DeadLetterCommand {
         static let spec = CommandSpec(
             name: "export",
             abstract: "Write the dead letters, with their data, as NDJSON (mode 0600).",
-            discussion: "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}.",
+            discussion:
+                "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}.",
             options: ConfigurationOptions.specs + [outOption.spec],
             command: Export.self
         )
@@ -77,7 +81,8 @@ enum DeadLetterCommand {
             defer { close(fd) }
             let progress = Progress(total: letters.count, label: "exported")
             for (i, letter) in letters.enumerated() {
-                var line = "{\"number\":\(letter.number),\"_id\":\"\(letter.recordID)\",\"type\":\(jsonString(letter.type)),\"schema_version\":\(letter.schemaVersion),\"reason\":\(jsonString(letter.reason)),\"failed_at\":\(letter.failedAt),\"record\":"
+                var line =
+                    "{\"number\":\(letter.number),\"_id\":\"\(letter.recordID)\",\"type\":\(jsonString(letter.type)),\"schema_version\":\(letter.schemaVersion),\"reason\":\(jsonString(letter.reason)),\"failed_at\":\(letter.failedAt),\"record\":"
                 line += String(decoding: letter.payload, as: UTF8.self) + "}\n"
                 var bytes = Array(line.utf8)
                 guard bytes.withUnsafeMutableBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
@@ -101,7 +106,11 @@ enum DeadLetterCommand {
         )
         static let allFlag = Flag("all", help: "Replay every dead letter.")
         static let numberOption = Option.integer(
-            "number", "number", help: "Replay this dead letter (repeatable).", repeatable: true)
+            "number",
+            "number",
+            help: "Replay this dead letter (repeatable).",
+            repeatable: true
+        )
         let options: ConfigurationOptions
         let all: Bool
         let numbers: [Int64]
@@ -113,7 +122,9 @@ enum DeadLetterCommand {
             if !all && numbers.isEmpty { throw UsageError("Say which: --all, or --number N (repeatable).") }
             if all && !numbers.isEmpty { throw UsageError("--all and --number exclude each other.") }
             if let bad = numbers.first(where: { $0 < 1 }) {
-                throw UsageError("--number takes a dead letter's number as `ingestd dead-letter list` shows it (1 or more), got \(bad).")
+                throw UsageError(
+                    "--number takes a dead letter's number as `ingestd dead-letter list` shows it (1 or more), got \(bad)."
+                )
             }
         }
 

@@ -61,11 +61,16 @@ struct HashSecretCommand: IngestdCommand {
         }
         let found = SecretText(text)
         guard case .secret(let secret) = found else {
-            printError("No usable secret: " + (found.problem("standard input") ?? "") + ". Pipe it in, or type it at the prompt.")
+            printError(
+                "No usable secret: " + (found.problem("standard input") ?? "")
+                    + ". Pipe it in, or type it at the prompt."
+            )
             throw ExitCodes.usageError
         }
         if apiKey && secret.count < 20 {
-            printError("An API key must be at least 20 characters (it is hashed with plain SHA-256): make one with `head -c 24 /dev/urandom | base64`.")
+            printError(
+                "An API key must be at least 20 characters (it is hashed with plain SHA-256): make one with `head -c 24 /dev/urandom | base64`."
+            )
             throw ExitCodes.usageError
         }
         print(accountFileHash(of: secret, apiKey: apiKey))

@@ -11,7 +11,9 @@ enum Ingestd {
         // ingestd's own executors (no libdispatch pool monitor waking every
         // second); the agent runs in a task, the main thread serves the main actor.
         AgentExecutors.run {
-            let status = await CommandRunner(root: spec, version: EdgeIngestVersion.current).run(Array(CommandLine.arguments.dropFirst()))
+            let status = await CommandRunner(root: spec, version: EdgeIngestVersion.current).run(
+                Array(CommandLine.arguments.dropFirst())
+            )
             exit(status)
         }
     }

@@ -30,7 +30,12 @@ func openQueue(_ queueConfiguration: QueueConfiguration) throws -> DurableQueue 
 /// A queue file for moving records between boxes, with the agent's types.
 /// With an encryption key, the file is encrypted with it too: the box that
 /// imports it needs the same key.
-func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion: Int64, key: [UInt8]? = nil) -> QueueConfiguration {
+func transferQueueConfiguration(
+    path: String,
+    types: [RecordType],
+    schemaVersion: Int64,
+    key: [UInt8]? = nil
+) -> QueueConfiguration {
     var configuration = QueueConfiguration(location: .file(path: path), objectTypes: types)
     configuration.encryptionKey = key
     configuration.maxBytes = nil
@@ -41,7 +46,12 @@ func transferQueueConfiguration(path: String, types: [RecordType], schemaVersion
 
 /// Copies `source`'s pending readings into `target` (optionally removing
 /// them from `source`), with a progress display on a terminal.
-func transfer(from source: DurableQueue, to target: DurableQueue, discard: DropReason? = nil, label: String) throws -> Int64 {
+func transfer(
+    from source: DurableQueue,
+    to target: DurableQueue,
+    discard: DropReason? = nil,
+    label: String
+) throws -> Int64 {
     do {
         let progress = Progress(total: Int(try source.statistics().queuedRecords), label: label)
         let copied = try source.copyPending(into: target, discard: discard) { progress.update(Int($0)) }
@@ -67,9 +77,16 @@ struct ExportCommand: IngestdCommand {
         options: ConfigurationOptions.specs + [outOption.spec, moveFlag.spec],
         command: ExportCommand.self
     )
-    static let outOption = Option<String>("out", "file", help: "The file to create (it must not exist).", required: true)
+    static let outOption = Option<String>(
+        "out",
+        "file",
+        help: "The file to create (it must not exist).",
+        required: true
+    )
     static let moveFlag = Flag(
-        "move", help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported').")
+        "move",
+        help: "Remove the exported readings from this box's queue (counted as dropped, reason 'exported')."
+    )
     let options: ConfigurationOptions
     let out: String
     let move: Bool
@@ -84,10 +101,17 @@ struct ExportCommand: IngestdCommand {
     func run() throws {
         let (configuration, queue) = try openAgentQueue(options)
         let target = try openQueue(
-            transferQueueConfiguration(path: out, types: configuration.types, schemaVersion: configuration.queue.schemaVersion, key: configuration.queue.encryptionKey)
+            transferQueueConfiguration(
+                path: out,
+                types: configuration.types,
+                schemaVersion: configuration.queue.schemaVersion,
+                key: configuration.queue.encryptionKey
+            )
         )
         let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
-        print("Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "").")
+        print(
+            "Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "")."
+        )
     }
 }
 
@@ -112,7 +136,9 @@ struct ImportCommand: IngestdCommand {
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
         file = arguments[Self.fileArgument]
-        if access(file, R_OK) != 0 { throw UsageError("'\(file)' cannot be read: \(String(cString: strerror(errno))).") }
+        if access(file, R_OK) != 0 {
+            throw UsageError("'\(file)' cannot be read: \(String(cString: strerror(errno))).")
+        }
     }
 
     func run() throws {
@@ -120,11 +146,16 @@ struct ImportCommand: IngestdCommand {
         // An export of an encrypted queue is encrypted with the same key; one of
         // an unencrypted queue is not. Opening without a key first never gives
         // the file a key check of its own.
-        var source = transferQueueConfiguration(path: file, types: configuration.types, schemaVersion: configuration.queue.schemaVersion)
+        var source = transferQueueConfiguration(
+            path: file,
+            types: configuration.types,
+            schemaVersion: configuration.queue.schemaVersion
+        )
         let opened: DurableQueue
         do {
             opened = try DurableQueue.open(source)
-        } catch let error as EdgeIngestError where error.code == .encryption && configuration.queue.encryptionKey != nil {
+        } catch let error as EdgeIngestError where error.code == .encryption && configuration.queue.encryptionKey != nil
+        {
             source.encryptionKey = configuration.queue.encryptionKey
             opened = try openQueue(source)
         } catch {
@@ -174,12 +205,19 @@ struct ResetCommand: IngestdCommand {
             if discard {
                 backupPath = configuration.clientResetBackupDirectory + "/client-reset-\(isoNow()).ingest.sqlite"
                 backup = try openQueue(
-                    transferQueueConfiguration(path: backupPath, types: configuration.types, schemaVersion: configuration.queue.schemaVersion, key: configuration.queue.encryptionKey)
+                    transferQueueConfiguration(
+                        path: backupPath,
+                        types: configuration.types,
+                        schemaVersion: configuration.queue.schemaVersion,
+                        key: configuration.queue.encryptionKey
+                    )
                 )
             }
             let discarded = try ClientResetHandler.resolveStopped(queue: queue, discardInto: backup)
             if discard {
-                print("Discarded \(discarded) reading\(discarded == 1 ? "" : "s") (backup: \(backupPath)); a new session starts with the agent.")
+                print(
+                    "Discarded \(discarded) reading\(discarded == 1 ? "" : "s") (backup: \(backupPath)); a new session starts with the agent."
+                )
             } else {
                 print("The queued readings will be re-sent under a new session when the agent starts.")
             }

@@ -16,15 +16,23 @@ struct RunCommand: IngestdCommand {
             the inputs run, keeps STATUS= current, pings the watchdog while the pipeline \
             makes progress, and logs to the journal with INGEST_* fields.
             """,
-        options: ConfigurationOptions.specs + [queuePathOption.spec, logTargetOption.spec, formatOption.spec, typeOption.spec],
+        options: ConfigurationOptions.specs + [
+            queuePathOption.spec, logTargetOption.spec, formatOption.spec, typeOption.spec,
+        ],
         command: RunCommand.self
     )
     static let queuePathOption = Option<String>("queue-path", "file", help: "Overrides queue.path.")
     static let logTargetOption = Option<String>(
-        "log-target", "target", help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr.")
+        "log-target",
+        "target",
+        help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr."
+    )
     static let formatOption = Option<String>("format", "format", help: "The stdin input's format: ndjson or csv.")
     static let typeOption = Option<String>(
-        "type", "type", help: "The stdin input's record type (when readings carry no _type).")
+        "type",
+        "type",
+        help: "The stdin input's record type (when readings carry no _type)."
+    )
 
     let options: ConfigurationOptions
     let queuePath: String?
@@ -61,7 +69,9 @@ struct RunCommand: IngestdCommand {
             if let format { configuration.inputs[i].format = InputSettings.Format(rawValue: format)! }
             if let type {
                 guard configuration.types.contains(where: { $0.name == type }) else {
-                    printError("--type '\(type)' names no declared record type (declared: \(configuration.types.map(\.name).joined(separator: ", "))).")
+                    printError(
+                        "--type '\(type)' names no declared record type (declared: \(configuration.types.map(\.name).joined(separator: ", ")))."
+                    )
                     throw ExitCodes.configError
                 }
                 configuration.inputs[i].type = type
@@ -87,7 +97,8 @@ struct RunCommand: IngestdCommand {
         }
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler =
-                useJournal ? JournalLogHandler(label: label, identifier: "ingestd") : StreamLogHandler.standardError(label: label)
+                useJournal
+                ? JournalLogHandler(label: label, identifier: "ingestd") : StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }

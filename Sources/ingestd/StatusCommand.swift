@@ -69,4 +69,3 @@ struct StatusCommand: IngestdCommand {
         for line in s.textLines { print(line) }
     }
 }
-

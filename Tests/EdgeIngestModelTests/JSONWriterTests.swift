@@ -1,5 +1,6 @@
-@testable import EdgeIngestModel
 import Testing
+
+@testable import EdgeIngestModel
 
 @Suite struct JSONWriterTests {
     func text(_ value: Double) -> String {

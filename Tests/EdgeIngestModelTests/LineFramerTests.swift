@@ -1,5 +1,6 @@
-@testable import EdgeIngestModel
 import Testing
+
+@testable import EdgeIngestModel
 
 @Suite struct LineFramerTests {
     enum Got: Equatable {

@@ -1,8 +1,10 @@
+import Testing
+
+@testable import EdgeIngestModel
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import EdgeIngestModel
-import Testing
 
 @Suite struct NDJSONParserTests {
     func parse(_ text: String) throws -> [(String, RawFieldValue)] {
@@ -50,7 +52,9 @@ import Testing
         var line = ParsedLine()
         var batch = EncodedBatch(expectedRecords: 1)
         var routed: Record?
-        for text in [#"{"d":-9223372036854775808}"#, #"{"d":-9223372036854775808.0}"#, #"{"d":-9.223372036854775808e18}"#] {
+        for text in [
+            #"{"d":-9223372036854775808}"#, #"{"d":-9223372036854775808.0}"#, #"{"d":-9.223372036854775808e18}"#,
+        ] {
             let bytes = Array(text.utf8)
             try bytes.withUnsafeBytes { bytes in
                 try parser.parse(bytes, into: &line)
@@ -66,7 +70,9 @@ import Testing
     }
 
     @Test func flatObjectWithEveryValueKind() throws {
-        let fields = try parse(#" {"s":"a\"b\u00e9\ud83d\ude00","i":-42,"d":2.5e1,"t":true,"f":false,"n":null,"o":{"x":[1,{"y":"}"}]},"a":[1,2]} "#)
+        let fields = try parse(
+            #" {"s":"a\"b\u00e9\ud83d\ude00","i":-42,"d":2.5e1,"t":true,"f":false,"n":null,"o":{"x":[1,{"y":"}"}]},"a":[1,2]} "#
+        )
         #expect(fields.map(\.0) == ["s", "i", "d", "t", "f", "n", "o", "a"])
         #expect(fields[0].1 == .string("a\"bé😀"))
         #expect(fields[1].1 == .int(-42))
@@ -97,7 +103,10 @@ import Testing
         (#"{"a":1} x"#, "malformed_json", "malformed JSON at byte 9: unexpected text after the JSON object"),
         (#"{"a":"\x"}"#, "malformed_json", "malformed JSON at byte 7: invalid escape in a string"),
         (#"{"a":"\ud800"}"#, "malformed_json", "malformed JSON at byte 13: unpaired surrogate in \\u escape"),
-        ("{\"a\":\"x\u{01}\"}", "malformed_json", "malformed JSON at byte 8: control character inside a string (escape it)"),
+        (
+            "{\"a\":\"x\u{01}\"}", "malformed_json",
+            "malformed JSON at byte 8: control character inside a string (escape it)"
+        ),
         ("", "malformed_json", "empty line: expected a JSON object"),
     ])
     func malformedLinesSayWhereAndWhat(text: String, reason: String, message: String) {
@@ -106,7 +115,12 @@ import Testing
 
     @Test func deepNestingIsRefusedNotRecursed() {
         let deep = #"{"a":"# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "}"
-        #expect(throws: LineRejection(reason: "malformed_json", message: "malformed JSON at byte 70: nested deeper than 64 levels")) {
+        #expect(
+            throws: LineRejection(
+                reason: "malformed_json",
+                message: "malformed JSON at byte 70: nested deeper than 64 levels"
+            )
+        ) {
             try parse(deep)
         }
     }
@@ -152,10 +166,15 @@ import Testing
     /// double, bit for bit, for numbers it takes, and declines the others.
     @Test func decimalNumbersConvertExactlyAsStrtodDoes() throws {
         var generator = SystemRandomNumberGenerator()
-        var texts = ["0.1", "-0.0", "0.0", "29.65", "66.7", "1e22", "1e23", "123456789012345.0", "1234567890123456.0", "99999999999999999999",
-                     "0.000001", "1E-22", "9.999999999999999", "4.35", "-17.5e3", "1e-400", "2.5E+10", "0.30000000000000004"]
+        var texts = [
+            "0.1", "-0.0", "0.0", "29.65", "66.7", "1e22", "1e23", "123456789012345.0", "1234567890123456.0",
+            "99999999999999999999",
+            "0.000001", "1E-22", "9.999999999999999", "4.35", "-17.5e3", "1e-400", "2.5E+10", "0.30000000000000004",
+        ]
         for _ in 0..<20_000 {
-            let digits = String(UInt64.random(in: 0...999_999_999_999_999_999, using: &generator)).prefix(Int.random(in: 1...18))
+            let digits = String(UInt64.random(in: 0...999_999_999_999_999_999, using: &generator)).prefix(
+                Int.random(in: 1...18)
+            )
             let point = Int.random(in: 0...digits.count)
             var text = String(digits.prefix(point)) + "." + String(digits.dropFirst(point))
             if text.hasPrefix(".") { text = "0" + text }
@@ -184,18 +203,27 @@ import Testing
     /// lines with the same reasons — over lines mixing every form of value
     /// for every field type, in any order, with `_id` given or not.
     @Test func theAgentPathStoresWhatTheConvertingPathStores() throws {
-        let probe = try RecordType(name: "Probe", fields: [
-            .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
-            .init(name: "b", type: .bool), .init(name: "t", type: .timestamp, isRequired: false),
-            .init(name: "o", type: .objectId, isRequired: false), .init(name: "n", type: .int, defaultValue: .int(7)),
-        ])
+        let probe = try RecordType(
+            name: "Probe",
+            fields: [
+                .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
+                .init(name: "b", type: .bool), .init(name: "t", type: .timestamp, isRequired: false),
+                .init(name: "o", type: .objectId, isRequired: false),
+                .init(name: "n", type: .int, defaultValue: .int(7)),
+            ]
+        )
         let values = [
-            #""WX1278UIT""#, #""caf\u00e9 \"q\"""#, #""""#, #""é😀""#, "0", "-0", "42", "-42", "999999999999999", "1000000000000000",
-            "9223372036854775807", "29.65", "60.0", "-0.5", "0.000001", "1e3", "2.5E-3", "1e400", "123456789.5", "1234567890.5",
+            #""WX1278UIT""#, #""caf\u00e9 \"q\"""#, #""""#, #""é😀""#, "0", "-0", "42", "-42", "999999999999999",
+            "1000000000000000",
+            "9223372036854775807", "29.65", "60.0", "-0.5", "0.000001", "1e3", "2.5E-3", "1e400", "123456789.5",
+            "1234567890.5",
             "true", "false", "null", "{}", "[1]", #""2026-11-21T11:41:55.120Z""#, #""0123456789abcdef01234567""#,
         ]
         let keys = ["s", "i", "d", "b", "t", "o", "n"]
-        let other = try RecordType(name: "Other", fields: [.init(name: "s", type: .string), .init(name: "d", type: .double, isRequired: false)])
+        let other = try RecordType(
+            name: "Other",
+            fields: [.init(name: "s", type: .string), .init(name: "d", type: .double, isRequired: false)]
+        )
         var agentRouter = ReadingRouter(types: [probe, other], defaultType: "Probe", inputName: "test")
         let recordRouter = ReadingRouter(types: [probe, other], defaultType: "Probe", inputName: "test")
         var parser = NDJSONParser()
@@ -208,15 +236,23 @@ import Testing
                 // Mostly values the field takes, so that many lines are stored.
                 let value = n % 2 == 0 ? values.randomElement(using: &generator)! : plausible(key, &generator)
                 // Now and then the key escaped (matched after decoding), or given twice.
-                let written = Int.random(in: 0..<10, using: &generator) == 0 ? "\\u00" + String(key.utf8.first!, radix: 16) : key
+                let written =
+                    Int.random(in: 0..<10, using: &generator) == 0 ? "\\u00" + String(key.utf8.first!, radix: 16) : key
                 members.append("\"\(written)\":\(value)")
-                if Int.random(in: 0..<40, using: &generator) == 0 { members.append("\"\(key)\":\(plausible(key, &generator))") }
+                if Int.random(in: 0..<40, using: &generator) == 0 {
+                    members.append("\"\(key)\":\(plausible(key, &generator))")
+                }
             }
             if Int.random(in: 0..<10, using: &generator) == 0 {
-                members = [#""_type":"Other""#, "\"s\":\(plausible("s", &generator))", "\"d\":\(plausible("d", &generator))"]
+                members = [
+                    #""_type":"Other""#, "\"s\":\(plausible("s", &generator))", "\"d\":\(plausible("d", &generator))",
+                ]
             }
-            let id = ["", #""_id":"65f0c0ffee0123456789abcd","#, #""_id":"65F0C0FFEE0123456789ABCD","#, #""_id":null,"#, #""_id":"x","#]
-                .randomElement(using: &generator)!
+            let id = [
+                "", #""_id":"65f0c0ffee0123456789abcd","#, #""_id":"65F0C0FFEE0123456789ABCD","#, #""_id":null,"#,
+                #""_id":"x","#,
+            ]
+            .randomElement(using: &generator)!
             // Every key left out (about one line in a hundred runs): no comma after the _id.
             let text = "{" + (members.isEmpty ? String(id.dropLast()) : id) + members.joined(separator: ",") + "}"
             try Array(text.utf8).withUnsafeBytes { bytes in
@@ -242,7 +278,10 @@ import Testing
                 case (.success(let a), .success(let b)):
                     try expectSameValues(input: text, stored: a)
                     // A generated _id differs; everything after it must not.
-                    #expect(a.count == b.count && a[33...] == b[33...], "\(text)\n\(String(decoding: a, as: UTF8.self))\(String(decoding: b, as: UTF8.self))")
+                    #expect(
+                        a.count == b.count && a[33...] == b[33...],
+                        "\(text)\n\(String(decoding: a, as: UTF8.self))\(String(decoding: b, as: UTF8.self))"
+                    )
                     if id.contains("65") { #expect(a == b, "\(text)") }
                     stored += 1
                 case (.failure(let a), .failure(let b)):
@@ -309,11 +348,20 @@ import Testing
     /// A value of the field's own type, in one of the texts it may come as.
     private func plausible(_ key: String, _ generator: inout SystemRandomNumberGenerator) -> String {
         switch key {
-        case "s": return [#""WX\#(Int.random(in: 0...99, using: &generator))""#, #""tab\there""#, #""ok""#].randomElement(using: &generator)!
-        case "i", "n": return ["\(Int.random(in: -1000...1000, using: &generator))", "3.0", "12", "-0"].randomElement(using: &generator)!
+        case "s":
+            return [#""WX\#(Int.random(in: 0...99, using: &generator))""#, #""tab\there""#, #""ok""#].randomElement(
+                using: &generator
+            )!
+        case "i", "n":
+            return ["\(Int.random(in: -1000...1000, using: &generator))", "3.0", "12", "-0"].randomElement(
+                using: &generator
+            )!
         case "d":
-            return ["\(Int.random(in: -99...99, using: &generator)).\(Int.random(in: 0...99, using: &generator))", "66.7", "5", "7.50", "1.5e1"]
-                .randomElement(using: &generator)!
+            return [
+                "\(Int.random(in: -99...99, using: &generator)).\(Int.random(in: 0...99, using: &generator))", "66.7",
+                "5", "7.50", "1.5e1",
+            ]
+            .randomElement(using: &generator)!
         case "b": return Bool.random(using: &generator) ? "true" : "false"
         case "t": return [#""2026-11-21T11:41:55.120Z""#, "1763725315120", "null"].randomElement(using: &generator)!
         default: return [#""65f0c0ffee0123456789abcd""#, "null"].randomElement(using: &generator)!

@@ -1,6 +1,7 @@
-@testable import EdgeIngestModel
 import Foundation
 import Testing
+
+@testable import EdgeIngestModel
 
 @Suite struct ObjectIdTests {
     @Test func textRoundTrip() throws {
@@ -13,7 +14,7 @@ import Testing
 
     @Test func knownLayoutParses() throws {
         let id = try ObjectId(string: "507f1f77bcf86cd799439011")
-        #expect(id.timestampSeconds == 0x507f1f77)
+        #expect(id.timestampSeconds == 0x507f_1f77)
         #expect(id.description == "507f1f77bcf86cd799439011")
     }
 
@@ -54,7 +55,10 @@ import Testing
     @Test(arguments: [
         ("", #"An ObjectId must be 24 hexadecimal characters, got ""."#),
         ("507f1f77bcf86cd79943901", #"An ObjectId must be 24 hexadecimal characters, got "507f1f77bcf86cd79943901"."#),
-        ("507f1f77bcf86cd79943901z", #"An ObjectId must be 24 hexadecimal characters, got "507f1f77bcf86cd79943901z"."#),
+        (
+            "507f1f77bcf86cd79943901z",
+            #"An ObjectId must be 24 hexadecimal characters, got "507f1f77bcf86cd79943901z"."#
+        ),
         (
             "507f1f77bcf86cd799439011507f1f77bcf86cd799439011",
             #"An ObjectId must be 24 hexadecimal characters, got "507f1f77bcf86cd799439011507f1f77…"."#

@@ -1,5 +1,6 @@
-@testable import EdgeIngestModel
 import Testing
+
+@testable import EdgeIngestModel
 
 /// The forms a reading's value is stored in as read (VerbatimJSON) are
 /// exactly texts JSONWriter writes unchanged: if one were not, the queue
@@ -21,7 +22,8 @@ import Testing
 
     @Test(arguments: [
         ("0", VerbatimJSON.integer), ("-42", .integer), ("999999999999999", .integer), ("-999999999999999", .integer),
-        ("29.65", .shortDecimal), ("-0.5", .shortDecimal), ("0.000001", .shortDecimal), ("999999999.999999", .shortDecimal),
+        ("29.65", .shortDecimal), ("-0.5", .shortDecimal), ("0.000001", .shortDecimal),
+        ("999999999.999999", .shortDecimal),
         ("66.7", .shortDecimal), ("123456789.123456", .shortDecimal),
     ])
     func theseAreVerbatim(_ text: String, _ expected: VerbatimJSON) {
@@ -85,10 +87,13 @@ import Testing
     /// A builder given verbatim text finishes into the same Record as one
     /// given the converted values, and into the same stored line.
     @Test func aBuilderGivenTextBuildsWhatConvertedValuesBuild() throws {
-        let type = try RecordType(name: "T", fields: [
-            .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
-            .init(name: "b", type: .bool), .init(name: "o", type: .int, isRequired: false),
-        ])
+        let type = try RecordType(
+            name: "T",
+            fields: [
+                .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
+                .init(name: "b", type: .bool), .init(name: "o", type: .int, isRequired: false),
+            ]
+        )
         let id = ObjectId.generate()
         var verbatim = RecordBuilder(type: type)
         var converted = RecordBuilder(type: type)
@@ -96,7 +101,8 @@ import Testing
         try converted.setID(.objectId(id))
         for (index, text, form, value) in [
             (0, #""WX1278UIT""#, VerbatimJSON.plainString, RawFieldValue.string("WX1278UIT")),
-            (1, "-42", .integer, .int(-42)), (2, "29.65", .shortDecimal, .double(29.65)), (3, "true", .boolean, .bool(true)),
+            (1, "-42", .integer, .int(-42)), (2, "29.65", .shortDecimal, .double(29.65)),
+            (3, "true", .boolean, .bool(true)),
         ] {
             #expect(try Array(text.utf8).withUnsafeBytes { try verbatim.setVerbatim(field: index, $0, form: form) })
             try converted.set(field: index, value)
@@ -107,16 +113,26 @@ import Testing
         try verbatim.finish(into: &stored)
         try converted.finish(into: &expected)
         #expect(stored.runs[0].payload == expected.runs[0].payload)
-        #expect(String(decoding: stored.runs[0].payload, as: UTF8.self) == #"{"_id":"\#(id.hexString)","s":"WX1278UIT","i":-42,"d":29.65,"b":true}"# + "\n")
+        #expect(
+            String(decoding: stored.runs[0].payload, as: UTF8.self)
+                == #"{"_id":"\#(id.hexString)","s":"WX1278UIT","i":-42,"d":29.65,"b":true}"# + "\n"
+        )
     }
 
     @Test func verbatimTextIsRefusedWhereTheTypeDoesNotStoreItAndCountsAsSet() throws {
-        let type = try RecordType(name: "T", fields: [.init(name: "t", type: .timestamp), .init(name: "i", type: .int)])
+        let type = try RecordType(
+            name: "T",
+            fields: [.init(name: "t", type: .timestamp), .init(name: "i", type: .int)]
+        )
         var builder = RecordBuilder(type: type)
-        #expect(try !Array("1700000000000".utf8).withUnsafeBytes { try builder.setVerbatim(field: 0, $0, form: .integer) })
+        #expect(
+            try !Array("1700000000000".utf8).withUnsafeBytes { try builder.setVerbatim(field: 0, $0, form: .integer) }
+        )
         try builder.set(field: 0, .int(1_700_000_000_000))  // not set twice: the refusal set nothing
         #expect(try Array("7".utf8).withUnsafeBytes { try builder.setVerbatim(field: 1, $0, form: .integer) })
-        #expect(throws: EdgeIngestError.self) { try Array("8".utf8).withUnsafeBytes { try builder.setVerbatim(field: 1, $0, form: .integer) } }
+        #expect(throws: EdgeIngestError.self) {
+            try Array("8".utf8).withUnsafeBytes { try builder.setVerbatim(field: 1, $0, form: .integer) }
+        }
         #expect(throws: EdgeIngestError.self) { try builder.set(field: 1, .int(8)) }
     }
 }

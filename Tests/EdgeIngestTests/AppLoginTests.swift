@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// An app on a test backend, caching users in `dir`.
 func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int = 1) throws -> App {
@@ -20,7 +20,9 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
         let anonymous = try await app.login(credentials: .anonymous)
         let gateway = try await app.login(credentials: .apiKey("gw-key-1"))
         let alice = try await app.login(credentials: .emailPassword(email: "alice@example.com", password: "s3cret"))
-        #expect(anonymous.provider == "anonymous" && gateway.provider == "api-key" && alice.provider == "email-password")
+        #expect(
+            anonymous.provider == "anonymous" && gateway.provider == "api-key" && alice.provider == "email-password"
+        )
         #expect(gateway.id == "key-0" && alice.id == "user-alice")
         #expect(app.currentUser === alice)
         #expect(Set(app.allUsers.keys) == [anonymous.id, gateway.id, alice.id])
@@ -29,7 +31,8 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
         let cache = dir.file("metadata/users.json")
         let mode = try FileManager.default.attributesOfItem(atPath: cache)[.posixPermissions] as? Int
         #expect(mode == 0o600)
-        let directoryMode = try FileManager.default.attributesOfItem(atPath: dir.file("metadata"))[.posixPermissions] as? Int
+        let directoryMode =
+            try FileManager.default.attributesOfItem(atPath: dir.file("metadata"))[.posixPermissions] as? Int
         #expect(directoryMode == 0o700)
         // Passwords and keys are never cached or printed; only tokens are kept.
         let text = try String(contentsOfFile: cache, encoding: .utf8)
@@ -44,7 +47,8 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
         let app = try makeApp(backend, dir)
         await #expect { try await app.login(credentials: .apiKey("wrong")) } throws: { error in
             let e = error as? EdgeIngestError
-            return e?.code == .authenticationFailed && e?.message.contains("HTTP 401") == true && e?.message.contains("wrong") == false
+            return e?.code == .authenticationFailed && e?.message.contains("HTTP 401") == true
+                && e?.message.contains("wrong") == false
         }
         let offline = try makeApp(nil, try TemporaryDirectory())
         await #expect { try await offline.login(credentials: .anonymous) } throws: { error in
@@ -70,7 +74,15 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
         var configuration = user.configuration()
         configuration.objectTypes = [WeatherSensor.self]
         let realm = try await IngestRealm(configuration: configuration)
-        try realm.write { try $0.create(WeatherSensor.self, value: ["deviceId": "WX1", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 29.9, "windSpeedInMph": 3]) }
+        try realm.write {
+            try $0.create(
+                WeatherSensor.self,
+                value: [
+                    "deviceId": "WX1", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 29.9,
+                    "windSpeedInMph": 3,
+                ]
+            )
+        }
         #expect(try realm.statistics().queuedRecords == 1)
     }
 
@@ -124,9 +136,13 @@ func makeApp(_ backend: TestBackend?, _ dir: TemporaryDirectory, deadPort: Int =
 func writeSensors(_ realm: IngestRealm, _ n: Int, from start: Int, device: String = "WX1278UIT") throws {
     try realm.write { transaction in
         for i in start..<start + n {
-            try transaction.create(WeatherSensor.self, value: [
-                "deviceId": device, "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65, "windSpeedInMph": i,
-            ])
+            try transaction.create(
+                WeatherSensor.self,
+                value: [
+                    "deviceId": device, "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65,
+                    "windSpeedInMph": i,
+                ]
+            )
         }
     }
 }

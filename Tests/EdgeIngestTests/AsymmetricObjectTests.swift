@@ -5,7 +5,11 @@ import Testing
     @Test func seedWeatherSensorDeclaresItsRecordType() throws {
         let type = try WeatherSensor.recordType()
         #expect(type.name == "WeatherSensor")
-        #expect(type.fields.map(\.name) == ["deviceId", "temperatureInFahrenheit", "barometricPressureInHg", "windSpeedInMph"])
+        #expect(
+            type.fields.map(\.name) == [
+                "deviceId", "temperatureInFahrenheit", "barometricPressureInHg", "windSpeedInMph",
+            ]
+        )
         #expect(type.fields.map(\.type) == [.string, .double, .double, .int])
         #expect(type.fields.allSatisfy { $0.isRequired })
         #expect(type == (try declaredWeatherSensor()))
@@ -63,7 +67,8 @@ import Testing
         #expect {
             try WrongKey.recordType()
         } throws: { error in
-            (error as? EdgeIngestError)?.message == "WrongKey: only '_id' (an ObjectId) can be the primary key, not 'serial'."
+            (error as? EdgeIngestError)?.message
+                == "WrongKey: only '_id' (an ObjectId) can be the primary key, not 'serial'."
         }
     }
 }

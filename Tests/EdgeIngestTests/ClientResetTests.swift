@@ -1,8 +1,8 @@
 import EdgeIngest
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Each client-reset mode against a backend that loses this client's
 /// session (409 `client_reset_required` for every batch of a lost session).
@@ -46,14 +46,26 @@ import TestSupport
         let backupDir = try TemporaryDirectory()
         let backupFile = backupDir.file("recovered.ingest.sqlite")
         // The seeds' discardUnsyncedChanges example: a backup copy in `before`, a look at both in `after`.
-        let s = try await setUp(.discardUnsyncedChanges({ before in
-            var recovery = IngestConfiguration()
-            recovery.fileURL = URL(fileURLWithPath: backupFile)
-            recovery.objectTypes = [WeatherSensor.self]
-            if (try? before.writeCopy(configuration: recovery)) != nil { backupPath.withLock { $0 = backupFile } }
-        }, { before, after in
-            seen.withLock { $0 = ((try? before.statistics().queuedRecords) ?? -1, (try? after.statistics().queuedRecords) ?? -1) }
-        }))
+        let s = try await setUp(
+            .discardUnsyncedChanges(
+                { before in
+                    var recovery = IngestConfiguration()
+                    recovery.fileURL = URL(fileURLWithPath: backupFile)
+                    recovery.objectTypes = [WeatherSensor.self]
+                    if (try? before.writeCopy(configuration: recovery)) != nil {
+                        backupPath.withLock { $0 = backupFile }
+                    }
+                },
+                { before, after in
+                    seen.withLock {
+                        $0 = (
+                            (try? before.statistics().queuedRecords) ?? -1,
+                            (try? after.statistics().queuedRecords) ?? -1
+                        )
+                    }
+                }
+            )
+        )
         try writeSensors(s.realm, 7, from: 5)
         #expect(eventually { (try? s.realm.statistics().droppedByReason["client_reset"]) == 7 })
         #expect(eventually { seen.withLock { $0 } != nil }, "the after hook ran")
@@ -107,7 +119,8 @@ import TestSupport
 
     @Test func aRecoveryTheBackendRulesOutFallsBackToManualAndTheGlobalHandler() async throws {
         let reported = Mutex<[String]>([])
-        SyncManager.errorHandler = { error, user in reported.withLock { $0.append("\(error.code) \(user?.id ?? "-")") } }
+        SyncManager.errorHandler = { error, user in reported.withLock { $0.append("\(error.code) \(user?.id ?? "-")") }
+        }
         defer { SyncManager.errorHandler = nil }
         let s = try await setUp(.recoverUnsyncedChanges(), recoverable: false)
         try writeSensors(s.realm, 2, from: 5)

@@ -1,6 +1,6 @@
-import TestSupport
 import EdgeIngest
 import Foundation
+import TestSupport
 import Testing
 
 func fileConfiguration(_ dir: TemporaryDirectory, _ name: String = "queue.sqlite") throws -> QueueConfiguration {
@@ -96,8 +96,14 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
         let records = try weatherRecords(50)
         do {
             let queue = try DurableQueue.open(try fileConfiguration(dir))
-            try await queue.append(Array(records[..<30]), positions: [SourcePosition(source: "file:a", position: "1200")])
-            try await queue.append(Array(records[30...]), positions: [SourcePosition(source: "file:a", position: "2000")])
+            try await queue.append(
+                Array(records[..<30]),
+                positions: [SourcePosition(source: "file:a", position: "1200")]
+            )
+            try await queue.append(
+                Array(records[30...]),
+                positions: [SourcePosition(source: "file:a", position: "2000")]
+            )
             let lease = try #require(try queue.take(maxRecords: 20))
             try queue.acknowledge(lease)
             queue.close()
@@ -162,7 +168,8 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
         let before = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath)
         let identifier = "test-\(UUID())"
         let configuration = QueueConfiguration(
-            location: .inMemory(identifier: identifier), objectTypes: [try declaredWeatherSensor()]
+            location: .inMemory(identifier: identifier),
+            objectTypes: [try declaredWeatherSensor()]
         )
         do {
             let a = try DurableQueue.open(configuration)
@@ -177,7 +184,11 @@ func drain(_ queue: DurableQueue, batch: Int = 1000) throws -> [String] {
         let after = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath)
         #expect(Set(after) == Set(before))
         // Nor a file named after the identifier where SQLite keeps temporary files.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).allSatisfy { !$0.contains(identifier) })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).allSatisfy {
+                !$0.contains(identifier)
+            }
+        )
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 

@@ -1,38 +1,64 @@
 import TestSupport
-@testable import EdgeIngestCore
 import Testing
+
+@testable import EdgeIngestCore
 
 /// The agent's path for readings: a reusable ``RecordBuilder`` finishing
 /// straight into an ``EncodedBatch``, with no ``Record`` per reading. It must
 /// store exactly what the ``Record`` path stores.
 @Suite struct EncodedBatchTests {
     static func noteType() throws -> RecordType {
-        try RecordType(name: "Note", fields: [
-            .init(name: "text", type: .string),
-            .init(name: "level", type: .int, defaultValue: .int(3)),
-            .init(name: "tag", type: .string, isRequired: false),
-        ])
+        try RecordType(
+            name: "Note",
+            fields: [
+                .init(name: "text", type: .string),
+                .init(name: "level", type: .int, defaultValue: .int(3)),
+                .init(name: "tag", type: .string, isRequired: false),
+            ]
+        )
     }
 
     @Test func builderBatchesStoreWhatRecordsStore() async throws {
         let sensor = try declaredWeatherSensor()
         let note = try EncodedBatchTests.noteType()
         let readings: [(RecordType, [String: RawFieldValue])] = [
-            (sensor, ["deviceId": "a", "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65, "windSpeedInMph": 2,
-                      "_id": "5f1a2b3c4d5e6f7a8b9c0d1e"]),
-            (sensor, ["deviceId": "b\"\n", "temperatureInFahrenheit": -0.5, "barometricPressureInHg": 30, "windSpeedInMph": 0,
-                      "_id": "5f1a2b3c4d5e6f7a8b9c0d1f"]),
+            (
+                sensor,
+                [
+                    "deviceId": "a", "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65,
+                    "windSpeedInMph": 2,
+                    "_id": "5f1a2b3c4d5e6f7a8b9c0d1e",
+                ]
+            ),
+            (
+                sensor,
+                [
+                    "deviceId": "b\"\n", "temperatureInFahrenheit": -0.5, "barometricPressureInHg": 30,
+                    "windSpeedInMph": 0,
+                    "_id": "5f1a2b3c4d5e6f7a8b9c0d1f",
+                ]
+            ),
             (note, ["text": "defaults", "_id": "5f1a2b3c4d5e6f7a8b9c0d20"]),  // level defaulted, tag left out
             (note, ["text": "all", "level": 9, "tag": "x", "_id": "5f1a2b3c4d5e6f7a8b9c0d21"]),
-            (sensor, ["deviceId": "c", "temperatureInFahrenheit": 1e21, "barometricPressureInHg": 0.1, "windSpeedInMph": 7,
-                      "_id": "5f1a2b3c4d5e6f7a8b9c0d22"]),
+            (
+                sensor,
+                [
+                    "deviceId": "c", "temperatureInFahrenheit": 1e21, "barometricPressureInHg": 0.1,
+                    "windSpeedInMph": 7,
+                    "_id": "5f1a2b3c4d5e6f7a8b9c0d22",
+                ]
+            ),
         ]
         var batch = EncodedBatch(expectedRecords: 4)
         var builders: [String: RecordBuilder] = [:]
         for (type, values) in readings {
             var builder = builders[type.name] ?? RecordBuilder(type: type)
             for (key, value) in values {
-                if key == "_id" { try builder.setID(value) } else { try builder.set(field: try #require(type.fieldIndex(named: key)), value) }
+                if key == "_id" {
+                    try builder.setID(value)
+                } else {
+                    try builder.set(field: try #require(type.fieldIndex(named: key)), value)
+                }
             }
             try builder.finish(into: &batch)
             builders[type.name] = builder
@@ -43,8 +69,12 @@ import Testing
 
         let dir = try TemporaryDirectory()
         let types = [sensor, note]
-        let viaBatch = try DurableQueue.open(QueueConfiguration(location: .file(path: dir.file("a.sqlite")), objectTypes: types))
-        let viaRecords = try DurableQueue.open(QueueConfiguration(location: .file(path: dir.file("b.sqlite")), objectTypes: types))
+        let viaBatch = try DurableQueue.open(
+            QueueConfiguration(location: .file(path: dir.file("a.sqlite")), objectTypes: types)
+        )
+        let viaRecords = try DurableQueue.open(
+            QueueConfiguration(location: .file(path: dir.file("b.sqlite")), objectTypes: types)
+        )
         try await viaBatch.append(batch)
         try await viaRecords.append(records)
         let stored = try drain(viaBatch)
@@ -112,7 +142,11 @@ import Testing
     /// after a failed acknowledgement.
     @Test func deletesRunWithoutSyncAndAppendsSyncAgain() throws {
         let dir = try TemporaryDirectory()
-        let store = try QueueStore(db: SQLiteConnection(path: dir.file("q.sqlite"), displayName: "q"), isFile: true, durability: .powerLossSafe)
+        let store = try QueueStore(
+            db: SQLiteConnection(path: dir.file("q.sqlite"), displayName: "q"),
+            isFile: true,
+            durability: .powerLossSafe
+        )
         #expect(try store.db.integer("PRAGMA synchronous") == 2)
         #expect(try store.db.integer("PRAGMA secure_delete") == 2)  // FAST: acknowledged pages are not rewritten
         let inside = try store.withoutSync { try store.db.integer("PRAGMA synchronous") }
@@ -122,7 +156,11 @@ import Testing
         #expect(throws: Boom.self) { try store.withoutSync { throw Boom() } }
         #expect(try store.db.integer("PRAGMA synchronous") == 2)
 
-        let crashSafe = try QueueStore(db: SQLiteConnection(path: dir.file("c.sqlite"), displayName: "c"), isFile: true, durability: .crashSafe)
+        let crashSafe = try QueueStore(
+            db: SQLiteConnection(path: dir.file("c.sqlite"), displayName: "c"),
+            isFile: true,
+            durability: .crashSafe
+        )
         #expect(try crashSafe.withoutSync { try crashSafe.db.integer("PRAGMA synchronous") } == 1)
         #expect(try crashSafe.db.integer("PRAGMA synchronous") == 1)  // never raised to FULL
     }

@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Encryption at rest: no record value in the queue file or its WAL, and a
 /// wrong or missing key leaves the file untouched.
@@ -60,7 +60,10 @@ import TestSupport
         #expect(try queue.statistics().queuedRecords == 190)
         let lines = try drain(queue)
         #expect(lines.count == 190 && lines.allSatisfy { $0.contains(Self.secret) })
-        #expect(try queue.deadLetters().first.map { String(decoding: $0.payload, as: UTF8.self).contains(Self.secret) } == true)
+        #expect(
+            try queue.deadLetters().first.map { String(decoding: $0.payload, as: UTF8.self).contains(Self.secret) }
+                == true
+        )
     }
 
     @Test func aWrongOrMissingKeyIsRefusedAndTheFileIsLeftUntouched() async throws {
@@ -80,7 +83,8 @@ import TestSupport
             }
         }
         #expect { try DurableQueue.open(try configuration(dir, key: nil)) } throws: { error in
-            (error as? EdgeIngestError)?.message.contains("is encrypted: open it with its 64-byte encryption key") == true
+            (error as? EdgeIngestError)?.message.contains("is encrypted: open it with its 64-byte encryption key")
+                == true
         }
         #expect { try DurableQueue.open(try configuration(dir, key: Array(Self.key.prefix(32)))) } throws: { error in
             (error as? EdgeIngestError)?.message.contains("it must be exactly 64") == true

@@ -1,6 +1,7 @@
-@testable import EdgeIngestCore
 import Foundation
 import Testing
+
+@testable import EdgeIngestCore
 
 /// JSONValue replaces Foundation's JSON coders outside the record path;
 /// Foundation (linked into the tests, not the agent) is the reference.
@@ -46,7 +47,7 @@ import Testing
 
     @Test func numbersAreIntegersWhenWholeAndInRangeElseDoubles() throws {
         let value = try JSONValue.parse(Array("[7, 7.0, 7e0, 9223372036854775808, 0.1]".utf8))
-        #expect(value == .array([.int(7), .double(7), .double(7), .double(9223372036854775808), .double(0.1)]))
+        #expect(value == .array([.int(7), .double(7), .double(7), .double(9_223_372_036_854_775_808), .double(0.1)]))
         #expect(value.array?[1].int64 == 7 && value.array?[4].int64 == nil && value.array?[0].double == 7)
     }
 
@@ -81,13 +82,16 @@ import Testing
         // Foundation refuses them too (the nesting limit is ours alone, and
         // its parser lets a trailing comma pass).
         if !expected.hasPrefix("at most"), !text.contains(",]"), !text.contains(",}") {
-            #expect(throws: (any Error).self) { try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) }
+            #expect(throws: (any Error).self) {
+                try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+            }
         }
     }
 
     /// The offset points at where the problem starts.
     @Test(arguments: [
-        ("01", 0), (#""\x""#, 1), (#""\udc00""#, 1), (#"["\ud83d\u0041"]"#, 2), ("[1, 2 3]", 6), (#"{"a":-}"#, 6), ("[1e999]", 1),
+        ("01", 0), (#""\x""#, 1), (#""\udc00""#, 1), (#"["\ud83d\u0041"]"#, 2), ("[1, 2 3]", 6), (#"{"a":-}"#, 6),
+        ("[1e999]", 1),
     ])
     func theOffsetIsWhereTheProblemStarts(_ text: String, _ offset: Int) {
         #expect { try JSONValue.parse(Array(text.utf8)) } throws: { error in
@@ -136,8 +140,23 @@ import Testing
     /// (earlier versions) and writes what it would write.
     @Test func theCredentialCacheMatchesCodable() throws {
         let users = [
-            StoredUser(id: "u1", provider: "api-key", accessToken: "a\"1/é", accessExpiresAt: 1_700_000_000_000, refreshToken: "r1", loggedInAt: 1_699_999_000_000),
-            StoredUser(id: "u2", provider: "anonymous", accessToken: "a2", accessExpiresAt: -1, refreshToken: "r2", loggedInAt: 0, refreshRefused: true),
+            StoredUser(
+                id: "u1",
+                provider: "api-key",
+                accessToken: "a\"1/é",
+                accessExpiresAt: 1_700_000_000_000,
+                refreshToken: "r1",
+                loggedInAt: 1_699_999_000_000
+            ),
+            StoredUser(
+                id: "u2",
+                provider: "anonymous",
+                accessToken: "a2",
+                accessExpiresAt: -1,
+                refreshToken: "r2",
+                loggedInAt: 0,
+                refreshRefused: true
+            ),
         ]
         for contents in [
             CredentialStore.Contents(version: 1, users: users, currentUserID: "u2"),
@@ -151,11 +170,16 @@ import Testing
             #expect(CredentialStore.Contents(json: try JSONValue.parse(Array(codable.utf8))) == contents)
             #expect(try JSONDecoder().decode(CredentialStore.Contents.self, from: Data(ours.utf8)) == contents)
         }
-        #expect(CredentialStore.Contents(json: try JSONValue.parse(Array(#"{"version":1,"users":[{"id":1}]}"#.utf8))) == nil)
+        #expect(
+            CredentialStore.Contents(json: try JSONValue.parse(Array(#"{"version":1,"users":[{"id":1}]}"#.utf8))) == nil
+        )
         // refreshRefused: absent is false (files from before the flag), another type is damage.
         let user = #"{"id":"u","provider":"p","accessToken":"a","accessExpiresAt":1,"refreshToken":"r","loggedInAt":0"#
         #expect(StoredUser(json: try JSONValue.parse(Array((user + "}").utf8)))?.refreshRefused == false)
-        #expect(StoredUser(json: try JSONValue.parse(Array((user + #","refreshRefused":true}"#).utf8)))?.refreshRefused == true)
+        #expect(
+            StoredUser(json: try JSONValue.parse(Array((user + #","refreshRefused":true}"#).utf8)))?.refreshRefused
+                == true
+        )
         #expect(StoredUser(json: try JSONValue.parse(Array((user + #","refreshRefused":"yes"}"#).utf8))) == nil)
     }
 

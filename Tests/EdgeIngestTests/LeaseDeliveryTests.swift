@@ -1,5 +1,6 @@
-@testable import EdgeIngestCore
 import Testing
+
+@testable import EdgeIngestCore
 
 /// The uploader's decisions, driven without a sink, a queue or a clock.
 @Suite struct LeaseDeliveryTests {
@@ -21,8 +22,12 @@ import Testing
     /// batch with `answer` (called with the batch and how often it was sent)
     /// and every refresh with `refreshSucceeds`. Batches are 100 bytes a record.
     static func drive(
-        records: Int, maxBytes: Int = 1 << 20, policy: LeaseDelivery.Policy = policy, now: Int64 = 0,
-        refreshSucceeds: Bool = true, answer: (LeaseDelivery.Batch, Int) -> UploadOutcome
+        records: Int,
+        maxBytes: Int = 1 << 20,
+        policy: LeaseDelivery.Policy = policy,
+        now: Int64 = 0,
+        refreshSucceeds: Bool = true,
+        answer: (LeaseDelivery.Batch, Int) -> UploadOutcome
     ) -> Trace {
         var delivery = LeaseDelivery(leaseID: "L", recordCount: records, maxBytes: maxBytes, policy: policy)
         var trace = Trace()
@@ -34,7 +39,11 @@ import Testing
                 trace.sent.append(batch)
                 sends[batch.idempotencyKey, default: 0] += 1
                 let step = delivery.answered(
-                    answer(batch, sends[batch.idempotencyKey]!), sentBytes: batch.range.count * 100, now: now, jitter: 0.5)
+                    answer(batch, sends[batch.idempotencyKey]!),
+                    sentBytes: batch.range.count * 100,
+                    now: now,
+                    jitter: 0.5
+                )
                 trace.notices += step.notices
                 action = step.action
             case .backOff(let wait):
@@ -68,13 +77,23 @@ import Testing
             return .stored(rejected: [])
         }
         #expect(stored.sorted() == [0, 1, 2, 4, 5, 7])
-        #expect(trace.end == .acknowledge(deadLetters: [3: "refused by the backend: HTTP 422", 6: "refused by the backend: HTTP 422"]))
-        #expect(trace.notices == [.recordRefused(index: 3, reason: "HTTP 422"), .recordRefused(index: 6, reason: "HTTP 422")])
+        #expect(
+            trace.end
+                == .acknowledge(deadLetters: [
+                    3: "refused by the backend: HTTP 422", 6: "refused by the backend: HTTP 422",
+                ])
+        )
+        #expect(
+            trace.notices == [
+                .recordRefused(index: 3, reason: "HTTP 422"), .recordRefused(index: 6, reason: "HTTP 422"),
+            ]
+        )
         // Halves, front first, each part under its own stable key.
         #expect(
             trace.sent.map(\.idempotencyKey) == [
                 "L", "L:0+4", "L:0+2", "L:2+2", "L:2+1", "L:3+1", "L:4+4", "L:4+2", "L:6+2", "L:6+1", "L:7+1",
-            ])
+            ]
+        )
         #expect(trace.waits.isEmpty && !trace.sent.contains(where: \.isResend))
     }
 
@@ -127,11 +146,15 @@ import Testing
         let policy = LeaseDelivery.Policy(maxRetries: 3, backoff: Backoff())
         let trace = Self.drive(records: 4, policy: policy) { batch, _ in
             if batch.range.count == 4 { return .badBatch(reason: "HTTP 400") }
-            return batch.range.lowerBound == 0 ? .retry(reason: "HTTP 500", retryAfterSeconds: nil) : .stored(rejected: [])
+            return batch.range.lowerBound == 0
+                ? .retry(reason: "HTTP 500", retryAfterSeconds: nil) : .stored(rejected: [])
         }
         #expect(trace.waits.count == 3)
         #expect(trace.notices == [.gaveUp(records: 2, reason: "HTTP 500")])
-        #expect(trace.end == .acknowledge(deadLetters: [0: "retries exhausted: HTTP 500", 1: "retries exhausted: HTTP 500"]))
+        #expect(
+            trace.end
+                == .acknowledge(deadLetters: [0: "retries exhausted: HTTP 500", 1: "retries exhausted: HTTP 500"])
+        )
         #expect(trace.sent.last?.idempotencyKey == "L:2+2")
     }
 
@@ -179,7 +202,8 @@ import Testing
     func holdsAndClientResetsReleaseTheLeaseUntouched(outcome: UploadOutcome, release: LeaseDelivery.Release) {
         let trace = Self.drive(records: 4) { batch, _ in
             // Even after part of the lease was stored: an acknowledgement covers the whole lease.
-            batch.range.count == 4 ? .badBatch(reason: "x") : batch.range.lowerBound == 0 ? .stored(rejected: []) : outcome
+            batch.range.count == 4
+                ? .badBatch(reason: "x") : batch.range.lowerBound == 0 ? .stored(rejected: []) : outcome
         }
         #expect(trace.end == .release(release))
     }
@@ -209,28 +233,40 @@ import Testing
         #expect(late.start(now: 5_001) == .release(.stopped))
         var onTime = LeaseDelivery(leaseID: "L", recordCount: 2, maxBytes: 1000, policy: policy)
         #expect(onTime.start(now: 5_000) == .send(.init(range: 0..<2, idempotencyKey: "L", isResend: false)))
-        #expect(onTime.answered(.stored(rejected: []), sentBytes: 10, now: 9_000, jitter: 0).action == .acknowledge(deadLetters: [:]))
+        #expect(
+            onTime.answered(.stored(rejected: []), sentBytes: 10, now: 9_000, jitter: 0).action
+                == .acknowledge(deadLetters: [:])
+        )
     }
 
-    @Test(arguments: [
-        // records, bytes, age → wait
-        (10, 100, 50, 150 as Int?),
-        (10, 100, 199, 1),
-        (10, 100, 200, nil),  // old enough
-        (1000, 100, 0, nil),  // full by count
-        (10, 500_000, 0, nil),  // half the byte limit
-        (10, 499_999, 0, 200),
-    ] as [(Int, Int, Int64, Int?)])
+    @Test(
+        arguments: [
+            // records, bytes, age → wait
+            (10, 100, 50, 150 as Int?),
+            (10, 100, 199, 1),
+            (10, 100, 200, nil),  // old enough
+            (1000, 100, 0, nil),  // full by count
+            (10, 500_000, 0, nil),  // half the byte limit
+            (10, 499_999, 0, 200),
+        ] as [(Int, Int, Int64, Int?)]
+    )
     func aPartialBatchLingersUntilItsOldestReadingIsOldEnough(records: Int, bytes: Int, age: Int64, wait: Int?) {
         let linger = LeaseDelivery.lingerMilliseconds(
-            recordCount: records, payloadBytes: bytes, oldestAgeMilliseconds: age,
-            maxRecords: 1000, maxBytes: 1_000_000, lingerMilliseconds: 200)
+            recordCount: records,
+            payloadBytes: bytes,
+            oldestAgeMilliseconds: age,
+            maxRecords: 1000,
+            maxBytes: 1_000_000,
+            lingerMilliseconds: 200
+        )
         #expect(linger == wait)
     }
 
     @Test func phasesHaveTheNamesStatusShows() {
         let phases: [UploadPhase] = [.idle, .uploading, .backingOff, .error, .waitingForUser, .clientReset]
-        #expect(phases.map(\.name) == ["idle", "uploading", "backing_off", "error", "waiting_for_user", "client_reset"])
+        #expect(
+            phases.map(\.name) == ["idle", "uploading", "backing_off", "error", "waiting_for_user", "client_reset"]
+        )
         #expect(phases.filter(\.isHeld) == [.error, .waitingForUser])
     }
 }

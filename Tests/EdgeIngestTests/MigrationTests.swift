@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Schema versions: records keep the version they were written with; a
 /// higher version migrates them at open; a lower one is refused.
@@ -20,7 +20,10 @@ import TestSupport
     }
 
     func open(_ dir: TemporaryDirectory, version: Int, migrate: MigrationBlock? = nil) throws -> DurableQueue {
-        var configuration = QueueConfiguration(location: .file(path: dir.file("queue.sqlite")), objectTypes: [try Self.type(version)])
+        var configuration = QueueConfiguration(
+            location: .file(path: dir.file("queue.sqlite")),
+            objectTypes: [try Self.type(version)]
+        )
         configuration.schemaVersion = Int64(version)
         configuration.migrationBlock = migrate
         return try DurableQueue.open(configuration)
@@ -62,9 +65,12 @@ import TestSupport
             try v2.acknowledge(lease)
         }
         #expect(Set(versions) == [2])
-        #expect(lines == zip(ids, [1, 2, 10, 11]).map { id, w in
-            #"{"_id":"\#(id)","deviceId":"WX1","windSpeed":\#(w),"unit":"imperial"}"#
-        })
+        #expect(
+            lines
+                == zip(ids, [1, 2, 10, 11]).map { id, w in
+                    #"{"_id":"\#(id)","deviceId":"WX1","windSpeed":\#(w),"unit":"imperial"}"#
+                }
+        )
     }
 
     @Test func aFailingMigrationAndALowerVersionChangeNothing() async throws {
@@ -77,9 +83,12 @@ import TestSupport
         let path = dir.file("queue.sqlite")
         let before = FileManager.default.contents(atPath: path)
         // A block that leaves records invalid for v2 (no unit): nothing is rewritten.
-        #expect { try open(dir, version: 2, migrate: { record, _ in record.renameField("windSpeedInMph", to: "windSpeed") }) } throws: { error in
+        #expect {
+            try open(dir, version: 2, migrate: { record, _ in record.renameField("windSpeedInMph", to: "windSpeed") })
+        } throws: { error in
             let e = error as? EdgeIngestError
-            return e?.code == .migrationFailed && e?.message.contains("field 'unit'") == true && e?.message.contains("Nothing was changed") == true
+            return e?.code == .migrationFailed && e?.message.contains("field 'unit'") == true
+                && e?.message.contains("Nothing was changed") == true
         }
         #expect(FileManager.default.contents(atPath: path) == before)
         #expect(try open(dir, version: 0).statistics().queuedRecords == 5)
@@ -88,7 +97,9 @@ import TestSupport
         _ = try open(dir, version: 2, migrate: Self.block)
         let migrated = FileManager.default.contents(atPath: path)
         #expect { try open(dir, version: 1) } throws: { error in
-            (error as? EdgeIngestError)?.message.contains("holds records of schema version 2, newer than the configured 1") == true
+            (error as? EdgeIngestError)?.message.contains(
+                "holds records of schema version 2, newer than the configured 1"
+            ) == true
         }
         #expect(FileManager.default.contents(atPath: path) == migrated)
     }

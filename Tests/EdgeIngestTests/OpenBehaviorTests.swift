@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct OpenBehaviorTests {
     /// A user logged in on `backend`, then an app whose backend is at `base` (live or dead).
@@ -33,7 +33,9 @@ import TestSupport
         configuration.objectTypes = [WeatherSensor.self]
         let clock = ContinuousClock()
         let started = clock.now
-        await #expect { try await IngestRealm(configuration: configuration, openBehavior: .always, timeout: .seconds(2)) } throws: { error in
+        await #expect {
+            try await IngestRealm(configuration: configuration, openBehavior: .always, timeout: .seconds(2))
+        } throws: { error in
             let e = error as? EdgeIngestError
             return e?.code == .offline && e?.message.contains("timed out after 2000 ms") == true
         }
@@ -54,7 +56,9 @@ import TestSupport
         let offlineUser = try await user(dir: dir, loggedInOn: backend, nowAt: 1)
         var offline = offlineUser.configuration()
         offline.objectTypes = [WeatherSensor.self]
-        await #expect(throws: EdgeIngestError.self) { try await IngestRealm(configuration: offline, openBehavior: .once, timeout: .seconds(2)) }
+        await #expect(throws: EdgeIngestError.self) {
+            try await IngestRealm(configuration: offline, openBehavior: .once, timeout: .seconds(2))
+        }
 
         let onlineUser = try #require(try makeApp(backend, dir).currentUser)
         var online = onlineUser.configuration()
@@ -127,7 +131,12 @@ import TestSupport
         configuration.objectTypes = [WeatherSensor.self]
         let realm = try await IngestRealm(configuration: configuration)
         try realm.write { t in
-            try t.create(WeatherSensor.self, value: ["deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3])
+            try t.create(
+                WeatherSensor.self,
+                value: [
+                    "deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3,
+                ]
+            )
         }
         #expect(try realm.statistics().queuedRecords == 1)
         #expect(FileManager.default.fileExists(atPath: dir.file("weather.ingest.sqlite")))
@@ -158,10 +167,17 @@ import TestSupport
         configuration.inMemoryIdentifier = "subset-\(ObjectId.generate())"
         configuration.objectTypes = [WeatherSensor.self]
         let realm = try await IngestRealm(configuration: configuration)
-        #expect { try realm.write { t in
-            try t.create(WeatherSensor.self, value: ["deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3])
-            try t.create(Other.self, value: ["name": "x"])
-        } } throws: { error in
+        #expect {
+            try realm.write { t in
+                try t.create(
+                    WeatherSensor.self,
+                    value: [
+                        "deviceId": "a", "temperatureInFahrenheit": 1, "barometricPressureInHg": 2, "windSpeedInMph": 3,
+                    ]
+                )
+                try t.create(Other.self, value: ["name": "x"])
+            }
+        } throws: { error in
             (error as? EdgeIngestError)?.code == .unknownObjectType
         }
         #expect(try realm.statistics().queuedRecords == 0)

@@ -1,31 +1,47 @@
 import TestSupport
-@testable import EdgeIngestCore
 import Testing
+
+@testable import EdgeIngestCore
 
 @Suite struct OverflowPlanTests {
     typealias Segment = OverflowPlan.StoredSegment
 
     static let stored = [Segment(id: 1, records: 3, bytes: 300), Segment(id: 2, records: 3, bytes: 300)]
 
-    @Test(arguments: [
-        // policy, maxRecords, maxBytes, queued records/bytes, incoming sizes → accept range, dropped segments, dropped incoming, wait
-        (OverflowPolicy.block, 10, nil, 6, 600, [100, 100], 0, 2, [Int64](), 0, false),
-        (.block, 7, nil, 6, 600, [100, 100], 0, 2, [], 0, true),
-        (.dropNewest, 7, nil, 6, 600, [100, 100, 100], 0, 1, [], 2, false),
-        (.dropNewest, nil, 750, 6, 600, [100, 100], 0, 1, [], 1, false),
-        (.dropNewest, 6, nil, 6, 600, [100], 0, 0, [], 1, false),
-        (.dropOldest, 7, nil, 6, 600, [100, 100], 0, 2, [1], 0, false),
-        (.dropOldest, 4, nil, 6, 600, [100, 100], 0, 2, [1, 2], 0, false),
-        (.dropOldest, 1, nil, 6, 600, [100, 100, 100], 2, 3, [1, 2], 2, false),
-        (.dropOldest, nil, 650, 6, 600, [100], 0, 1, [1], 0, false),
-    ] as [(OverflowPolicy, Int64?, Int64?, Int64, Int64, [Int], Int, Int, [Int64], Int, Bool)])
+    @Test(
+        arguments: [
+            // policy, maxRecords, maxBytes, queued records/bytes, incoming sizes → accept range, dropped segments, dropped incoming, wait
+            (OverflowPolicy.block, 10, nil, 6, 600, [100, 100], 0, 2, [Int64](), 0, false),
+            (.block, 7, nil, 6, 600, [100, 100], 0, 2, [], 0, true),
+            (.dropNewest, 7, nil, 6, 600, [100, 100, 100], 0, 1, [], 2, false),
+            (.dropNewest, nil, 750, 6, 600, [100, 100], 0, 1, [], 1, false),
+            (.dropNewest, 6, nil, 6, 600, [100], 0, 0, [], 1, false),
+            (.dropOldest, 7, nil, 6, 600, [100, 100], 0, 2, [1], 0, false),
+            (.dropOldest, 4, nil, 6, 600, [100, 100], 0, 2, [1, 2], 0, false),
+            (.dropOldest, 1, nil, 6, 600, [100, 100, 100], 2, 3, [1, 2], 2, false),
+            (.dropOldest, nil, 650, 6, 600, [100], 0, 1, [1], 0, false),
+        ] as [(OverflowPolicy, Int64?, Int64?, Int64, Int64, [Int], Int, Int, [Int64], Int, Bool)]
+    )
     func planTable(
-        policy: OverflowPolicy, maxRecords: Int64?, maxBytes: Int64?, queuedRecords: Int64, queuedBytes: Int64,
-        incoming: [Int], from: Int, to: Int, dropSegments: [Int64], droppedIncoming: Int, wait: Bool
+        policy: OverflowPolicy,
+        maxRecords: Int64?,
+        maxBytes: Int64?,
+        queuedRecords: Int64,
+        queuedBytes: Int64,
+        incoming: [Int],
+        from: Int,
+        to: Int,
+        dropSegments: [Int64],
+        droppedIncoming: Int,
+        wait: Bool
     ) {
         let plan = OverflowPlan.make(
-            policy: policy, limits: .init(maxRecords: maxRecords, maxBytes: maxBytes), queuedRecords: queuedRecords,
-            queuedBytes: queuedBytes, incomingBytes: incoming, droppable: { Self.stored }
+            policy: policy,
+            limits: .init(maxRecords: maxRecords, maxBytes: maxBytes),
+            queuedRecords: queuedRecords,
+            queuedBytes: queuedBytes,
+            incomingBytes: incoming,
+            droppable: { Self.stored }
         )
         #expect(plan.mustWait == wait)
         if !wait {

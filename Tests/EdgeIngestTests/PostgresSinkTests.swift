@@ -1,13 +1,17 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import EdgeIngestCore
 
 /// The postgresql sink against a real PostgreSQL server started by each
 /// test (``PostgresServer``), read back with psql.
 @Suite struct PostgresSinkTests {
-    static func sink(_ server: PostgresServer, types: [RecordType]? = nil, configure: (inout PostgresSettings) -> Void = { _ in }) throws
+    static func sink(
+        _ server: PostgresServer,
+        types: [RecordType]? = nil,
+        configure: (inout PostgresSettings) -> Void = { _ in }
+    ) throws
         -> PostgresSink
     {
         var settings = PostgresSettings(url: server.url)
@@ -27,37 +31,68 @@ import TestSupport
         #expect(sink.storedCount == 10)
         #expect(sink.duplicateCount == 9)
         #expect(try server.psql("SELECT count(*), count(DISTINCT _id) FROM \"WeatherSensor\"") == "10|10")
-        #expect(try server.psql("SELECT \"deviceId\", \"temperatureInFahrenheit\", \"windSpeedInMph\" FROM \"WeatherSensor\" WHERE _id = '\(records[7].id.hexString)'") == "WX1278UIT|66.7|7")
+        #expect(
+            try server.psql(
+                "SELECT \"deviceId\", \"temperatureInFahrenheit\", \"windSpeedInMph\" FROM \"WeatherSensor\" WHERE _id = '\(records[7].id.hexString)'"
+            ) == "WX1278UIT|66.7|7"
+        )
         let columns = try server.psql(
-            "SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_name = 'WeatherSensor' ORDER BY ordinal_position")
-        #expect(columns.split(separator: "\n") == [
-            "_id:text", "deviceId:text", "temperatureInFahrenheit:double precision", "barometricPressureInHg:double precision", "windSpeedInMph:bigint",
-        ])
-        #expect(try server.psql("SELECT indexdef FROM pg_indexes WHERE tablename = 'WeatherSensor'").contains("UNIQUE INDEX"))
+            "SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_name = 'WeatherSensor' ORDER BY ordinal_position"
+        )
+        #expect(
+            columns.split(separator: "\n") == [
+                "_id:text", "deviceId:text", "temperatureInFahrenheit:double precision",
+                "barometricPressureInHg:double precision", "windSpeedInMph:bigint",
+            ]
+        )
+        #expect(
+            try server.psql("SELECT indexdef FROM pg_indexes WHERE tablename = 'WeatherSensor'").contains(
+                "UNIQUE INDEX"
+            )
+        )
     }
 
     @Test func timestampsBooleansAndAFieldAddedLaterGetTheirOwnColumnTypes() throws {
         let server = try PostgresServer()
-        #expect(try Self.sink(server).deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2))) == .stored(rejected: []))
+        #expect(
+            try Self.sink(server).deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2))) == .stored(rejected: [])
+        )
         let wider = try RecordType(
             name: "WeatherSensor",
-            fields: try declaredWeatherSensor().fields + [.init(name: "takenAt", type: .timestamp, isRequired: false), .init(name: "calibrated", type: .bool, isRequired: false)])
+            fields: try declaredWeatherSensor().fields + [
+                .init(name: "takenAt", type: .timestamp, isRequired: false),
+                .init(name: "calibrated", type: .bool, isRequired: false),
+            ]
+        )
         let record = try wider.validate([
-            "deviceId": "A", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2, "windSpeedInMph": 3, "takenAt": "2026-11-21T10:00:00.250+01:00",
+            "deviceId": "A", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2, "windSpeedInMph": 3,
+            "takenAt": "2026-11-21T10:00:00.250+01:00",
             "calibrated": true,
         ])
-        #expect(try Self.sink(server, types: [wider]).deliver(SQLiteArchiveSinkTests.batch([record])) == .stored(rejected: []))
-        #expect(try server.psql("SELECT count(*), count(\"takenAt\"), max(\"takenAt\") AT TIME ZONE 'UTC', bool_and(calibrated) FROM \"WeatherSensor\"") == "3|1|2026-11-21 09:00:00.25|t")
-        #expect(try server.psql("SELECT data_type FROM information_schema.columns WHERE column_name = 'takenAt'") == "timestamp with time zone")
+        #expect(
+            try Self.sink(server, types: [wider]).deliver(SQLiteArchiveSinkTests.batch([record]))
+                == .stored(rejected: [])
+        )
+        #expect(
+            try server.psql(
+                "SELECT count(*), count(\"takenAt\"), max(\"takenAt\") AT TIME ZONE 'UTC', bool_and(calibrated) FROM \"WeatherSensor\""
+            ) == "3|1|2026-11-21 09:00:00.25|t"
+        )
+        #expect(
+            try server.psql("SELECT data_type FROM information_schema.columns WHERE column_name = 'takenAt'")
+                == "timestamp with time zone"
+        )
     }
 
     @Test func aTableMadeByTheDBAWithAConstraintRefusesOnlyThePoisonRecordAndNamesNoValue() throws {
         let server = try PostgresServer()
-        try server.psql("""
+        try server.psql(
+            """
             CREATE TABLE weather (_id text PRIMARY KEY, "deviceId" text NOT NULL, "temperatureInFahrenheit" double precision,
               "barometricPressureInHg" double precision, "windSpeedInMph" bigint CHECK ("windSpeedInMph" <> 7));
             CREATE ROLE writer LOGIN PASSWORD 'writer-pw'; GRANT SELECT, INSERT ON weather TO writer;
-            """)
+            """
+        )
         // The agent's role may only insert: any DDL it sent would be refused (42501) and hold.
         let sink = try Self.sink(server) {
             $0.url = "postgresql://writer@127.0.0.1:\(server.port)/telemetry"
@@ -102,7 +137,8 @@ import TestSupport
                 $0.url = url
                 $0.password = nil
             }
-            guard case .hold(let reason) = unparsable.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(1))) else {
+            guard case .hold(let reason) = unparsable.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(1)))
+            else {
                 Issue.record("expected a hold for an unparsable URL")
                 continue
             }
@@ -117,7 +153,8 @@ import TestSupport
         #expect(sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2))) == .stored(rejected: []))
         try server.psql("DROP TABLE \"WeatherSensor\"")
         // The prepared insert fails once (42P01, a hold); the next attempt looks at the table again.
-        guard case .hold(let reason) = sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2, start: 2))) else {
+        guard case .hold(let reason) = sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(2, start: 2)))
+        else {
             Issue.record("expected a hold")
             return
         }
@@ -128,7 +165,9 @@ import TestSupport
 
     @Test func anInsertWithoutRightsHoldsAndSaysSo() throws {
         let server = try PostgresServer()
-        try server.psql("CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; CREATE TABLE \"WeatherSensor\" (_id text PRIMARY KEY, \"deviceId\" text, \"temperatureInFahrenheit\" double precision, \"barometricPressureInHg\" double precision, \"windSpeedInMph\" bigint)")
+        try server.psql(
+            "CREATE ROLE reader LOGIN PASSWORD 'reader-pw'; CREATE TABLE \"WeatherSensor\" (_id text PRIMARY KEY, \"deviceId\" text, \"temperatureInFahrenheit\" double precision, \"barometricPressureInHg\" double precision, \"windSpeedInMph\" bigint)"
+        )
         let sink = try Self.sink(server) {
             $0.url = "postgresql://reader@127.0.0.1:\(server.port)/telemetry"
             $0.password = "reader-pw"
@@ -145,7 +184,8 @@ import TestSupport
         let sink = try Self.sink(server)
         #expect(sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(3))) == .stored(rejected: []))
         try server.stop()
-        guard case .retry(let reason, _) = sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(3, start: 3))) else {
+        guard case .retry(let reason, _) = sink.deliver(SQLiteArchiveSinkTests.batch(try weatherRecords(3, start: 3)))
+        else {
             Issue.record("expected a retry")
             return
         }
@@ -166,14 +206,21 @@ import TestSupport
         // Another session holds the table for 3 s.
         let locker = Process()
         locker.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        locker.arguments = (getuid() == 0 ? ["runuser", "-u", "postgres", "--"] : []) + [
-            "psql", "-h", server.directory.path, "-p", String(server.port), "-U", "ingest", "-d", "telemetry",
-            "-c", "BEGIN; LOCK TABLE \"WeatherSensor\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;",
-        ]
+        locker.arguments =
+            (getuid() == 0 ? ["runuser", "-u", "postgres", "--"] : []) + [
+                "psql", "-h", server.directory.path, "-p", String(server.port), "-U", "ingest", "-d", "telemetry",
+                "-c", "BEGIN; LOCK TABLE \"WeatherSensor\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;",
+            ]
         locker.standardOutput = FileHandle.nullDevice
         try locker.run()
         defer { locker.waitUntilExit() }
-        #expect(try eventually { try server.psql("SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND relation = '\"WeatherSensor\"'::regclass") == "1" })
+        #expect(
+            try eventually {
+                try server.psql(
+                    "SELECT count(*) FROM pg_locks WHERE mode = 'AccessExclusiveLock' AND relation = '\"WeatherSensor\"'::regclass"
+                ) == "1"
+            }
+        )
         let started = Date()
         guard case .retry(let reason, _) = sink.deliver(SQLiteArchiveSinkTests.batch(Array(records[1..<4]))) else {
             Issue.record("expected a retry")
@@ -193,7 +240,10 @@ import TestSupport
         settings.timeoutMilliseconds = 60_000
         // WeatherSensor has 4 fields: the columns query, 4 added columns (on a
         // table holding only _id; a CREATE instead when there is no table), the insert.
-        #expect(PostgresSink(settings: settings, types: [try declaredWeatherSensor()]).deliveryTimeLimitMilliseconds == 2_000 + 6 * 60_000)
+        #expect(
+            PostgresSink(settings: settings, types: [try declaredWeatherSensor()]).deliveryTimeLimitMilliseconds
+                == 2_000 + 6 * 60_000
+        )
         let note = try RecordType(name: "Note", fields: [.init(name: "text", type: .string)])
         // One field: the columns query, the CREATE (or one ALTER), the insert.
         #expect(PostgresSink(settings: settings, types: [note]).deliveryTimeLimitMilliseconds == 2_000 + 3 * 60_000)
@@ -229,11 +279,15 @@ import TestSupport
     }
 
     @Test func connectionFailuresHoldOnlyWhenNoRetryCanHelp() {
-        let refused = PostgresError(kind: .connection, message: "cannot connect: connection to server at \"127.0.0.1\", port 9 failed: Connection refused")
+        let refused = PostgresError(
+            kind: .connection,
+            message: "cannot connect: connection to server at \"127.0.0.1\", port 9 failed: Connection refused"
+        )
         #expect(PostgresSink.classify(refused) == .retry(reason: refused.message, retryAfterSeconds: nil))
-        for message in ["FATAL: password authentication failed for user \"ingest\"", "FATAL: database \"telemetry\" does not exist",
-            "FATAL: no pg_hba.conf entry for host \"10.0.0.2\""]
-        {
+        for message in [
+            "FATAL: password authentication failed for user \"ingest\"", "FATAL: database \"telemetry\" does not exist",
+            "FATAL: no pg_hba.conf entry for host \"10.0.0.2\"",
+        ] {
             guard case .hold = PostgresSink.classify(PostgresError(kind: .connection, message: message)) else {
                 Issue.record("expected a hold for \(message)")
                 continue
@@ -243,7 +297,10 @@ import TestSupport
 
     @Test(arguments: [
         ("postgresql://ingest:pw@db:5432/t", "postgresql://ingest:***@db:5432/t"),
-        ("postgresql://ingest@db/t?password=pw&sslmode=require", "postgresql://ingest@db/t?password=***&sslmode=require"),
+        (
+            "postgresql://ingest@db/t?password=pw&sslmode=require",
+            "postgresql://ingest@db/t?password=***&sslmode=require"
+        ),
         ("host=db password='p w\\'x' dbname=t", "host=db password=*** dbname=t"),
         ("host=db password=pw dbname=t", "host=db password=*** dbname=t"),
         ("host=db password=my w0rd dbname=t", "host=db password=*** dbname=t"),
@@ -264,7 +321,9 @@ import TestSupport
     }
 
     @Test func theBatchIsSentAsOneJSONArray() {
-        #expect(PostgresSink.jsonArray(Array("{\"a\":1}\n{\"b\":2}\n".utf8)[...]) == Array("[{\"a\":1},{\"b\":2}]\0".utf8))
+        #expect(
+            PostgresSink.jsonArray(Array("{\"a\":1}\n{\"b\":2}\n".utf8)[...]) == Array("[{\"a\":1},{\"b\":2}]\0".utf8)
+        )
         #expect(PostgresSink.jsonArray(Array("{\"a\":\"x\\ny\"}\n".utf8)[...]) == Array("[{\"a\":\"x\\ny\"}]\0".utf8))
     }
 }

@@ -1,6 +1,6 @@
-import TestSupport
 import EdgeIngest
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct QueueCorruptionTests {
@@ -20,7 +20,9 @@ import Testing
         let dir = try TemporaryDirectory()
         let path = dir.file("other.sqlite")
         _ = try sqlite3(path, "CREATE TABLE t(x); INSERT INTO t VALUES(1);")  // throws if sqlite3 fails
-        let error = try #require(throws: EdgeIngestError.self) { try DurableQueue.open(try fileConfiguration(dir, "other.sqlite")) }
+        let error = try #require(throws: EdgeIngestError.self) {
+            try DurableQueue.open(try fileConfiguration(dir, "other.sqlite"))
+        }
         #expect(error.code == .queueCorrupt)
         #expect(error.message.contains("is an SQLite database but not an EdgeIngest queue"))
     }

@@ -1,6 +1,6 @@
-import TestSupport
 import EdgeIngest
 import Foundation
+import TestSupport
 import Testing
 
 /// A child process appends batches in a loop and is killed with SIGKILL at
@@ -71,7 +71,9 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
         // layer can take longer to commit once than any fixed delay.
         var reported = Data()
         let firstCommitDeadline = ContinuousClock.now + .seconds(60)
-        while !String(decoding: reported, as: UTF8.self).contains("committed "), ContinuousClock.now < firstCommitDeadline {
+        while !String(decoding: reported, as: UTF8.self).contains("committed "),
+            ContinuousClock.now < firstCommitDeadline
+        {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { break }  // the child ended
             reported += chunk
@@ -83,13 +85,18 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
-        #expect(process.terminationStatus == SIGKILL, "round \(round): the probe ended by signal \(process.terminationStatus)")
+        #expect(
+            process.terminationStatus == SIGKILL,
+            "round \(round): the probe ended by signal \(process.terminationStatus)"
+        )
         var committed: [Int: Int] = [:]  // batch → count, as reported by the child
         let text = String(decoding: reported + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
             // A line cut by the kill is not a report.
-            guard parts.count == 3, parts[0] == "committed", let b = Int(parts[1]), let n = Int(parts[2]) else { continue }
+            guard parts.count == 3, parts[0] == "committed", let b = Int(parts[1]), let n = Int(parts[2]) else {
+                continue
+            }
             committed[b] = n
         }
         #expect(!committed.isEmpty, "round \(round): the child committed nothing before the kill")
@@ -121,7 +128,9 @@ private func crashRounds(_ rounds: Int, powerCut: Durability?) async throws -> I
             declared[batch] = size
         }
         for (batch, count) in present {
-            if count != declared[batch] { problems.append("batch \(batch) is partial: \(count) of \(declared[batch]!)") }
+            if count != declared[batch] {
+                problems.append("batch \(batch) is partial: \(count) of \(declared[batch]!)")
+            }
             if verified.contains(batch) { problems.append("batch \(batch) is back after being acknowledged") }
         }
         if powerCut != .crashSafe {

@@ -1,7 +1,7 @@
-import TestSupport
 import EdgeIngest
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct QueueSpaceTests {
@@ -65,7 +65,10 @@ import Testing
         let beforeLaunch = QueueFile(path).size
         let (queue, total, used) = try openCompacting(configuration)
         #expect(used < total * 3 / 4, "about half the file was free: \(used) of \(total) bytes in use")
-        #expect(QueueFile(path).size < beforeLaunch * 3 / 4, "\(QueueFile(path).size) bytes after compacting, \(beforeLaunch) before")
+        #expect(
+            QueueFile(path).size < beforeLaunch * 3 / 4,
+            "\(QueueFile(path).size) bytes after compacting, \(beforeLaunch) before"
+        )
         #expect(try queue.statistics().queuedRecords == 20_000)
         queue.close()
     }

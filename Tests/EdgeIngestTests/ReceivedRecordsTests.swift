@@ -1,7 +1,8 @@
-@testable import EdgeIngestCore
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import EdgeIngestCore
 
 /// An hour: no rotation of the received ids can happen during a test.
 private let hour: Int64 = 3_600_000
@@ -128,11 +129,14 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         pastTinyWindow()
         #expect(try queue.receive([b], receipt: tiny) == stored(1))  // rotation 1 → generation 1: b
         pastTinyWindow()
-        #expect(try queue.receive([a], receipt: tiny) == stored(0, duplicates: 1))  // a found; rotation 2 empties its generation
+        // a found; rotation 2 empties its generation
+        #expect(try queue.receive([a], receipt: tiny) == stored(0, duplicates: 1))
         pastTinyWindow()
-        #expect(try queue.receive([a, b], receipt: tiny) == stored(1, duplicates: 1))  // a forgotten, b found; rotation 3 empties b's
+        // a forgotten, b found; rotation 3 empties b's
+        #expect(try queue.receive([a, b], receipt: tiny) == stored(1, duplicates: 1))
         pastTinyWindow()
-        #expect(try queue.receive([b, a], receipt: tiny) == stored(1, duplicates: 1))  // b forgotten, a (stored again) found
+        // b forgotten, a (stored again) found
+        #expect(try queue.receive([b, a], receipt: tiny) == stored(1, duplicates: 1))
         #expect(try drain(queue) == [a, b, a, b].map(\.jsonString))
     }
 
@@ -188,7 +192,11 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         let queue = try DurableQueue.open(try fileConfiguration(dir))
         let records = try weatherRecords(6)
         #expect(try queue.receive(Array(records[0..<2]), receipt: receipt(session: ("client-a", 2))) == stored(2))
-        let stale = try queue.receive(Array(records[2..<4]), receipt: receipt(session: ("client-a", 1)), counters: ["rejected.missing_id": 3])
+        let stale = try queue.receive(
+            Array(records[2..<4]),
+            receipt: receipt(session: ("client-a", 1)),
+            counters: ["rejected.missing_id": 3]
+        )
         #expect(stale == .staleSession(seenEpoch: 2))
         let stats = try queue.statistics()
         #expect(stats.queuedRecords == 2)
@@ -204,9 +212,12 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         let queue = try DurableQueue.open(try fileConfiguration(dir))
         let records = try weatherRecords(5)
         #expect(try queue.receive([records[0]], receipt: receipt(session: ("client-a", 1))) == stored(1))
-        #expect(try queue.receive([records[1]], receipt: receipt(session: ("client-a", 1))) == stored(1))  // the same epoch
+        // the same epoch
+        #expect(try queue.receive([records[1]], receipt: receipt(session: ("client-a", 1))) == stored(1))
         #expect(try queue.receive([records[2]], receipt: receipt(session: ("client-a", 3))) == stored(1))
-        #expect(try queue.receive([records[3]], receipt: receipt(session: ("client-a", 2))) == .staleSession(seenEpoch: 3))
+        #expect(
+            try queue.receive([records[3]], receipt: receipt(session: ("client-a", 2))) == .staleSession(seenEpoch: 3)
+        )
         // Another client's sessions are its own.
         #expect(try queue.receive([records[3]], receipt: receipt(session: ("client-b", 1))) == stored(1))
         // A batch without a session is not checked.
@@ -223,7 +234,10 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
             queue.close()
         }
         let reopened = try DurableQueue.open(try fileConfiguration(dir))
-        #expect(try reopened.receive([records[1]], receipt: receipt(window: 0, session: ("client-a", 6))) == .staleSession(seenEpoch: 7))
+        #expect(
+            try reopened.receive([records[1]], receipt: receipt(window: 0, session: ("client-a", 6)))
+                == .staleSession(seenEpoch: 7)
+        )
         #expect(try reopened.statistics().queuedRecords == 1)
     }
 
@@ -235,14 +249,21 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         do {
             let queue = try DurableQueue.open(try boundedConfiguration(dir, maxRecords: 3))
             #expect(try queue.receive(Array(records[..<3]), receipt: receipt(session: ("client-a", 1))) == stored(3))
-            let full = try queue.receive([records[3]], receipt: receipt(session: ("client-a", 5)), counters: ["rejected.empty_record": 1])
+            let full = try queue.receive(
+                [records[3]],
+                receipt: receipt(session: ("client-a", 5)),
+                counters: ["rejected.empty_record": 1]
+            )
             #expect(full == .queueFull)
             let stats = try queue.statistics()
             #expect(stats.queuedRecords == 3)
             #expect(stats.appendedTotal == 3)
             #expect(stats.counters["rejected.empty_record"] == nil)
             // A re-send of what is already stored needs no space: it is answered, not refused.
-            #expect(try queue.receive(Array(records[..<3]), receipt: receipt(session: ("client-a", 1))) == stored(0, duplicates: 3))
+            #expect(
+                try queue.receive(Array(records[..<3]), receipt: receipt(session: ("client-a", 1)))
+                    == stored(0, duplicates: 3)
+            )
             queue.close()
         }
         // Neither the refused record's id nor its session's epoch was remembered.

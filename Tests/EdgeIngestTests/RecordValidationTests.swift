@@ -19,33 +19,63 @@ import Testing
         #expect(record["temperatureInFahrenheit"] == .double(66.7))
     }
 
-    @Test(arguments: [
-        (with(["windSpeedInMph": "fast"]), "type_mismatch", "windSpeedInMph",
-         #"field 'windSpeedInMph' must be an integer, got "fast""#),
-        (with(["windSpeedInMph": 2.5]), "type_mismatch", "windSpeedInMph",
-         "field 'windSpeedInMph' must be an integer, got 2.5"),
-        (with(["windSpeedInMph": 1e30]), "out_of_range", "windSpeedInMph",
-         "field 'windSpeedInMph' must be an integer within 64 bits (±9223372036854775807), got 1e+30"),
-        (with(["windSpeedInMph": .text("99999999999999999999")]), "out_of_range", "windSpeedInMph",
-         #"field 'windSpeedInMph' must be an integer within 64 bits (±9223372036854775807), got "99999999999999999999""#),
-        (with(["temperatureInFahrenheit": "warm"]), "type_mismatch", "temperatureInFahrenheit",
-         #"field 'temperatureInFahrenheit' must be a number, got "warm""#),
-        (with(["temperatureInFahrenheit": .double(.infinity)]), "out_of_range", "temperatureInFahrenheit",
-         "field 'temperatureInFahrenheit' must be a finite number, got inf"),
-        (with(["deviceId": 12]), "type_mismatch", "deviceId", "field 'deviceId' must be a string, got 12"),
-        (with(["deviceId": .unsupported("an object")]), "type_mismatch", "deviceId",
-         "field 'deviceId' must be a string, got an object"),
-        (with([:], removing: ["deviceId"]), "missing_field", "deviceId",
-         "field 'deviceId' is required (a string), but it is missing"),
-        (with(["deviceId": nil]), "missing_field", "deviceId", "field 'deviceId' is required (a string), got null"),
-        (with(["colour": "red"]), "unknown_field", "colour",
-         #"field "colour" is not declared in record type 'WeatherSensor'"#),
-        (with(["_id": "not-an-id"]), "invalid_object_id", "_id",
-         #"field '_id' must be a 24-character hexadecimal ObjectId, got "not-an-id""#),
-        (with(["_id": 7]), "invalid_object_id", "_id", "field '_id' must be a 24-character hexadecimal ObjectId, got 7"),
-        (with(["deviceId": .string(String(repeating: "x", count: 500))]), "", "", ""),
-    ] as [([String: RawFieldValue], String, String, String)])
-    func everyValidationErrorSaysWhatAndWhere(value: [String: RawFieldValue], reason: String, field: String, message: String) throws {
+    @Test(
+        arguments: [
+            (
+                with(["windSpeedInMph": "fast"]), "type_mismatch", "windSpeedInMph",
+                #"field 'windSpeedInMph' must be an integer, got "fast""#
+            ),
+            (
+                with(["windSpeedInMph": 2.5]), "type_mismatch", "windSpeedInMph",
+                "field 'windSpeedInMph' must be an integer, got 2.5"
+            ),
+            (
+                with(["windSpeedInMph": 1e30]), "out_of_range", "windSpeedInMph",
+                "field 'windSpeedInMph' must be an integer within 64 bits (±9223372036854775807), got 1e+30"
+            ),
+            (
+                with(["windSpeedInMph": .text("99999999999999999999")]), "out_of_range", "windSpeedInMph",
+                #"field 'windSpeedInMph' must be an integer within 64 bits (±9223372036854775807), got "99999999999999999999""#
+            ),
+            (
+                with(["temperatureInFahrenheit": "warm"]), "type_mismatch", "temperatureInFahrenheit",
+                #"field 'temperatureInFahrenheit' must be a number, got "warm""#
+            ),
+            (
+                with(["temperatureInFahrenheit": .double(.infinity)]), "out_of_range", "temperatureInFahrenheit",
+                "field 'temperatureInFahrenheit' must be a finite number, got inf"
+            ),
+            (with(["deviceId": 12]), "type_mismatch", "deviceId", "field 'deviceId' must be a string, got 12"),
+            (
+                with(["deviceId": .unsupported("an object")]), "type_mismatch", "deviceId",
+                "field 'deviceId' must be a string, got an object"
+            ),
+            (
+                with([:], removing: ["deviceId"]), "missing_field", "deviceId",
+                "field 'deviceId' is required (a string), but it is missing"
+            ),
+            (with(["deviceId": nil]), "missing_field", "deviceId", "field 'deviceId' is required (a string), got null"),
+            (
+                with(["colour": "red"]), "unknown_field", "colour",
+                #"field "colour" is not declared in record type 'WeatherSensor'"#
+            ),
+            (
+                with(["_id": "not-an-id"]), "invalid_object_id", "_id",
+                #"field '_id' must be a 24-character hexadecimal ObjectId, got "not-an-id""#
+            ),
+            (
+                with(["_id": 7]), "invalid_object_id", "_id",
+                "field '_id' must be a 24-character hexadecimal ObjectId, got 7"
+            ),
+            (with(["deviceId": .string(String(repeating: "x", count: 500))]), "", "", ""),
+        ] as [([String: RawFieldValue], String, String, String)]
+    )
+    func everyValidationErrorSaysWhatAndWhere(
+        value: [String: RawFieldValue],
+        reason: String,
+        field: String,
+        message: String
+    ) throws {
         if reason.isEmpty {
             // Control row: a long valid string is accepted (no hidden length limit).
             _ = try declaredWeatherSensor().validate(value)
@@ -80,7 +110,8 @@ import Testing
             name: "Mixed",
             fields: [
                 .init(name: "n", type: .int), .init(name: "x", type: .double), .init(name: "ok", type: .bool),
-                .init(name: "at", type: .timestamp), .init(name: "ref", type: .objectId), .init(name: "s", type: .string),
+                .init(name: "at", type: .timestamp), .init(name: "ref", type: .objectId),
+                .init(name: "s", type: .string),
             ]
         )
         let record = try type.validate([
@@ -137,10 +168,22 @@ import Testing
     }
 
     @Test(arguments: [
-        ([RecordType.Field(name: "a", type: .int), .init(name: "a", type: .string)], "Record type 'X' declares field 'a' twice."),
-        ([RecordType.Field(name: "_id", type: .string)], "Record type 'X': the primary key '_id' must be of type objectId, not string."),
-        ([RecordType.Field(name: "_type", type: .string)], "Record type 'X': '_type' is reserved for naming a reading's type and cannot be a field."),
-        ([RecordType.Field(name: "a", type: .int, defaultValue: .string("x"))], "Record type 'X': the default of field 'a' must be of type int, not string."),
+        (
+            [RecordType.Field(name: "a", type: .int), .init(name: "a", type: .string)],
+            "Record type 'X' declares field 'a' twice."
+        ),
+        (
+            [RecordType.Field(name: "_id", type: .string)],
+            "Record type 'X': the primary key '_id' must be of type objectId, not string."
+        ),
+        (
+            [RecordType.Field(name: "_type", type: .string)],
+            "Record type 'X': '_type' is reserved for naming a reading's type and cannot be a field."
+        ),
+        (
+            [RecordType.Field(name: "a", type: .int, defaultValue: .string("x"))],
+            "Record type 'X': the default of field 'a' must be of type int, not string."
+        ),
     ])
     func badDeclarationsAreRefused(fields: [RecordType.Field], message: String) {
         #expect {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import EdgeIngestCore
 
@@ -13,7 +13,13 @@ struct SQLiteArchiveSinkTests {
             record.encodeJSON(into: &payload)
             payload.append(UInt8(ascii: "\n"))
         }
-        return SinkBatch(type: "WeatherSensor", idempotencyKey: key, payload: payload[...], recordCount: records.count, headers: [])
+        return SinkBatch(
+            type: "WeatherSensor",
+            idempotencyKey: key,
+            payload: payload[...],
+            recordCount: records.count,
+            headers: []
+        )
     }
 
     @Test func recordsLandInATypedTableOncePerId() throws {
@@ -29,7 +35,10 @@ struct SQLiteArchiveSinkTests {
         #expect(try sqlite3(path, "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "10|10")
         #expect(try sqlite3(path, "SELECT _id FROM WeatherSensor ORDER BY rowid LIMIT 1") == records[0].id.hexString)
         #expect(
-            try sqlite3(path, "SELECT deviceId, typeof(temperatureInFahrenheit), windSpeedInMph FROM WeatherSensor WHERE windSpeedInMph = 7")
+            try sqlite3(
+                path,
+                "SELECT deviceId, typeof(temperatureInFahrenheit), windSpeedInMph FROM WeatherSensor WHERE windSpeedInMph = 7"
+            )
                 == "WX1278UIT|real|7"
         )
         #expect(try sqlite3(path, "PRAGMA journal_mode") == "wal")
@@ -40,8 +49,14 @@ struct SQLiteArchiveSinkTests {
         let path = dir.file("archive.sqlite")
         let old = SQLiteArchiveSink(path: path, types: [try declaredWeatherSensor()])
         #expect(old.deliver(Self.batch(try weatherRecords(2))) == .stored(rejected: []))
-        let wider = try RecordType(name: "WeatherSensor", fields: try declaredWeatherSensor().fields + [.init(name: "site", type: .string, isRequired: false)])
-        let record = try wider.validate(["deviceId": "A", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2, "windSpeedInMph": 3, "site": "north"])
+        let wider = try RecordType(
+            name: "WeatherSensor",
+            fields: try declaredWeatherSensor().fields + [.init(name: "site", type: .string, isRequired: false)]
+        )
+        let record = try wider.validate([
+            "deviceId": "A", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2, "windSpeedInMph": 3,
+            "site": "north",
+        ])
         let new = SQLiteArchiveSink(path: path, types: [wider])
         #expect(new.deliver(Self.batch([record])) == .stored(rejected: []))
         #expect(try sqlite3(path, "SELECT count(*), count(site), max(site) FROM WeatherSensor") == "3|1|north")

@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The seeds' code samples (../shared/seeds), adapted to our names, run
 /// against a real loopback backend.
@@ -18,13 +18,16 @@ import TestSupport
         let asymmetricRealm = try await IngestRealm(configuration: asymmetricConfig)
         // func useRealm(_:_:)
         try asymmetricRealm.write {
-            try $0.create(WeatherSensor.self, value: [
-                "_id": ObjectId.generate(),
-                "deviceId": "WX1278UIT",
-                "temperatureInFahrenheit": 66.7,
-                "barometricPressureInHg": 29.65,
-                "windSpeedInMph": 2,
-            ])
+            try $0.create(
+                WeatherSensor.self,
+                value: [
+                    "_id": ObjectId.generate(),
+                    "deviceId": "WX1278UIT",
+                    "temperatureInFahrenheit": 66.7,
+                    "barometricPressureInHg": 29.65,
+                    "windSpeedInMph": 2,
+                ]
+            )
         }
         // The typed variant.
         let sensor = WeatherSensor()
@@ -72,10 +75,13 @@ import TestSupport
         }
         func createReading(deviceId: String, wind: Int) async throws {
             try await realm.asyncWrite {
-                try $0.create(WeatherSensor.self, value: [
-                    "_id": ObjectId.generate(), "deviceId": deviceId,
-                    "temperatureInFahrenheit": 60.5, "barometricPressureInHg": 30.1, "windSpeedInMph": wind,
-                ])
+                try $0.create(
+                    WeatherSensor.self,
+                    value: [
+                        "_id": ObjectId.generate(), "deviceId": deviceId,
+                        "temperatureInFahrenheit": 60.5, "barometricPressureInHg": 30.1, "windSpeedInMph": wind,
+                    ]
+                )
             }
         }
         var pending: Int64 { (try? realm.statistics().queuedRecords) ?? -1 }

@@ -1,7 +1,8 @@
 import EdgeIngestCore
 import Foundation
-@testable import IngestAgent
 import Testing
+
+@testable import IngestAgent
 
 /// The status file is written without Foundation; Foundation's JSONEncoder
 /// (what wrote it before, and what AgentStatus's Codable conformance gives
@@ -22,7 +23,13 @@ import Testing
         input.problem = "disk full"
         input.listen = "127.0.0.1:8080"
         input.duplicates = 3
-        var status = AgentStatus(state: "backing_off", statistics: .empty, inputs: [input, InputCounters.Snapshot(name: "stdin", kind: "stdin")], pid: 4242, problem: "held: \"403\"\n")
+        var status = AgentStatus(
+            state: "backing_off",
+            statistics: .empty,
+            inputs: [input, InputCounters.Snapshot(name: "stdin", kind: "stdin")],
+            pid: 4242,
+            problem: "held: \"403\"\n"
+        )
         status.openState = "connecting"
         status.queuedRecords = 5
         status.queuedBytes = 500
@@ -91,7 +98,8 @@ import Testing
         var text = Self.full().json(pretty: false)
         text = text.replacingOccurrences(of: #""queued_records":5"#, with: #""queued_records":"five""#)
         #expect { try AgentStatus.decode(text) } throws: { error in
-            "\(error)" == "the status file is not what ingestd writes: 'queued_records' in the status should be an integer"
+            "\(error)"
+                == "the status file is not what ingestd writes: 'queued_records' in the status should be an integer"
         }
         #expect { try AgentStatus.decode("{\"state\":") } throws: { error in
             "\(error)".contains("invalid JSON at byte 9")
@@ -100,12 +108,18 @@ import Testing
             "\(error)".contains("the status is not a JSON object")
         }
         for pid in ["0", "-1", "4294967295", "1.5"] {
-            let badPid = Self.full().json(pretty: false).replacingOccurrences(of: #""pid":4242"#, with: #""pid":"# + pid)
+            let badPid = Self.full().json(pretty: false).replacingOccurrences(
+                of: #""pid":4242"#,
+                with: #""pid":"# + pid
+            )
             #expect { try AgentStatus.decode(badPid) } throws: { error in
                 "\(error)".contains("'pid' in the status should be")
             }
         }
-        let badInput = Self.full().json(pretty: false).replacingOccurrences(of: #""linesRead":10"#, with: #""linesRead":null"#)
+        let badInput = Self.full().json(pretty: false).replacingOccurrences(
+            of: #""linesRead":10"#,
+            with: #""linesRead":null"#
+        )
         #expect { try AgentStatus.decode(badInput) } throws: { error in
             "\(error)".contains("'linesRead' in an input should be an integer")
         }
@@ -147,8 +161,13 @@ import Testing
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"
                     + "\n  input stdin: 0 lines, 0 accepted, 0 rejected",
-            ])
+            ]
+        )
         let quiet = AgentStatus(state: "idle", statistics: .empty, inputs: [], pid: 1).textLines
-        #expect(quiet == ["  queued:   0 records, 0 bytes", "  accepted: 0", "  rejected: 0", "  uploaded: 0", "  dropped:  0"])
+        #expect(
+            quiet == [
+                "  queued:   0 records, 0 bytes", "  accepted: 0", "  rejected: 0", "  uploaded: 0", "  dropped:  0",
+            ]
+        )
     }
 }

@@ -1,6 +1,7 @@
 import EdgeIngest
-@testable import IngestAgent
 import Testing
+
+@testable import IngestAgent
 
 private func sensorType() throws -> RecordType {
     try RecordType(
@@ -33,13 +34,20 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
 /// (`missing_id`, `empty_record`, `malformed_json`, `unknown_field`, …), so
 /// the client can dead-letter exactly those records.
 @Suite struct BatchDecoderTests {
-    func decode(_ body: String, recordType: String? = "WeatherSensor") throws -> (records: [Record], rejections: [BatchDecoder.Rejection]) {
+    func decode(
+        _ body: String,
+        recordType: String? = "WeatherSensor"
+    ) throws -> (records: [Record], rejections: [BatchDecoder.Rejection]) {
         var decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
         return try decoder.decode(Array(body.utf8), recordType: recordType)
     }
 
     @Test func validLinesBecomeRecordsWithTheirOwnIDs() throws {
-        let (records, rejections) = try decode(sensor(id1) + "\n" + #"{"_id":"\#(id2)","deviceId":"B","temperatureInFahrenheit":-3,"windSpeedInMph":0,"note":"gusty"}"# + "\n")
+        let (records, rejections) = try decode(
+            sensor(id1) + "\n"
+                + #"{"_id":"\#(id2)","deviceId":"B","temperatureInFahrenheit":-3,"windSpeedInMph":0,"note":"gusty"}"#
+                + "\n"
+        )
         #expect(rejections == [])
         #expect(records.map(\.id.hexString) == [id1, id2])
         #expect(records.map(\.type.name) == ["WeatherSensor", "WeatherSensor"])
@@ -72,7 +80,8 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         #expect(rejections.map(\.index) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11])
         #expect(
             rejections.map(\.reason) == [
-                "missing_id", "empty_record", "malformed_json", "unknown_field", "type_mismatch", "invalid_object_id", "missing_field",
+                "missing_id", "empty_record", "malformed_json", "unknown_field", "type_mismatch", "invalid_object_id",
+                "missing_field",
                 "unknown_type", "duplicate_field", "malformed_json",
             ]
         )
@@ -118,7 +127,9 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
 
     @Test func invalidUTF8IsRejectedForItsLineOnly() throws {
         var body = Array((sensor(id1) + "\n").utf8)
-        body += Array(#"{"_id":"\#(id2)","deviceId":""#.utf8) + [0xC3, 0x28] + Array(#"","temperatureInFahrenheit":1,"windSpeedInMph":2}"#.utf8) + [0x0A]
+        body +=
+            Array(#"{"_id":"\#(id2)","deviceId":""#.utf8) + [0xC3, 0x28]
+            + Array(#"","temperatureInFahrenheit":1,"windSpeedInMph":2}"#.utf8) + [0x0A]
         body += Array(sensor(id3).utf8)
         var decoder = BatchDecoder(types: [try sensorType()], inputName: "http:test")
         let (records, rejections) = try decoder.decode(body, recordType: "WeatherSensor")
@@ -148,16 +159,26 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         let (records, rejections) = try decode(sensor(id1) + "\n", recordType: "Window")
         #expect(records.isEmpty)
         #expect(rejections.map(\.reason) == ["unknown_type"])
-        #expect(rejections.first?.message.contains("EdgeIngest-Record-Type \"Window\" is not declared here") == true, "\(rejections)")
+        #expect(
+            rejections.first?.message.contains("EdgeIngest-Record-Type \"Window\" is not declared here") == true,
+            "\(rejections)"
+        )
     }
 
     @Test func oneDecoderServesBatchesOfDifferentTypes() throws {
         var decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
         let doors = try decoder.decode(Array(#"{"_id":"\#(id1)","doorId":"d1","open":true}"#.utf8), recordType: "Door")
         let sensors = try decoder.decode(Array(sensor(id2).utf8), recordType: "WeatherSensor")
-        let doorsAgain = try decoder.decode(Array(#"{"_id":"\#(id3)","doorId":"d2","open":false}"#.utf8), recordType: "Door")
+        let doorsAgain = try decoder.decode(
+            Array(#"{"_id":"\#(id3)","doorId":"d2","open":false}"#.utf8),
+            recordType: "Door"
+        )
         #expect(doors.rejections == [] && sensors.rejections == [] && doorsAgain.rejections == [])
-        #expect((doors.records + sensors.records + doorsAgain.records).map(\.type.name) == ["Door", "WeatherSensor", "Door"])
+        #expect(
+            (doors.records + sensors.records + doorsAgain.records).map(\.type.name) == [
+                "Door", "WeatherSensor", "Door",
+            ]
+        )
     }
 
     /// Deduplication by `_id` needs the client's id: a record whose `_id`
@@ -181,7 +202,10 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         let first = try decode(body)
         let second = try decode(body)
         #expect(first.records.map(\.id) == second.records.map(\.id), "the same line decoded twice got different ids")
-        #expect(first.records.allSatisfy { $0.id.hexString == "000000000000000000000000" }, "stored as \(first.records.map(\.id.hexString))")
+        #expect(
+            first.records.allSatisfy { $0.id.hexString == "000000000000000000000000" },
+            "stored as \(first.records.map(\.id.hexString))"
+        )
         #expect(first.records.isEmpty)
         #expect(first.rejections.map(\.reason) == ["missing_id"])
     }

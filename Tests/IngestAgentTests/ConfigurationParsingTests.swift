@@ -1,6 +1,7 @@
 import EdgeIngestCore
-@testable import IngestAgent
 import Testing
+
+@testable import IngestAgent
 
 /// The configuration decoder on text, section by section, without the
 /// binary (`check-config` runs it as an operator would: CheckConfigTests).
@@ -52,7 +53,8 @@ import Testing
             overflow_policy = "drop_oldest"
             durability = "crash_safe"
             schema_version = 3
-            """)
+            """
+        )
         let queue = c.queueConfiguration
         #expect(queue.location.path == "/var/lib/q.sqlite")
         #expect(queue.maxBytes == 4096 && queue.maxRecords == 10 && queue.schemaVersion == 3)
@@ -61,23 +63,32 @@ import Testing
     }
 
     @Test func stateDirectoryComesFromSystemdThenXDG() throws {
-        #expect(try Self.parse("", environment: ["STATE_DIRECTORY": "/var/lib/ingestd:/other"]).stateDirectory == "/var/lib/ingestd")
+        #expect(
+            try Self.parse("", environment: ["STATE_DIRECTORY": "/var/lib/ingestd:/other"]).stateDirectory
+                == "/var/lib/ingestd"
+        )
         #expect(try Self.parse("", environment: ["XDG_STATE_HOME": "/x", "HOME": "/h"]).stateDirectory == "/x/ingestd")
     }
 
     @Test func everySinkIsChosenByNameWithItsOwnKeys() throws {
         let sqlite = try Self.parse("[upload]\nsink = \"sqlite\"\npath = \"archive.sqlite\"\nmax_records = 50\n")
-        #expect(sqlite.sink.name == "sqlite" && sqlite.resolvedArchivePath == "/home/op/.local/state/ingestd/archive.sqlite")
+        #expect(
+            sqlite.sink.name == "sqlite" && sqlite.resolvedArchivePath == "/home/op/.local/state/ingestd/archive.sqlite"
+        )
         #expect(sqlite.upload?.maxRecords == 50)
         let clickhouse = try Self.parse(
-            "[upload]\nsink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ndatabase = \"telemetry\"\ndeduplication_token = false\n")
+            "[upload]\nsink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ndatabase = \"telemetry\"\ndeduplication_token = false\n"
+        )
         #expect(clickhouse.sink.name == "clickhouse" && clickhouse.resolvedArchivePath == nil)
         #expect(clickhouse.uploadSummary.hasPrefix("ClickHouse http://127.0.0.1:8123/ into telemetry.<record type>"))
         #expect(clickhouse.uploadSummary.hasSuffix("deduplication token off"))
         let influx = try Self.parse(
-            "[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write\"\ntags = [\"deviceId\"]\ntimestamp = \"ts\"\n")
+            "[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write\"\ntags = [\"deviceId\"]\ntimestamp = \"ts\"\n"
+        )
         #expect(influx.uploadSummary.contains("tags [deviceId], time from ts"))
-        let postgres = try Self.parse("[upload]\nsink = \"postgresql\"\nurl = \"postgresql://ingest@127.0.0.1/telemetry\"\ntable = \"w\"\n")
+        let postgres = try Self.parse(
+            "[upload]\nsink = \"postgresql\"\nurl = \"postgresql://ingest@127.0.0.1/telemetry\"\ntable = \"w\"\n"
+        )
         #expect(postgres.sink.name == "postgresql" && postgres.uploadSummary.contains("into w, 1000 records per batch"))
         let ingest = try Self.parse("[upload]\nurl = \"https://backend.example/ingest/v1/batches\"\ngzip = true\n")
         #expect(ingest.sink.name == "ingest" && ingest.upload?.http.gzip == true)
@@ -90,23 +101,29 @@ import Testing
             Self.problems("[upload]\nsink = \"sqlite\"\npath = \"a.sqlite\"\ndatabase = \"x\"\ngzip = true\n") == [
                 "line 8: upload.database: is for sink = \"clickhouse\"; this [upload] has sink = \"sqlite\"",
                 "line 9: upload.gzip: only applies to HTTP sinks; sink = \"sqlite\" writes to upload.path",
-            ])
+            ]
+        )
         #expect(
             Self.problems("[upload]\nurl = \"http://h/\"\ntable = \"t\"\n") == [
                 "line 7: upload.table: is for sink = \"clickhouse\" or \"postgresql\"; this [upload] has sink = \"ingest\""
-            ])
+            ]
+        )
         // postgresql reads url and the timeouts, not the rest of the HTTP keys.
         #expect(
-            Self.problems("[upload]\nsink = \"postgresql\"\nurl = \"postgresql://h/db\"\ntimeout_ms = 5\nproxy = \"p\"\n") == [
+            Self.problems(
+                "[upload]\nsink = \"postgresql\"\nurl = \"postgresql://h/db\"\ntimeout_ms = 5\nproxy = \"p\"\n"
+            ) == [
                 "line 9: upload.proxy: only applies to HTTP sinks; sink = \"postgresql\" connects with libpq (TLS: sslmode, sslrootcert, sslcert, sslkey in upload.url)"
-            ])
+            ]
+        )
     }
 
     @Test func anUnknownSinkListsTheKnownOnes() {
         #expect(
             Self.problems("[upload]\nsink = \"kafka\"\n") == [
                 "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"kafka\""
-            ])
+            ]
+        )
     }
 
     @Test func theInfluxDBSinksKeysMustNameDeclaredFields() {
@@ -117,7 +134,8 @@ import Testing
                 "line 8: upload.tags: names 'site', which no record type under [types] declares",
                 "line 9: upload.timestamp: must name a field of type timestamp under [types], got 'deviceId'",
                 "line 7: upload.url: must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself",
-            ])
+            ]
+        )
     }
 
     @Test func problemsOfEverySectionAreCollectedWithLineAndKey() {
@@ -133,7 +151,8 @@ import Testing
             kind = "serial"
             [upload]
             url = "ftp://h/"
-            """)
+            """
+        )
         #expect(
             problems == [
                 "line 7: agent.colour: unknown key: expected one of log_level, log_target, rejects_file, state_directory, stats_interval_seconds, status_interval_ms",
@@ -142,20 +161,23 @@ import Testing
                 "line 10: queue.overflow_policy: must be one of block, drop_newest, drop_oldest, got \"spill\"",
                 "line 6: agent.log_level: must be one of trace, debug, info, notice, warning, error, critical, got \"loud\"",
                 "line 14: upload.url: must start with http:// or https://, got \"ftp://h/\"",
-            ])
+            ]
+        )
     }
 
     @Test func durationsAreBoundedSoNoDeadlineOverflows() {
         #expect(
             Self.problems("[upload]\nurl = \"http://h/\"\nlinger_ms = 99999999999999\n") == [
                 "line 7: upload.linger_ms: must be at most 31536000000 (365 days), got 99999999999999"
-            ])
+            ]
+        )
     }
 
     @Test func loginNeedsTheIngestSink() {
         #expect(
             Self.problems(
                 "[upload]\nsink = \"sqlite\"\npath = \"a\"\n[auth]\nprovider = \"anonymous\"\napp_id = \"x\"\nbase_url = \"http://h\"\n"
-            ) == ["line 8: auth: only applies to sink = \"ingest\": a local sink needs no login"])
+            ) == ["line 8: auth: only applies to sink = \"ingest\": a local sink needs no login"]
+        )
     }
 }

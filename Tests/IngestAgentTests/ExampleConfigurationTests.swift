@@ -1,7 +1,8 @@
-@testable import IngestAgent
 import Foundation
 import TestSupport
 import Testing
+
+@testable import IngestAgent
 
 /// Issue 3: every key is documented, with its default, in etc/ingestd.toml.
 @Suite struct ExampleConfigurationTests {
@@ -35,13 +36,26 @@ import Testing
     ])
     func everyAcceptedKeyIsDocumented(section: String, accepted: Set<String>) {
         let documented = Self.keys(inSection: section)
-        #expect(accepted.subtracting(documented).isEmpty, "undocumented in \(section): \(accepted.subtracting(documented).sorted())")
-        #expect(documented.subtracting(accepted).isEmpty, "documented but not accepted in \(section): \(documented.subtracting(accepted).sorted())")
+        #expect(
+            accepted.subtracting(documented).isEmpty,
+            "undocumented in \(section): \(accepted.subtracting(documented).sorted())"
+        )
+        #expect(
+            documented.subtracting(accepted).isEmpty,
+            "documented but not accepted in \(section): \(documented.subtracting(accepted).sorted())"
+        )
     }
 
     @Test func defaultStateDirectoryFollowsSystemdThenXDGThenHome() {
-        #expect(AgentConfiguration.defaultStateDirectory(environment: ["STATE_DIRECTORY": "/var/lib/ingestd:/var/lib/other", "HOME": "/h"]) == "/var/lib/ingestd")
-        #expect(AgentConfiguration.defaultStateDirectory(environment: ["XDG_STATE_HOME": "/x", "HOME": "/h"]) == "/x/ingestd")
+        #expect(
+            AgentConfiguration.defaultStateDirectory(environment: [
+                "STATE_DIRECTORY": "/var/lib/ingestd:/var/lib/other", "HOME": "/h",
+            ]) == "/var/lib/ingestd"
+        )
+        #expect(
+            AgentConfiguration.defaultStateDirectory(environment: ["XDG_STATE_HOME": "/x", "HOME": "/h"])
+                == "/x/ingestd"
+        )
         #expect(AgentConfiguration.defaultStateDirectory(environment: ["HOME": "/h"]) == "/h/.local/state/ingestd")
     }
 }

@@ -1,8 +1,9 @@
 import EdgeIngest
 import Foundation
-@testable import IngestAgent
 import Synchronization
 import Testing
+
+@testable import IngestAgent
 
 #if canImport(Glibc)
 import Glibc
@@ -38,7 +39,9 @@ private final class SocketPair: @unchecked Sendable {
     func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(client, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(client, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 return false
@@ -99,7 +102,12 @@ private final class ClientThread: @unchecked Sendable {
     func join() { done.wait() }
 }
 
-private func limits(headBytes: Int = 16 * 1024, bodyBytes: Int = 1 << 20, requestMs: Int = 10_000, idleMs: Int = 10_000) -> HTTPLimits {
+private func limits(
+    headBytes: Int = 16 * 1024,
+    bodyBytes: Int = 1 << 20,
+    requestMs: Int = 10_000,
+    idleMs: Int = 10_000
+) -> HTTPLimits {
     var limits = HTTPLimits()
     limits.maxHeadBytes = headBytes
     limits.maxBodyBytes = bodyBytes
@@ -108,14 +116,14 @@ private func limits(headBytes: Int = 16 * 1024, bodyBytes: Int = 1 << 20, reques
     return limits
 }
 
-fileprivate extension HTTPConnection.ReadOutcome {
-    var request: HTTPRequest? {
+extension HTTPConnection.ReadOutcome {
+    fileprivate var request: HTTPRequest? {
         if case .request(let request) = self { request } else { nil }
     }
-    var refusal: HTTPRequestError? {
+    fileprivate var refusal: HTTPRequestError? {
         if case .refused(let error) = self { error } else { nil }
     }
-    var isClosed: Bool {
+    fileprivate var isClosed: Bool {
         if case .closed = self { true } else { false }
     }
 }
@@ -174,7 +182,9 @@ private func milliseconds(_ duration: Duration) -> Int64 {
             let request = try #require(connection.readRequest().request)
             #expect(request.target == "/\(i)")
             #expect(request.body == Array("\(i)".utf8))
-            #expect(connection.write(HTTPServerResponse(status: 200, body: Array("ok".utf8)), to: request, keepAlive: true))
+            #expect(
+                connection.write(HTTPServerResponse(status: 200, body: Array("ok".utf8)), to: request, keepAlive: true)
+            )
             let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
             #expect(pair.received(atLeast: answer.count, timeoutMs: 2000) == answer)
         }
@@ -220,7 +230,10 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let pair = try SocketPair()
         var connection = pair.connection(limits())
         pair.send("GET / HTTP/1.1\r\nX-A: b\r\n\r\n")
-        #expect(connection.readRequest().refusal == HTTPRequestError(status: 400, message: "an HTTP/1.1 request needs a Host header"))
+        #expect(
+            connection.readRequest().refusal
+                == HTTPRequestError(status: 400, message: "an HTTP/1.1 request needs a Host header")
+        )
     }
 
     @Test func aChunkedBodyIsRefusedWith411() throws {
@@ -240,14 +253,20 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         pair.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1025\r\n\r\n")
         #expect(
             connection.readRequest().refusal
-                == HTTPRequestError(status: 413, message: "the body is 1025 bytes, over this server's max_body_bytes of 1024")
+                == HTTPRequestError(
+                    status: 413,
+                    message: "the body is 1025 bytes, over this server's max_body_bytes of 1024"
+                )
         )
     }
 
     @Test func aBodyOfExactlyTheLimitIsAccepted() throws {
         let pair = try SocketPair()
         var connection = pair.connection(limits(bodyBytes: 1024))
-        pair.send(Array("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1024\r\n\r\n".utf8) + [UInt8](repeating: 0x61, count: 1024))
+        pair.send(
+            Array("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1024\r\n\r\n".utf8)
+                + [UInt8](repeating: 0x61, count: 1024)
+        )
         #expect(connection.readRequest().request?.body.count == 1024)
     }
 
@@ -256,7 +275,10 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         var connection = pair.connection(limits(headBytes: 1024))
         // No blank line: a head that never ends.
         pair.send("GET / HTTP/1.1\r\nHost: h\r\nX-Pad: " + String(repeating: "a", count: 3000))
-        #expect(connection.readRequest().refusal == HTTPRequestError(status: 431, message: "the request head is over 1024 bytes"))
+        #expect(
+            connection.readRequest().refusal
+                == HTTPRequestError(status: 431, message: "the request head is over 1024 bytes")
+        )
     }
 
     @Test func aHeadGrowingPastTheLimitInSmallWritesIsRefusedWith431() throws {
@@ -328,7 +350,10 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let pair = try SocketPair()
         var connection = pair.connection(limits(requestMs: 300))
         pair.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nonly ten b")
-        #expect(connection.readRequest().refusal == HTTPRequestError(status: 408, message: "the body did not arrive in time"))
+        #expect(
+            connection.readRequest().refusal
+                == HTTPRequestError(status: 408, message: "the body did not arrive in time")
+        )
     }
 
     /// The request deadline starts at the first byte, not when reading
@@ -452,7 +477,8 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let connection = pair.connection(limits())
         let response = HTTPServerResponse(status: 503, headers: [("Retry-After", "5")], body: Array("{}".utf8))
         #expect(connection.write(response, to: nil, keepAlive: false))
-        let expected = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        let expected =
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
         #expect(pair.received(atLeast: expected.utf8.count, timeoutMs: 2000) == Array(expected.utf8))
     }
 
@@ -477,14 +503,23 @@ private func milliseconds(_ duration: Duration) -> Int64 {
     @Test func headAnswersHaveTheLengthButNoBodyAnd204HasNeither() throws {
         let head = HTTPRequest(method: "HEAD", target: "/healthz", isHTTP10: false, headers: [])
         let ok = HTTPServerResponse(status: 200, body: Array("ok\n".utf8))
-        #expect(String(decoding: ok.serialized(for: head, keepAlive: true), as: UTF8.self) == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n")
+        #expect(
+            String(decoding: ok.serialized(for: head, keepAlive: true), as: UTF8.self)
+                == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"
+        )
         let post = HTTPRequest(method: "POST", target: "/auth/v1/apps/a/logout", isHTTP10: false, headers: [])
-        #expect(String(decoding: HTTPServerResponse(status: 204).serialized(for: post, keepAlive: true), as: UTF8.self) == "HTTP/1.1 204 No Content\r\n\r\n")
+        #expect(
+            String(decoding: HTTPServerResponse(status: 204).serialized(for: post, keepAlive: true), as: UTF8.self)
+                == "HTTP/1.1 204 No Content\r\n\r\n"
+        )
     }
 
     @Test func anHTTP10ClientThatAskedToKeepTheConnectionIsTold() throws {
         let request = HTTPRequest(method: "GET", target: "/", isHTTP10: true, headers: [("connection", "keep-alive")])
-        let text = String(decoding: HTTPServerResponse(status: 200).serialized(for: request, keepAlive: request.keepAlive), as: UTF8.self)
+        let text = String(
+            decoding: HTTPServerResponse(status: 200).serialized(for: request, keepAlive: request.keepAlive),
+            as: UTF8.self
+        )
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n")
     }
 }

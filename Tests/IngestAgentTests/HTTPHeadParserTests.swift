@@ -1,5 +1,6 @@
-@testable import IngestAgent
 import Testing
+
+@testable import IngestAgent
 
 /// Proves that `HTTPHeadParser` turns a request head into method, target,
 /// version and lower-cased headers, refuses malformed heads with the right
@@ -38,7 +39,9 @@ import Testing
     // MARK: Accepted heads
 
     @Test func aRequestLineAndHeadersAreParsed() throws {
-        let request = try parse("POST /ingest/v1/batches?app=x HTTP/1.1\r\nHost: gw.local:8080\r\nContent-Type:  application/x-ndjson \r\nX-Empty:\r\n")
+        let request = try parse(
+            "POST /ingest/v1/batches?app=x HTTP/1.1\r\nHost: gw.local:8080\r\nContent-Type:  application/x-ndjson \r\nX-Empty:\r\n"
+        )
         #expect(request.method == "POST")
         #expect(request.target == "/ingest/v1/batches?app=x")
         #expect(request.isHTTP10 == false)
@@ -118,7 +121,10 @@ import Testing
     @Test func aLongVersionIsQuotedShort() {
         let error = refusal("GET / HTTP/" + String(repeating: "9", count: 500) + "\r\nHost: h")
         #expect(error?.status == 505)
-        #expect(error?.message == "HTTP version \"HTTP/" + String(repeating: "9", count: 27) + "…\" is not supported: use HTTP/1.1")
+        #expect(
+            error?.message == "HTTP version \"HTTP/" + String(repeating: "9", count: 27)
+                + "…\" is not supported: use HTTP/1.1"
+        )
     }
 
     /// The version is the client's text and goes to the log: a terminal
@@ -131,7 +137,10 @@ import Testing
 
     @Test func oneHeaderOverTheMaximumIsRefusedWith431() {
         let headers = (0..<HTTPHeadParser.maxHeaders).map { "X-\($0): v\r\n" }.joined()
-        #expect(refusal("GET / HTTP/1.1\r\nHost: h\r\n" + headers) == HTTPRequestError(status: 431, message: "more than 100 headers"))
+        #expect(
+            refusal("GET / HTTP/1.1\r\nHost: h\r\n" + headers)
+                == HTTPRequestError(status: 431, message: "more than 100 headers")
+        )
     }
 
     // MARK: Content-Length
@@ -164,13 +173,22 @@ import Testing
     ])
     func ambiguousOrMalformedLengthsAreRefusedWith400(headers: String) throws {
         let request = try parse("POST / HTTP/1.1\r\nHost: h\r\n" + headers)
-        #expect(lengthRefusal(request) == HTTPRequestError(status: 400, message: "Content-Length is not one non-negative number"))
+        #expect(
+            lengthRefusal(request)
+                == HTTPRequestError(status: 400, message: "Content-Length is not one non-negative number")
+        )
     }
 
-    @Test(arguments: ["Transfer-Encoding: chunked\r\n", "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "Content-Length: 5\r\ntransfer-encoding: identity\r\n"])
+    @Test(arguments: [
+        "Transfer-Encoding: chunked\r\n", "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+        "Content-Length: 5\r\ntransfer-encoding: identity\r\n",
+    ])
     func anyTransferEncodingIsRefusedWith411(headers: String) throws {
         let request = try parse("POST / HTTP/1.1\r\nHost: h\r\n" + headers)
-        #expect(lengthRefusal(request) == HTTPRequestError(status: 411, message: "chunked bodies are not accepted: send Content-Length"))
+        #expect(
+            lengthRefusal(request)
+                == HTTPRequestError(status: 411, message: "chunked bodies are not accepted: send Content-Length")
+        )
     }
 
     // MARK: Derived values
@@ -186,31 +204,35 @@ import Testing
         #expect(try parse("GET \(target) HTTP/1.1\r\nHost: h").path == Substring(path))
     }
 
-    @Test(arguments: [
-        ("HTTP/1.1", nil, true),
-        ("HTTP/1.1", "close", false),
-        ("HTTP/1.1", "Close", false),
-        ("HTTP/1.1", "keep-alive", true),
-        ("HTTP/1.0", nil, false),
-        ("HTTP/1.0", "keep-alive", true),
-        ("HTTP/1.0", "Keep-Alive", true),
-        ("HTTP/1.0", "close", false),
-    ] as [(String, String?, Bool)])
+    @Test(
+        arguments: [
+            ("HTTP/1.1", nil, true),
+            ("HTTP/1.1", "close", false),
+            ("HTTP/1.1", "Close", false),
+            ("HTTP/1.1", "keep-alive", true),
+            ("HTTP/1.0", nil, false),
+            ("HTTP/1.0", "keep-alive", true),
+            ("HTTP/1.0", "Keep-Alive", true),
+            ("HTTP/1.0", "close", false),
+        ] as [(String, String?, Bool)]
+    )
     func keepAliveFollowsTheVersionAndConnectionHeader(version: String, connection: String?, keepAlive: Bool) throws {
         let request = try parse("GET / \(version)\r\nHost: h\r\n" + (connection.map { "Connection: \($0)\r\n" } ?? ""))
         #expect(request.keepAlive == keepAlive)
     }
 
-    @Test(arguments: [
-        ("Bearer abc.def-1", "abc.def-1"),
-        ("bearer abc", "abc"),
-        ("BEARER abc", "abc"),
-        ("Bearer  \tabc", "abc"),
-        ("Bearer", nil),
-        ("Bearer ", nil),
-        ("Basic dXNlcjpwYXNz", nil),
-        ("Bearerabc", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("Bearer abc.def-1", "abc.def-1"),
+            ("bearer abc", "abc"),
+            ("BEARER abc", "abc"),
+            ("Bearer  \tabc", "abc"),
+            ("Bearer", nil),
+            ("Bearer ", nil),
+            ("Basic dXNlcjpwYXNz", nil),
+            ("Bearerabc", nil),
+        ] as [(String, String?)]
+    )
     func bearerTokenIsTheSecondWordOfABearerAuthorization(authorization: String, token: String?) throws {
         let request = try parse("GET / HTTP/1.1\r\nHost: h\r\nAuthorization: \(authorization)\r\n")
         #expect(request.bearerToken == token)

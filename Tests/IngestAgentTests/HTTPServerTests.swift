@@ -1,18 +1,27 @@
 import EdgeIngest
 import Foundation
-@testable import IngestAgent
 import Logging
 import Synchronization
 import Testing
 
+@testable import IngestAgent
+
 /// The listener's own loop (connections are HTTPConnectionTests').
 struct HTTPServerTests {
     struct Answer204: HTTPHandler {
-        func respond(to request: HTTPRequest, peer: String) -> IngestAgent.HTTPServerResponse { IngestAgent.HTTPServerResponse(status: 204, headers: [], body: []) }
+        func respond(to request: HTTPRequest, peer: String) -> IngestAgent.HTTPServerResponse {
+            IngestAgent.HTTPServerResponse(status: 204, headers: [], body: [])
+        }
     }
 
     @Test func aListenerBusyAcceptingStillShowsItIsAlive() throws {
-        let server = try HTTPServer(address: "127.0.0.1:0", limits: HTTPLimits(), maxConnections: 4, handler: Answer204(), logger: Logger(label: "test"))
+        let server = try HTTPServer(
+            address: "127.0.0.1:0",
+            limits: HTTPLimits(),
+            maxConnections: 4,
+            handler: Answer204(),
+            logger: Logger(label: "test")
+        )
         let port = try #require(Int(server.boundAddress.split(separator: ":").last ?? ""))
         let stop = StopSignal()
         let beats = Mutex(0)
@@ -32,7 +41,9 @@ struct HTTPServerTests {
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             address.sin_port = UInt16(port).bigEndian
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             if connected == 0 { connections += 1 }
             close(fd)
@@ -42,6 +53,9 @@ struct HTTPServerTests {
         done.wait()
         #expect(connections >= 15)
         // One per accepted connection (at least), not one per idle second.
-        #expect(beats.withLock { $0 } >= connections, "\(beats.withLock { $0 }) heartbeats for \(connections) connections")
+        #expect(
+            beats.withLock { $0 } >= connections,
+            "\(beats.withLock { $0 }) heartbeats for \(connections) connections"
+        )
     }
 }

@@ -1,14 +1,16 @@
 import EdgeIngest
 import Foundation
-@testable import IngestAgent
-import Testing
 import TestSupport
+import Testing
+
+@testable import IngestAgent
 
 /// SHA-256("password"), as the example in ServerAccounts.swift.
 private let passwordSHA256 = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
 /// PBKDF2-HMAC-SHA-256("password", salt "saltSALTsalt", 1000 iterations, 32 bytes),
 /// computed independently with Python's hashlib.pbkdf2_hmac.
-private let passwordPBKDF2 = "pbkdf2-sha256$1000$73616c7453414c5473616c74$dc4dadbb885c66e8b059dbc0864bb72eb33a31607bb4cadaa2d5b7732ed78146"
+private let passwordPBKDF2 =
+    "pbkdf2-sha256$1000$73616c7453414c5473616c74$dc4dadbb885c66e8b059dbc0864bb72eb33a31607bb4cadaa2d5b7732ed78146"
 
 private func bytes(_ hex: String) -> [UInt8] { Secrets.bytes(hex: Substring(hex))! }
 
@@ -18,7 +20,11 @@ private func accountsFile(_ dir: TemporaryDirectory, _ text: String, name: Strin
     return path
 }
 
-private func loadError(path: String, what: String = "api key", validName: (Substring) -> Bool = ServerAccounts.isKeyName) -> String? {
+private func loadError(
+    path: String,
+    what: String = "api key",
+    validName: (Substring) -> Bool = ServerAccounts.isKeyName
+) -> String? {
     do {
         _ = try ServerAccounts.load(path: path, what: what, validName: validName)
         return nil
@@ -68,23 +74,46 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         let path = try accountsFile(dir, "Ops@Example.com \(passwordPBKDF2)\n", name: "users")
         var accounts = ServerAccounts()
         accounts.users = try ServerAccounts.loadUsers(path: path)
-        #expect(accounts.userID(email: "ops@EXAMPLE.com", password: "password") == ServerAccounts.userID(email: "ops@example.com"))
+        #expect(
+            accounts.userID(email: "ops@EXAMPLE.com", password: "password")
+                == ServerAccounts.userID(email: "ops@example.com")
+        )
         #expect(accounts.userID(email: "ops@example.com", password: "wrong") == nil)
         #expect(accounts.exists(userID: ServerAccounts.userID(email: "OPS@example.com")))
-        let twice = try accountsFile(dir, "ops@example.com \(passwordPBKDF2)\nOPS@example.com \(passwordPBKDF2)\n", name: "twice")
+        let twice = try accountsFile(
+            dir,
+            "ops@example.com \(passwordPBKDF2)\nOPS@example.com \(passwordPBKDF2)\n",
+            name: "twice"
+        )
         #expect(throws: AgentError.self) { try ServerAccounts.loadUsers(path: twice) }
     }
 
     @Test func aUsersFileTakesSaltedPasswordHashesOnly() throws {
         let dir = try TemporaryDirectory()
-        let fast = try accountsFile(dir, "ops@example.com \(passwordPBKDF2)\nbot@example.com sha256$\(passwordSHA256)\n", name: "fast-user")
+        let fast = try accountsFile(
+            dir,
+            "ops@example.com \(passwordPBKDF2)\nbot@example.com sha256$\(passwordSHA256)\n",
+            name: "fast-user"
+        )
         #expect(throws: AgentError.self) { try ServerAccounts.loadUsers(path: fast) }
     }
 
     @Test func anEmptyFileHasNoAccounts() throws {
         let dir = try TemporaryDirectory()
-        #expect(try ServerAccounts.load(path: try accountsFile(dir, ""), what: "api key", validName: ServerAccounts.isKeyName).isEmpty)
-        #expect(try ServerAccounts.load(path: try accountsFile(dir, "# none yet\n\n", name: "b"), what: "user", validName: ServerAccounts.isEmail).isEmpty)
+        #expect(
+            try ServerAccounts.load(
+                path: try accountsFile(dir, ""),
+                what: "api key",
+                validName: ServerAccounts.isKeyName
+            ).isEmpty
+        )
+        #expect(
+            try ServerAccounts.load(
+                path: try accountsFile(dir, "# none yet\n\n", name: "b"),
+                what: "user",
+                validName: ServerAccounts.isEmail
+            ).isEmpty
+        )
     }
 
     @Test func aUsersFileTakesEmails() throws {
@@ -113,7 +142,10 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
     func aLineWithoutExactlyANameAndAHashNamesFileAndLine(text: String, line: Int) throws {
         let dir = try TemporaryDirectory()
         let path = try accountsFile(dir, text)
-        #expect(loadError(path: path) == "\(path):\(line): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`).")
+        #expect(
+            loadError(path: path)
+                == "\(path):\(line): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`)."
+        )
     }
 
     @Test func anInvalidNameIsQuoted() throws {
@@ -121,7 +153,10 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         let path = try accountsFile(dir, "ok-1 sha256$\(passwordSHA256)\n# c\nbad.name sha256$\(passwordSHA256)\n")
         #expect(loadError(path: path) == "\(path):3: \"bad.name\" is not a valid api key name.")
         let users = try accountsFile(dir, "ops.example.com \(passwordPBKDF2)\n", name: "users")
-        #expect(loadError(path: users, what: "user", validName: ServerAccounts.isEmail) == "\(users):1: \"ops.example.com\" is not a valid user name.")
+        #expect(
+            loadError(path: users, what: "user", validName: ServerAccounts.isEmail)
+                == "\(users):1: \"ops.example.com\" is not a valid user name."
+        )
     }
 
     @Test func aBadHashNamesTheLineButNeverQuotesTheHash() throws {
@@ -237,7 +272,14 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
 
     @Test func pbkdf2FormParsesAndVerifiesAKnownVector() throws {
         let hash = try #require(SecretHash(Substring(passwordPBKDF2)))
-        #expect(hash == .pbkdf2(iterations: 1000, salt: Array("saltSALTsalt".utf8), hash: bytes("dc4dadbb885c66e8b059dbc0864bb72eb33a31607bb4cadaa2d5b7732ed78146")))
+        #expect(
+            hash
+                == .pbkdf2(
+                    iterations: 1000,
+                    salt: Array("saltSALTsalt".utf8),
+                    hash: bytes("dc4dadbb885c66e8b059dbc0864bb72eb33a31607bb4cadaa2d5b7732ed78146")
+                )
+        )
         #expect(!hash.isFast)
         #expect(hash.text == passwordPBKDF2)
         #expect(hash.verify("password"))
@@ -330,7 +372,10 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
 
     @Test func anAccessTokenIsSignedClaims() {
         // HMAC-SHA-256 with key 00…1f over "a.key-gw.1801", computed with Python's hmac.
-        #expect(signer.issue(.access, userID: "key-gw", now: 1) == "a.key-gw.1801.cac783e69c50eaa6055013dc82c2b6f3e9b048eacb767e68df53939cc54b29bb")
+        #expect(
+            signer.issue(.access, userID: "key-gw", now: 1)
+                == "a.key-gw.1801.cac783e69c50eaa6055013dc82c2b6f3e9b048eacb767e68df53939cc54b29bb"
+        )
     }
 
     @Test func aTokenVerifiesUntilItsExpiry() {
@@ -411,7 +456,13 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         let key = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(key.count == 32)
         // The returned signer uses the key now in the file.
-        #expect(TokenSigner(key: Array(key)).verify(signer.issue(.access, userID: "key-gw", now: 100), kind: .access, now: 100) == "key-gw")
+        #expect(
+            TokenSigner(key: Array(key)).verify(
+                signer.issue(.access, userID: "key-gw", now: 100),
+                kind: .access,
+                now: 100
+            ) == "key-gw"
+        )
     }
 
     @Test func anUnwritableKeyPathSaysSo() throws {
@@ -422,7 +473,8 @@ private func loadError(path: String, what: String = "api key", validName: (Subst
         } throws: { error in
             guard let message = (error as? AgentError)?.message else { return false }
             // The whole path, so the operator knows which file.
-            return message.hasPrefix("Cannot create the token key ") && message.contains(path) && message.hasSuffix(": No such file or directory.")
+            return message.hasPrefix("Cannot create the token key ") && message.contains(path)
+                && message.hasSuffix(": No such file or directory.")
         }
     }
 }

@@ -1,15 +1,27 @@
 import EdgeIngest
-@testable import IngestAgent
 import Logging
 import Testing
+
+@testable import IngestAgent
 
 @Suite struct WatchdogHealthTests {
     func service(_ counters: [InputCounters], upload: UploadState? = nil) throws -> StatusService {
         let type = try RecordType(name: "T", fields: [.init(name: "v", type: .int)])
-        let queue = try DurableQueue.open(QueueConfiguration(location: .inMemory(identifier: "watchdog-\(counters.count)-\(wallClockMilliseconds())"), objectTypes: [type]))
+        let queue = try DurableQueue.open(
+            QueueConfiguration(
+                location: .inMemory(identifier: "watchdog-\(counters.count)-\(wallClockMilliseconds())"),
+                objectTypes: [type]
+            )
+        )
         return StatusService(
-            queue: queue, inputs: counters, upload: upload, statusPath: "/dev/null", notifier: SystemdNotifier(),
-            statusIntervalMilliseconds: 1000, statsIntervalSeconds: 0, logger: Logger(label: "test")
+            queue: queue,
+            inputs: counters,
+            upload: upload,
+            statusPath: "/dev/null",
+            notifier: SystemdNotifier(),
+            statusIntervalMilliseconds: 1000,
+            statsIntervalSeconds: 0,
+            logger: Logger(label: "test")
         )
     }
 

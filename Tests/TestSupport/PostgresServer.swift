@@ -23,10 +23,13 @@ public final class PostgresServer {
     public var url: String { "postgresql://\(user)@127.0.0.1:\(port)/telemetry" }
 
     public init() throws {
-        guard let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last,
+        guard
+            let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last,
             FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\(version)/bin/initdb")
         else {
-            throw ToolFailure("PostgreSQL's server is not installed (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql-15")
+            throw ToolFailure(
+                "PostgreSQL's server is not installed (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql-15"
+            )
         }
         bin = "/usr/lib/postgresql/\(version)/bin/"
         directory = try TemporaryDirectory()
@@ -37,10 +40,14 @@ public final class PostgresServer {
         if getuid() == 0 {
             _ = try runTool("/bin/chown", ["-R", "postgres:postgres", directory.path])
         }
-        try run("initdb", [
-            "-D", data, "-U", user, "--pwfile=\(passwordFile)", "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8",
-            "--locale=C", "--no-sync",
-        ])
+        try run(
+            "initdb",
+            [
+                "-D", data, "-U", user, "--pwfile=\(passwordFile)", "--auth-host=scram-sha-256", "--auth-local=trust",
+                "-E", "UTF8",
+                "--locale=C", "--no-sync",
+            ]
+        )
         try start()
         try psql("CREATE DATABASE telemetry", database: "postgres")
     }
@@ -56,7 +63,9 @@ public final class PostgresServer {
         // Closing every descriptor above 2 in the shell keeps those other threads opened
         // (pipes of concurrent tests) out of the long-lived server.
         process.arguments = [
-            "-c", "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; \(pgctl) \"$@\"", "bash",
+            "-c",
+            "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; \(pgctl) \"$@\"",
+            "bash",
             "-D", data, "-l", directory.file("server.log"), "-w", "-t", "30", "start",
             "-o", "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory.path) -c fsync=on",
         ]
@@ -65,7 +74,9 @@ public final class PostgresServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ToolFailure("pg_ctl start failed (\(process.terminationStatus)): \(log.suffix(2000))") }
+        guard process.terminationStatus == 0 else {
+            throw ToolFailure("pg_ctl start failed (\(process.terminationStatus)): \(log.suffix(2000))")
+        }
     }
 
     /// Stops the server at once (like a crash: no checkpoint).
@@ -77,7 +88,13 @@ public final class PostgresServer {
     /// the rows as `psql -At` prints them (columns joined by `|`).
     @discardableResult
     public func psql(_ sql: String, database: String = "telemetry") throws -> String {
-        let result = try runAsServerUser(bin + "psql", ["-h", directory.path, "-p", String(port), "-U", user, "-d", database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        let result = try runAsServerUser(
+            bin + "psql",
+            [
+                "-h", directory.path, "-p", String(port), "-U", user, "-d", database, "-At", "-v", "ON_ERROR_STOP=1",
+                "-c", sql,
+            ]
+        )
         guard result.status == 0 else { throw ToolFailure("psql \(sql.prefix(80)) failed: \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -87,7 +104,9 @@ public final class PostgresServer {
 
     private func run(_ tool: String, _ arguments: [String]) throws {
         let result = try runAsServerUser(bin + tool, arguments)
-        guard result.status == 0 else { throw ToolFailure("\(tool) failed (\(result.status)): \(result.output)\n\(log.suffix(2000))") }
+        guard result.status == 0 else {
+            throw ToolFailure("\(tool) failed (\(result.status)): \(result.output)\n\(log.suffix(2000))")
+        }
     }
 
     private func runAsServerUser(_ executable: String, _ arguments: [String]) throws -> ToolResult {

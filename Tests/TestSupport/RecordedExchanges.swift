@@ -19,12 +19,18 @@ public struct RecordedExchange {
         else { throw ToolFailure("\(file): not a recording") }
         var out: [String: RecordedExchange] = [:]
         for exchange in exchanges {
-            guard let request = exchange["request"] as? [String: Any], let response = exchange["response"] as? [String: Any],
+            guard let request = exchange["request"] as? [String: Any],
+                let response = exchange["response"] as? [String: Any],
                 let name = exchange["case"] as? String, request["method"] as? String == "POST"
             else { continue }
             out[name] = RecordedExchange(
-                name: name, method: "POST", target: request["target"] as? String ?? "", requestBody: request["body"] as? String ?? "",
-                status: response["status"] as? Int ?? -1, responseBody: response["body"] as? String ?? "")
+                name: name,
+                method: "POST",
+                target: request["target"] as? String ?? "",
+                requestBody: request["body"] as? String ?? "",
+                status: response["status"] as? Int ?? -1,
+                responseBody: response["body"] as? String ?? ""
+            )
         }
         return out
     }

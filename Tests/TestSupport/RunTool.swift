@@ -14,7 +14,11 @@ public struct ToolResult: Sendable {
 ///
 ///     let result = try runTool("/usr/bin/sqlite3", [path, "PRAGMA integrity_check"])
 ///     #expect(result.status == 0, "\(result.output)")
-public func runTool(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ToolResult {
+public func runTool(
+    _ executable: String,
+    _ arguments: [String],
+    environment: [String: String]? = nil
+) throws -> ToolResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

@@ -23,7 +23,8 @@ public final class SupportScript {
     public let ports: [Int]
 
     public init(_ name: String, _ arguments: [String] = []) throws {
-        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("edgeingest-peer-\(UUID()).port").path
+        let portFile = FileManager.default.temporaryDirectory.appendingPathComponent("edgeingest-peer-\(UUID()).port")
+            .path
         defer { unlink(portFile) }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [supportScript(name), "--port-file", portFile] + arguments
@@ -32,7 +33,9 @@ public final class SupportScript {
         try process.run()
         var ports: [Int] = []
         for _ in 0..<200 where ports.isEmpty {
-            ports = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
+            ports = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").split(separator: " ").compactMap {
+                Int($0)
+            }
             if ports.isEmpty { usleep(25_000) }
         }
         guard !ports.isEmpty else {
@@ -63,9 +66,16 @@ public struct HTTPAnswer {
 /// One request to a loopback URL with curl (Foundation's URL loading needs
 /// FoundationNetworking on Linux, which we do not link); `body` is sent as
 /// is, without `Expect: 100-continue`.
-public func httpRequest(_ method: String, _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> HTTPAnswer {
+public func httpRequest(
+    _ method: String,
+    _ url: String,
+    headers: [String: String] = [:],
+    body: [UInt8]? = nil
+) throws -> HTTPAnswer {
     let dir = try TemporaryDirectory()
-    var arguments = ["-sS", "--max-time", "10", "-X", method, "-o", dir.file("out"), "-w", "%{http_code}", "-H", "Expect:"]
+    var arguments = [
+        "-sS", "--max-time", "10", "-X", method, "-o", dir.file("out"), "-w", "%{http_code}", "-H", "Expect:",
+    ]
     for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
     if let body {
         try Data(body).write(to: URL(fileURLWithPath: dir.file("body")))

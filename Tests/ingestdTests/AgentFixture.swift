@@ -1,6 +1,6 @@
-import TestSupport
 import EdgeIngest
 import Foundation
+import TestSupport
 
 /// A state directory and a configuration file for one test's agent.
 struct AgentFixture {
@@ -16,7 +16,11 @@ struct AgentFixture {
         windSpeedInMph = "int"
         """
 
-    init(_ extra: String = "", queue: String = "", inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n") throws {
+    init(
+        _ extra: String = "",
+        queue: String = "",
+        inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n"
+    ) throws {
         dir = try TemporaryDirectory()
         configPath = dir.file("ingestd.toml")
         let text = """
@@ -45,7 +49,11 @@ struct AgentFixture {
         return listen
     }
 
-    func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> IngestdBinary.Result {
+    func run(
+        _ arguments: [String],
+        stdin: Data? = nil,
+        environment: [String: String]? = nil
+    ) throws -> IngestdBinary.Result {
         try IngestdBinary.run(arguments + ["--config", configPath], stdin: stdin, environment: environment)
     }
 
@@ -61,11 +69,16 @@ struct AgentFixture {
 
     /// The JSON lines in the queue file at `path` (WeatherSensor records
     /// with `fields`, the fixture's declaration by default).
-    func queuedLinesAt(_ path: String, fields: KeyValuePairs<String, FieldType>? = nil, schemaVersion: Int64 = 0) throws -> [String] {
-        let declared: [RecordType.Field] = fields.map { $0.map { RecordType.Field(name: $0.key, type: $0.value) } } ?? [
-            .init(name: "deviceId", type: .string), .init(name: "temperatureInFahrenheit", type: .double),
-            .init(name: "barometricPressureInHg", type: .double), .init(name: "windSpeedInMph", type: .int),
-        ]
+    func queuedLinesAt(
+        _ path: String,
+        fields: KeyValuePairs<String, FieldType>? = nil,
+        schemaVersion: Int64 = 0
+    ) throws -> [String] {
+        let declared: [RecordType.Field] =
+            fields.map { $0.map { RecordType.Field(name: $0.key, type: $0.value) } } ?? [
+                .init(name: "deviceId", type: .string), .init(name: "temperatureInFahrenheit", type: .double),
+                .init(name: "barometricPressureInHg", type: .double), .init(name: "windSpeedInMph", type: .int),
+            ]
         let type = try RecordType(name: "WeatherSensor", fields: declared)
         var configuration = QueueConfiguration(location: .file(path: path), objectTypes: [type])
         configuration.schemaVersion = schemaVersion
@@ -78,7 +91,9 @@ struct AgentFixture {
 
     func rejects() throws -> [[String: Any]] {
         let text = try String(contentsOfFile: dir.file("rejects.ndjson"), encoding: .utf8)
-        return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        return try text.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
     }
 }
 

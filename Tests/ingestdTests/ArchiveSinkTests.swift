@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `upload.sink = "sqlite"`: ingestd as its own backend, through the built
 /// binary. kill -9 over the archive is the fault suite's `archive` scenario
@@ -9,13 +9,23 @@ import TestSupport
     @Test func pipedReadingsEndUpInTheArchiveOnceAndLeaveTheQueue() throws {
         let probe = try TemporaryDirectory()
         let archive = probe.file("archive.sqlite")
-        let fixture = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"\(archive)\"\nlinger_ms = 20\nmax_records = 400\n")
+        let fixture = try AgentFixture(
+            "\n[upload]\nsink = \"sqlite\"\npath = \"\(archive)\"\nlinger_ms = 20\nmax_records = 400\n"
+        )
         let readings = (0..<2500).map { reading($0 % 40, device: "A\($0)") + "\n" }.joined() + "not json\n"
         let result = try fixture.run(["run"], stdin: Data(readings.utf8))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("SQLite archive \(archive)"), "\(result.stderr.suffix(2000))")
-        #expect(try sqlite3(archive, "SELECT count(*), count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "2500|2500|2500")
-        #expect(try sqlite3(archive, "SELECT typeof(windSpeedInMph), typeof(temperatureInFahrenheit) FROM WeatherSensor LIMIT 1") == "integer|real")
+        #expect(
+            try sqlite3(archive, "SELECT count(*), count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor")
+                == "2500|2500|2500"
+        )
+        #expect(
+            try sqlite3(
+                archive,
+                "SELECT typeof(windSpeedInMph), typeof(temperatureInFahrenheit) FROM WeatherSensor LIMIT 1"
+            ) == "integer|real"
+        )
         let status = try fixture.status()
         #expect(status["queued_records"] as? Int == 0)
         #expect(status["uploaded_total"] as? Int == 2500)
@@ -24,21 +34,35 @@ import TestSupport
     }
 
     @Test func checkConfigShowsTheArchive() throws {
-        let fixture = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"/srv/archive.sqlite\"\nmax_records = 300\n")
+        let fixture = try AgentFixture(
+            "\n[upload]\nsink = \"sqlite\"\npath = \"/srv/archive.sqlite\"\nmax_records = 300\n"
+        )
         let result = try fixture.run(["check-config"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("  upload: SQLite archive /srv/archive.sqlite, 300 records per batch"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("  upload: SQLite archive /srv/archive.sqlite, 300 records per batch"),
+            "\(result.stdout)"
+        )
     }
 
     @Test func checkConfigShowsTheLineProtocolMapping() throws {
-        let fixture = try AgentFixture("\n[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"deviceId\"]\n")
+        let fixture = try AgentFixture(
+            "\n[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"deviceId\"]\n"
+        )
         let result = try fixture.run(["check-config"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("  upload: line protocol http://127.0.0.1:8086/write?db=t, measurement <record type>, tags [deviceId], time from the first timestamp field, else _id, 1000 records per batch"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains(
+                "  upload: line protocol http://127.0.0.1:8086/write?db=t, measurement <record type>, tags [deviceId], time from the first timestamp field, else _id, 1000 records per batch"
+            ),
+            "\(result.stdout)"
+        )
     }
 
     @Test func aPasswordInAnHTTPSinksURLIsNeverPrinted() throws {
-        let fixture = try AgentFixture("\n[upload]\nsink = \"influxdb\"\nurl = \"http://me:pw-in-userinfo-51@127.0.0.1:9/write?db=t&u=me&p=pw-in-query-51\"\nretry_base_ms = 20\n")
+        let fixture = try AgentFixture(
+            "\n[upload]\nsink = \"influxdb\"\nurl = \"http://me:pw-in-userinfo-51@127.0.0.1:9/write?db=t&u=me&p=pw-in-query-51\"\nretry_base_ms = 20\n"
+        )
         let check = try fixture.run(["check-config"])
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("http://me:***@127.0.0.1:9/write?db=t&u=me&p=***"), "\(check.stdout)")
@@ -51,16 +75,39 @@ import TestSupport
     @Test func checkConfigNamesWhatASinkNeedsAndWhatItIgnores() throws {
         let cases: [(upload: String, expected: String)] = [
             ("sink = \"sqlite\"", "upload.path: is required with sink = \"sqlite\""),
-            ("sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
-             "upload.gzip: only applies to HTTP sinks; sink = \"sqlite\" writes to upload.path"),
-            ("sink = \"kafka\"", "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"kafka\""),
-            ("url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"", "upload.path: is for sink = \"sqlite\"; this [upload] has sink = \"ingest\""),
-            ("sink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ntable = \"weather; DROP\"", "upload.table: must be a plain name"),
+            (
+                "sink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\ngzip = true",
+                "upload.gzip: only applies to HTTP sinks; sink = \"sqlite\" writes to upload.path"
+            ),
+            (
+                "sink = \"kafka\"",
+                "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"kafka\""
+            ),
+            (
+                "url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"",
+                "upload.path: is for sink = \"sqlite\"; this [upload] has sink = \"ingest\""
+            ),
+            (
+                "sink = \"clickhouse\"\nurl = \"http://127.0.0.1:8123/\"\ntable = \"weather; DROP\"",
+                "upload.table: must be a plain name"
+            ),
             ("sink = \"clickhouse\"", "upload.url: is required in [upload]"),
-            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"site\"]", "upload.tags: names 'site', which no record type under [types] declares"),
-            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntimestamp = \"deviceId\"", "upload.timestamp: must name a field of type timestamp"),
-            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t&precision=ms\"", "upload.url: must not set precision="),
-            ("sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\nmeasurement = \"_w\"", "upload.measurement: must be a name not starting with _"),
+            (
+                "sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntags = [\"site\"]",
+                "upload.tags: names 'site', which no record type under [types] declares"
+            ),
+            (
+                "sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\ntimestamp = \"deviceId\"",
+                "upload.timestamp: must name a field of type timestamp"
+            ),
+            (
+                "sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t&precision=ms\"",
+                "upload.url: must not set precision="
+            ),
+            (
+                "sink = \"influxdb\"\nurl = \"http://127.0.0.1:8086/write?db=t\"\nmeasurement = \"_w\"",
+                "upload.measurement: must be a name not starting with _"
+            ),
         ]
         for (upload, expected) in cases {
             let fixture = try AgentFixture("\n[upload]\n" + upload + "\n")
@@ -69,6 +116,8 @@ import TestSupport
             #expect(result.stderr.contains(expected), "\(upload) → \(result.stderr)")
         }
         let both = try AgentFixture("\n[upload]\nsink = \"sqlite\"\npath = \"/tmp/a.sqlite\"\nurl = \"http://x\"\n")
-        #expect(try both.run(["check-config"]).stderr.contains("upload.url: only applies to HTTP sinks; sink = \"sqlite\""))
+        #expect(
+            try both.run(["check-config"]).stderr.contains("upload.url: only applies to HTTP sinks; sink = \"sqlite\"")
+        )
     }
 }

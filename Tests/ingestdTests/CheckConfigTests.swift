@@ -1,40 +1,58 @@
-import TestSupport
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct CheckConfigTests {
     @Test func theExampleConfigurationIsValid() throws {
         let root = repositoryRoot
-        let result = try IngestdBinary.run(["check-config", "--config", root.appendingPathComponent("etc/ingestd.toml").path])
+        let result = try IngestdBinary.run([
+            "check-config", "--config", root.appendingPathComponent("etc/ingestd.toml").path,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("WeatherSensor(deviceId: string, temperatureInFahrenheit: double, barometricPressureInHg: double, windSpeedInMph: int)"))
+        #expect(
+            result.stdout.contains(
+                "WeatherSensor(deviceId: string, temperatureInFahrenheit: double, barometricPressureInHg: double, windSpeedInMph: int)"
+            )
+        )
     }
 
     @Test func everyProblemIsReportedWithItsLineAndKey() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("bad.toml")
         try """
-            [queue]
-            overflow_policy = "drop"
-            max_bytes = "lots"
+        [queue]
+        overflow_policy = "drop"
+        max_bytes = "lots"
 
-            [types.WeatherSensor]
-            deviceId = "text"
-            windSpeedInMph = "int"
+        [types.WeatherSensor]
+        deviceId = "text"
+        windSpeedInMph = "int"
 
-            [[inputs]]
-            kind = "stdin"
-            type = "DoorSensor"
-            colour = "red"
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        [[inputs]]
+        kind = "stdin"
+        type = "DoorSensor"
+        colour = "red"
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         let result = try IngestdBinary.run(["check-config", "--config", path])
         #expect(result.status == 78)
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.first == "The configuration '\(path)' has 5 problems:")
-        #expect(lines.contains("  \(path):line 2: queue.overflow_policy: must be one of block, drop_newest, drop_oldest, got \"drop\""))
+        #expect(
+            lines.contains(
+                "  \(path):line 2: queue.overflow_policy: must be one of block, drop_newest, drop_oldest, got \"drop\""
+            )
+        )
         #expect(lines.contains("  \(path):line 3: queue.max_bytes: must be an integer, got a string"))
-        #expect(lines.contains("  \(path):line 6: types.WeatherSensor.deviceId: unknown field type \"text\": use string, int, double, bool, timestamp or objectId (add '?' for optional)"))
-        #expect(lines.contains("  \(path):line 11: inputs[0].type: names no declared type: declare [types.DoorSensor] or use one of WeatherSensor"))
+        #expect(
+            lines.contains(
+                "  \(path):line 6: types.WeatherSensor.deviceId: unknown field type \"text\": use string, int, double, bool, timestamp or objectId (add '?' for optional)"
+            )
+        )
+        #expect(
+            lines.contains(
+                "  \(path):line 11: inputs[0].type: names no declared type: declare [types.DoorSensor] or use one of WeatherSensor"
+            )
+        )
         #expect(lines.contains { $0.hasPrefix("  \(path):line 12: inputs[0].colour: unknown key: expected one of") })
     }
 
@@ -68,7 +86,8 @@ import Testing
                 out.append(String(line.dropFirst(2)))
             } else if inBlock, line.hasPrefix("# ") {
                 // Keys naming files this machine does not have stay commented.
-                let needsAFile = line.contains("_file =") || line.hasPrefix("# client_certificate") || line.hasPrefix("# client_key")
+                let needsAFile =
+                    line.contains("_file =") || line.hasPrefix("# client_certificate") || line.hasPrefix("# client_key")
                 out.append(needsAFile ? String(line) : String(line.dropFirst(2)))
             } else {
                 inBlock = false
@@ -80,8 +99,16 @@ import Testing
         try out.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
         let result = try IngestdBinary.run(["check-config", "--config", path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("inputs: stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor), http:127.0.0.1:8480 (ndjson, type WeatherSensor)"))
-        #expect(result.stdout.contains("upload: https://backend.example/ingest/v1/batches, 1000 records per batch, gzip false, token none"))
+        #expect(
+            result.stdout.contains(
+                "inputs: stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor), http:127.0.0.1:8480 (ndjson, type WeatherSensor)"
+            )
+        )
+        #expect(
+            result.stdout.contains(
+                "upload: https://backend.example/ingest/v1/batches, 1000 records per batch, gzip false, token none"
+            )
+        )
         #expect(out.contains("headers = { \"X-Site\" = \"north\" }"), "the last example key was uncommented too")
     }
 }
@@ -91,15 +118,17 @@ import Testing
         let dir = try TemporaryDirectory()
         let credentials = dir.file("credentials")
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
-        if let credential { try credential.write(toFile: credentials + "/upload-token", atomically: true, encoding: .utf8) }
+        if let credential {
+            try credential.write(toFile: credentials + "/upload-token", atomically: true, encoding: .utf8)
+        }
         let config = dir.file("c.toml")
         try """
-            [upload]
-            url = "https://backend.example/ingest"
-            \(tokenFile.map { "token_file = \"\($0)\"" } ?? "")
-            [types.T]
-            v = "int"
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        [upload]
+        url = "https://backend.example/ingest"
+        \(tokenFile.map { "token_file = \"\($0)\"" } ?? "")
+        [types.T]
+        v = "int"
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         var environment = IngestdBinary.environment
         environment["CREDENTIALS_DIRECTORY"] = credentials
         return try IngestdBinary.run(["check-config", "--config", config], environment: environment)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `upload.sink = "clickhouse"` through the built binary against
 /// Tests/Support/clickhouse-fake.py, which answers with ClickHouse's own
@@ -40,8 +40,16 @@ import TestSupport
 
     /// Runs the agent with stdin open (so retries happen while it runs),
     /// feeds `text`, waits until `done` holds for the fake's stats, stops it.
-    static func stream(_ fixture: AgentFixture, _ clickhouse: FakeClickHouse, _ text: String, until done: ([String: Any]) -> Bool) throws -> (status: Int32, stderr: String) {
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+    static func stream(
+        _ fixture: AgentFixture,
+        _ clickhouse: FakeClickHouse,
+        _ text: String,
+        until done: ([String: Any]) -> Bool
+    ) throws -> (status: Int32, stderr: String) {
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(text)
         let reached = eventually(timeout: 30) { done((try? clickhouse.stats()) ?? [:]) }
         let code = agent.terminate()
@@ -69,7 +77,9 @@ import TestSupport
     @Test func aRecordClickHouseCannotParseIsIsolatedAndTheRestInserted() throws {
         let clickhouse = try FakeClickHouse(["--poison", "POISON"])
         let fixture = try Self.fixture(clickhouse, "max_records = 1000")
-        let result = try Self.stream(fixture, clickhouse, Self.readings(1000, poison: 437)) { $0["rows"] as? Int == 999 }
+        let result = try Self.stream(fixture, clickhouse, Self.readings(1000, poison: 437)) {
+            $0["rows"] as? Int == 999
+        }
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try clickhouse.stats()["rows"] as? Int == 999)
         let status = try fixture.status()

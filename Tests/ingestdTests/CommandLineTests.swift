@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct CommandLineTests {
     @Test func versionPrintsTheLibraryVersion() throws {
@@ -42,7 +42,9 @@ import TestSupport
         #expect(help.stdout.contains("USAGE: ingestd \(command)"))
         #expect(help.stdout.contains("-h, --help"))
         // Under 80 columns, but for the usage line and example command lines.
-        let long = help.stdout.split(separator: "\n").filter { $0.count >= 80 && !$0.hasPrefix("USAGE:") && !$0.hasPrefix("  echo ") }
+        let long = help.stdout.split(separator: "\n").filter {
+            $0.count >= 80 && !$0.hasPrefix("USAGE:") && !$0.hasPrefix("  echo ")
+        }
         #expect(long.isEmpty, "\(long)")
         #expect(try IngestdBinary.run(["help"] + words).stdout == help.stdout)
         #expect(try IngestdBinary.run(words + ["-h"]).stdout == help.stdout)
@@ -51,27 +53,51 @@ import TestSupport
     @Test func theTopLevelHelpListsEverySubcommand() throws {
         let help = try IngestdBinary.run([]).stdout
         #expect(help == (try IngestdBinary.run(["--help"]).stdout))
-        let listed = help.split(separator: "SUBCOMMANDS:")[1].split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") && !$0.hasPrefix("  See") }
-        #expect(listed.map { $0.split(separator: " ")[0] } == ["run", "check-config", "status", "dead-letter", "export", "import", "reset", "hash-secret"])
+        let listed = help.split(separator: "SUBCOMMANDS:")[1].split(separator: "\n").filter {
+            $0.hasPrefix("  ") && !$0.hasPrefix("   ") && !$0.hasPrefix("  See")
+        }
+        #expect(
+            listed.map { $0.split(separator: " ")[0] } == [
+                "run", "check-config", "status", "dead-letter", "export", "import", "reset", "hash-secret",
+            ]
+        )
         #expect(help.contains("See 'ingestd help <subcommand>' for detailed help."))
     }
 
     static let usageErrors: [([String], String)] = [
         (["bogus"], "Error: Unexpected argument 'bogus'\nUsage: ingestd <subcommand>"),
-        (["export"], "Error: Missing expected argument '--out <file>'\nHelp:  --out <file>  The file to create (it must not exist)."),
+        (
+            ["export"],
+            "Error: Missing expected argument '--out <file>'\nHelp:  --out <file>  The file to create (it must not exist)."
+        ),
         (["export", "--out"], "Error: Missing value for '--out <file>'"),
         (["export", "--out", "--move"], "Error: Missing value for '--out <file>'"),
-        (["dead-letter", "list", "--limit", "x"], "Error: The value 'x' is invalid for '--limit <limit>': give a whole number."),
+        (
+            ["dead-letter", "list", "--limit", "x"],
+            "Error: The value 'x' is invalid for '--limit <limit>': give a whole number."
+        ),
         (["dead-letter", "list", "--limit=-1"], "Error: --limit must be from 0 to 2147483647, got -1."),
-        (["dead-letter", "replay", "--number", "1", "--number", "two"], "Error: The value 'two' is invalid for '--number <number>'"),
-        (["dead-letter", "replay"], "Error: Say which: --all, or --number N (repeatable).\nUsage: ingestd dead-letter replay [--config <file>] [--state-directory <dir>] [--all] [--number <number> ...]"),
+        (
+            ["dead-letter", "replay", "--number", "1", "--number", "two"],
+            "Error: The value 'two' is invalid for '--number <number>'"
+        ),
+        (
+            ["dead-letter", "replay"],
+            "Error: Say which: --all, or --number N (repeatable).\nUsage: ingestd dead-letter replay [--config <file>] [--state-directory <dir>] [--all] [--number <number> ...]"
+        ),
         (["dead-letter", "--bogus"], "Error: Unknown option '--bogus'\nUsage: ingestd dead-letter <subcommand>"),
         (["import"], "Error: Missing expected argument '<file>'"),
         (["import", "/nonexistent/a", "b"], "Error: Unexpected argument 'b'"),
         (["status", "--json=1"], "Error: The option '--json' does not take any value, but '1' was specified."),
         (["status", "--state-directory=", "--json"], "Error: Missing value for '--state-directory <dir>'"),
-        (["dead-letter", "replay", "--number", "-5"], "Error: --number takes a dead letter's number as `ingestd dead-letter list` shows it (1 or more), got -5."),
-        (["dead-letter", "list", "--limit", "99999999999"], "Error: --limit must be from 0 to 2147483647, got 99999999999."),
+        (
+            ["dead-letter", "replay", "--number", "-5"],
+            "Error: --number takes a dead letter's number as `ingestd dead-letter list` shows it (1 or more), got -5."
+        ),
+        (
+            ["dead-letter", "list", "--limit", "99999999999"],
+            "Error: --limit must be from 0 to 2147483647, got 99999999999."
+        ),
         (["run", "-x"], "Error: Unknown option '-x'\nUsage: ingestd run [--config <file>]"),
         (["run", "--format", "xml"], "Error: --format must be ndjson or csv, got 'xml'."),
         (["reset"], "Error: Give exactly one of --recover and --discard."),
@@ -109,7 +135,9 @@ import TestSupport
         let config = dir.file("ingestd.toml")
         try "[types.T]\nv = \"int\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         // A state directory that cannot exist: opening the queue is an I/O error (74).
-        let result = try IngestdBinary.run(["dead-letter", "list", "--config", config, "--state-directory", "/proc/none/state"])
+        let result = try IngestdBinary.run([
+            "dead-letter", "list", "--config", config, "--state-directory", "/proc/none/state",
+        ])
         #expect(result.status == 74, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("Cannot create the directory '/proc/none'"))
     }

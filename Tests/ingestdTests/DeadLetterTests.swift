@@ -6,11 +6,18 @@ import Testing
     @Test func poisonRecordsCanBeListedExportedAndReplayed() throws {
         let backend = try TestBackend(["--poison", "POISON"])
         let fixture = try UploadTests.fixture(backend, "max_records = 100", linger: 300)
-        let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<100, poison: 42, device: "POISON"), expected: 99)
+        let (agent, status) = try UploadTests.stream(
+            fixture,
+            backend,
+            UploadTests.readings(0..<100, poison: 42, device: "POISON"),
+            expected: 99
+        )
         #expect(agent.terminate() == 0)
         #expect(status["dead_letter_records"] as? Int == 1)
         // Every accepted reading is uploaded, dead-lettered, dropped or still queued.
-        let accounted = ["uploaded_total", "dead_letter_records", "dropped_total", "queued_records"].map { status[$0] as? Int ?? -1 }
+        let accounted = ["uploaded_total", "dead_letter_records", "dropped_total", "queued_records"].map {
+            status[$0] as? Int ?? -1
+        }
         #expect(accounted.reduce(0, +) == status["accepted_total"] as? Int, "\(accounted)")
 
         let list = try fixture.run(["dead-letter", "list"])
@@ -36,7 +43,10 @@ import Testing
 
         // A fixed backend receives the replayed record, with its original _id.
         let healthy = try TestBackend()
-        let fixed = try String(contentsOfFile: fixture.configPath, encoding: .utf8).replacingOccurrences(of: backend.url, with: healthy.url)
+        let fixed = try String(contentsOfFile: fixture.configPath, encoding: .utf8).replacingOccurrences(
+            of: backend.url,
+            with: healthy.url
+        )
         try fixed.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
         let drained = try fixture.run(["run"], stdin: Data())
         #expect(drained.status == 0, "\(drained.stderr)")

@@ -23,18 +23,26 @@ import Testing
         let input = fixture.dir.file("readings.ndjson")
         try UploadTests.readings(0..<4000).write(toFile: input, atomically: true, encoding: .utf8)
         let agent = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: input
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: input
         )
 
         // Full: the agent is alive, the status says why (and exits 1).
         var status: [String: Any] = [:]
-        #expect(eventually(timeout: 20) {
-            status = (try? fixture.status()) ?? [:]
-            return (status["problem"] as? String)?.contains("disk is full") == true
-        }, "\(status)\n\(agent.stderr.suffix(1500))")
+        #expect(
+            eventually(timeout: 20) {
+                status = (try? fixture.status()) ?? [:]
+                return (status["problem"] as? String)?.contains("disk is full") == true
+            },
+            "\(status)\n\(agent.stderr.suffix(1500))"
+        )
         #expect(agent.process.isRunning)
         #expect(try fixture.run(["status"]).status == 1)
-        #expect(agent.stderr.components(separatedBy: "The queue's disk is full; retrying").count - 1 == 1, "logged once per outage")
+        #expect(
+            agent.stderr.components(separatedBy: "The queue's disk is full; retrying").count - 1 == 1,
+            "logged once per outage"
+        )
 
         // Space returns: everything read is committed, nothing twice.
         try FileManager.default.removeItem(atPath: filler)

@@ -16,13 +16,20 @@ import Testing
     func everyReadingArrivesExactlyOnce(scenario: String) throws {
         let result = try IngestdBinary.run(
             ["python3", Self.script, "--binary", IngestdBinary.url.path, "--only", scenario],
-            wrapper: ["/usr/bin/env"], bare: true
+            wrapper: ["/usr/bin/env"],
+            bare: true
         )
         // The table row for the scenario: "| kill9 | rounds | readings | received | lost | duplicates | …".
         let row = result.stdout.split(separator: "\n").first { $0.hasPrefix("| \(scenario) |") }
         let cells = row.map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr.suffix(3000))")
-        #expect(cells.count >= 9 && cells[4] == "0" && cells[5] == "0" && cells[8] == "pass", "\(row ?? "no result row")")
-        #expect(cells.count >= 4 && Int(cells[3]) ?? 0 > 0 && cells[2] == cells[3], "received must equal readings: \(row ?? "")")
+        #expect(
+            cells.count >= 9 && cells[4] == "0" && cells[5] == "0" && cells[8] == "pass",
+            "\(row ?? "no result row")"
+        )
+        #expect(
+            cells.count >= 4 && Int(cells[3]) ?? 0 > 0 && cells[2] == cells[3],
+            "received must equal readings: \(row ?? "")"
+        )
     }
 }

@@ -1,5 +1,5 @@
-import TestSupport
 import Foundation
+import TestSupport
 import Testing
 
 /// File input against the built binary: follow, rotate both ways, new
@@ -7,7 +7,8 @@ import Testing
 @Suite(.serialized) struct FileInputTests {
     static func fixture(_ dir: String) throws -> AgentFixture {
         try AgentFixture(
-            "", inputs: """
+            "",
+            inputs: """
                 [[inputs]]
                 kind = "file"
                 paths = ["\(dir)/*.ndjson"]
@@ -44,7 +45,9 @@ import Testing
 
     static func devices(_ lines: [String]) -> [String] {
         lines.compactMap { line in
-            guard let start = line.range(of: #""deviceId":""#)?.upperBound, let end = line[start...].firstIndex(of: "\"") else { return nil }
+            guard let start = line.range(of: #""deviceId":""#)?.upperBound,
+                let end = line[start...].firstIndex(of: "\"")
+            else { return nil }
             return String(line[start..<end])
         }
     }
@@ -54,7 +57,10 @@ import Testing
         let fixture = try Self.fixture(inputs.path)
         let a = inputs.file("a.ndjson")
         try Self.append(0..<100, to: a)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         #expect(try Self.waitForAccepted(fixture, 100) == 100)
 
         try Self.append(100..<150, to: a)
@@ -105,7 +111,10 @@ import Testing
         var written = 0
         var rng = SystemRandomNumberGenerator()
         for round in 0..<5 {
-            let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+            let agent = try RunningAgent(
+                arguments: ["run", "--config", fixture.configPath],
+                environment: IngestdBinary.environment
+            )
             // Keep appending while the agent reads, then kill it at a random moment.
             let deadline = Date().addingTimeInterval(Double.random(in: 0.3...0.9, using: &rng))
             while Date() < deadline {
@@ -119,7 +128,10 @@ import Testing
             #expect(agent.process.terminationReason == .uncaughtSignal, "round \(round)")
         }
         // A last, clean run catches up with everything written.
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         #expect(try Self.waitForAccepted(fixture, written, timeout: 60) == written)
         #expect(agent.terminate() == 0)
         let devices = Self.devices(try fixture.queuedLines())

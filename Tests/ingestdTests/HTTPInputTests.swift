@@ -1,7 +1,7 @@
 import EdgeIngest
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -52,7 +52,11 @@ import Glibc
             let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
             try text.replacingOccurrences(of: "PLACEHOLDER", with: fixture.dir.file("archive.sqlite"))
                 .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
-            agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+            agent = try RunningAgent(
+                arguments: ["run", "--config", fixture.configPath],
+                environment: IngestdBinary.environment,
+                stdinFile: "/dev/null"
+            )
             guard let listen = fixture.listenAddress(), let port = Int(listen.split(separator: ":").last ?? "") else {
                 throw ToolFailure("the gateway did not start listening: \(agent.stderr.suffix(2000))")
             }
@@ -67,11 +71,17 @@ import Glibc
 
     static func line(_ id: String?, device: String, extra: String = "") -> String {
         let idField = id.map { "\"_id\":\"\($0)\"," } ?? ""
-        return "{\(idField)\"deviceId\":\"\(device)\",\"temperatureInFahrenheit\":61.5,\"barometricPressureInHg\":29.9,\"windSpeedInMph\":3\(extra)}\n"
+        return
+            "{\(idField)\"deviceId\":\"\(device)\",\"temperatureInFahrenheit\":61.5,\"barometricPressureInHg\":29.9,\"windSpeedInMph\":3\(extra)}\n"
     }
 
     static func login(_ gateway: Gateway, _ body: String) throws -> HTTPAnswer {
-        try httpRequest("POST", gateway.base + "/auth/v1/apps/weather/login", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        try httpRequest(
+            "POST",
+            gateway.base + "/auth/v1/apps/weather/login",
+            headers: ["Content-Type": "application/json"],
+            body: Array(body.utf8)
+        )
     }
 
     @Test func anotherIngestdLogsInWithAnAPIKeyAndEveryReadingIsArchivedOnce() throws {
@@ -98,7 +108,10 @@ import Glibc
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         #expect(try edge.status()["uploaded_total"] as? Int == 3000)
         #expect(gateway.waitUntilArchived(3000), "\(gateway.agent.stderr.suffix(2000))")
-        #expect(try sqlite3(gateway.archive, "SELECT count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor") == "3000|3000")
+        #expect(
+            try sqlite3(gateway.archive, "SELECT count(DISTINCT _id), count(DISTINCT deviceId) FROM WeatherSensor")
+                == "3000|3000"
+        )
         #expect(gateway.agent.terminate() == 0)
         let status = try gateway.fixture.status()
         #expect(status["accepted_total"] as? Int == 3000)
@@ -115,11 +128,20 @@ import Glibc
         #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer nonsense"], body: batch).status == 401)
         #expect(try Self.login(gateway, #"{"provider":"api-key","key":"wrong-key-0123456789abcdef"}"#).status == 401)
         #expect(try Self.login(gateway, #"{"provider":"anonymous"}"#).status == 401)  // not allowed here
-        #expect(try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"nope"}"#).status == 401)
+        #expect(
+            try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"nope"}"#)
+                .status == 401
+        )
         #expect(try Self.login(gateway, #"{"provider":"magic"}"#).status == 400)
-        let user = try Self.login(gateway, #"{"provider":"email-password","email":"OPS@example.com","password":"\#(Self.password)"}"#)
+        let user = try Self.login(
+            gateway,
+            #"{"provider":"email-password","email":"OPS@example.com","password":"\#(Self.password)"}"#
+        )
         #expect(user.status == 200, "\(user.text)")
-        let again = try Self.login(gateway, #"{"provider":"email-password","email":"ops@example.com","password":"\#(Self.password)"}"#)
+        let again = try Self.login(
+            gateway,
+            #"{"provider":"email-password","email":"ops@example.com","password":"\#(Self.password)"}"#
+        )
         #expect((user.json["user_id"] as? String)?.hasPrefix("user-") == true)
         #expect(user.json["user_id"] as? String == again.json["user_id"] as? String)  // the same user on every login
         let key = try Self.login(gateway, #"{"provider":"api-key","key":"\#(Self.apiKey)"}"#)
@@ -129,20 +151,44 @@ import Glibc
         let refresh = try #require(key.json["refresh_token"] as? String)
         #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + access], body: batch).status == 200)
         // A refresh token is not an access token, and the reverse.
-        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + refresh], body: batch).status == 401)
+        #expect(
+            try httpRequest("POST", url, headers: ["Authorization": "Bearer " + refresh], body: batch).status == 401
+        )
         let refreshAuth = "/auth/v1/apps/weather/refresh"
-        #expect(try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + access]).status == 401)
-        let refreshed = try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh])
+        #expect(
+            try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + access]).status
+                == 401
+        )
+        let refreshed = try httpRequest(
+            "POST",
+            gateway.base + refreshAuth,
+            headers: ["Authorization": "Bearer " + refresh]
+        )
         #expect(refreshed.status == 200 && refreshed.json["access_token"] is String, "\(refreshed.text)")
         // A tampered token (another user id, same MAC) is refused.
         let tampered = access.replacingOccurrences(of: "key-gw-17", with: "key-gw-18")
-        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + tampered], body: batch).status == 401)
+        #expect(
+            try httpRequest("POST", url, headers: ["Authorization": "Bearer " + tampered], body: batch).status == 401
+        )
         // The API key itself works as a static bearer token (ingestd's upload.token_file).
-        #expect(try httpRequest("POST", url, headers: ["Authorization": "Bearer " + Self.apiKey], body: batch).status == 200)
-        #expect(try httpRequest("POST", gateway.base + "/auth/v1/apps/weather/logout", headers: ["Authorization": "Bearer " + refresh]).status == 204)
+        #expect(
+            try httpRequest("POST", url, headers: ["Authorization": "Bearer " + Self.apiKey], body: batch).status == 200
+        )
+        #expect(
+            try httpRequest(
+                "POST",
+                gateway.base + "/auth/v1/apps/weather/logout",
+                headers: ["Authorization": "Bearer " + refresh]
+            ).status == 204
+        )
         // Stateless tokens: logging out does not revoke the refresh token (docs/PROTOCOL.md).
-        #expect(try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh]).status == 200)
-        #expect(try httpRequest("POST", gateway.base + "/auth/v1/apps/other/login", body: Array("{}".utf8)).status == 404)
+        #expect(
+            try httpRequest("POST", gateway.base + refreshAuth, headers: ["Authorization": "Bearer " + refresh]).status
+                == 200
+        )
+        #expect(
+            try httpRequest("POST", gateway.base + "/auth/v1/apps/other/login", body: Array("{}".utf8)).status == 404
+        )
         #expect(gateway.agent.terminate() == 0)
         let log = gateway.agent.stderr
         #expect(log.contains("Refused a login"), "\(log.suffix(2000))")
@@ -154,52 +200,120 @@ import Glibc
     @Test func batchesAreValidatedPerRecordDeduplicatedAndAnsweredByTheProtocol() throws {
         let gateway = try Gateway()
         let url = gateway.base + "/ingest/v1/apps/weather/batches"
-        let auth = ["Authorization": "Bearer " + Self.apiKey, "EdgeIngest-Record-Type": "WeatherSensor", "EdgeIngest-Schema-Version": "1"]
-        let body = Self.line("65f1c2a9e1b2c3d4e5f60011", device: "B1") + Self.line(nil, device: "B2")
+        let auth = [
+            "Authorization": "Bearer " + Self.apiKey, "EdgeIngest-Record-Type": "WeatherSensor",
+            "EdgeIngest-Schema-Version": "1",
+        ]
+        let body =
+            Self.line("65f1c2a9e1b2c3d4e5f60011", device: "B1") + Self.line(nil, device: "B2")
             + Self.line("65f1c2a9e1b2c3d4e5f60013", device: "B3", extra: ",\"colour\":\"red\"") + "{not json\n"
             + Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5")
         let first = try httpRequest("POST", url, headers: auth, body: Array(body.utf8))
         #expect(first.status == 200, "\(first.text)")
         #expect(first.json["accepted"] as? Int == 2 && first.json["duplicate"] as? Int == 0, "\(first.text)")
-        let rejected = (first.json["rejected"] as? [[String: Any]] ?? []).map { "\($0["index"] ?? "?"):\($0["reason"] ?? "?")" }
+        let rejected = (first.json["rejected"] as? [[String: Any]] ?? []).map {
+            "\($0["index"] ?? "?"):\($0["reason"] ?? "?")"
+        }
         #expect(rejected == ["1:missing_id", "2:unknown_field", "3:malformed_json"], "\(first.text)")
         // The same batch again (a lost acknowledgement): stored once.
         let second = try httpRequest("POST", url, headers: auth, body: Array(body.utf8))
         #expect(second.json["accepted"] as? Int == 0 && second.json["duplicate"] as? Int == 2, "\(second.text)")
         // gzip, with one new record and one seen.
-        let gzipped = try Gzip.compress(ArraySlice((Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5") + Self.line("65f1c2a9e1b2c3d4e5f60016", device: "B6")).utf8))
-        let third = try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: gzipped)
+        let gzipped = try Gzip.compress(
+            ArraySlice(
+                (Self.line("65f1c2a9e1b2c3d4e5f60015", device: "B5")
+                    + Self.line("65f1c2a9e1b2c3d4e5f60016", device: "B6")).utf8
+            )
+        )
+        let third = try httpRequest(
+            "POST",
+            url,
+            headers: auth.merging(["Content-Encoding": "gzip"]) { $1 },
+            body: gzipped
+        )
         #expect(third.json["accepted"] as? Int == 1 && third.json["duplicate"] as? Int == 1, "\(third.text)")
-        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status == 415)
-        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: [1, 2, 3]).status == 400)
+        #expect(
+            try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status
+                == 415
+        )
+        #expect(
+            try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: [1, 2, 3])
+                .status == 400
+        )
         // Too large, before and after decompression.
         let big = String(repeating: Self.line("65f1c2a9e1b2c3d4e5f60020", device: "X"), count: 100)
         #expect(try httpRequest("POST", url, headers: auth, body: Array(big.utf8)).status == 413)
         let bomb = try Gzip.compress(ArraySlice([UInt8](repeating: 0x20, count: 200_000)), level: 9)
         #expect(bomb.count < 8192)
-        #expect(try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: bomb).status == 413)
+        #expect(
+            try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "gzip"]) { $1 }, body: bomb).status
+                == 413
+        )
         // Client resets: a newer schema, an older session epoch.
-        let newer = try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Schema-Version": "2"]) { $1 }, body: Array(body.utf8))
-        #expect(newer.status == 409 && newer.json["reason"] as? String == "schema_too_new" && newer.json["recoverable"] as? Bool == false, "\(newer.text)")
+        let newer = try httpRequest(
+            "POST",
+            url,
+            headers: auth.merging(["EdgeIngest-Schema-Version": "2"]) { $1 },
+            body: Array(body.utf8)
+        )
+        #expect(
+            newer.status == 409 && newer.json["reason"] as? String == "schema_too_new"
+                && newer.json["recoverable"] as? Bool == false,
+            "\(newer.text)"
+        )
         let one = Array(Self.line("65f1c2a9e1b2c3d4e5f60031", device: "S1").utf8)
-        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-3"]) { $1 }, body: one).status == 200)
-        let stale = try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-2"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8))
-        #expect(stale.status == 409 && stale.json["error"] as? String == "client_reset_required" && stale.json["recoverable"] as? Bool == true, "\(stale.text)")
-        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-4"]) { $1 }, body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)).status == 200)
-        #expect(try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Protocol": "2"]) { $1 }, body: one).status == 501)
+        #expect(
+            try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Session": "abc-3"]) { $1 }, body: one)
+                .status == 200
+        )
+        let stale = try httpRequest(
+            "POST",
+            url,
+            headers: auth.merging(["EdgeIngest-Session": "abc-2"]) { $1 },
+            body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)
+        )
+        #expect(
+            stale.status == 409 && stale.json["error"] as? String == "client_reset_required"
+                && stale.json["recoverable"] as? Bool == true,
+            "\(stale.text)"
+        )
+        #expect(
+            try httpRequest(
+                "POST",
+                url,
+                headers: auth.merging(["EdgeIngest-Session": "abc-4"]) { $1 },
+                body: Array(Self.line("65f1c2a9e1b2c3d4e5f60032", device: "S2").utf8)
+            ).status == 200
+        )
+        #expect(
+            try httpRequest("POST", url, headers: auth.merging(["EdgeIngest-Protocol": "2"]) { $1 }, body: one).status
+                == 501
+        )
         // Routes.
         #expect(try httpRequest("GET", url, headers: auth).status == 405)
-        #expect(try httpRequest("POST", gateway.base + "/ingest/v1/apps/other/batches", headers: auth, body: one).status == 404)
+        #expect(
+            try httpRequest("POST", gateway.base + "/ingest/v1/apps/other/batches", headers: auth, body: one).status
+                == 404
+        )
         #expect(try httpRequest("GET", gateway.base + "/nowhere").status == 404)
         #expect(try httpRequest("GET", gateway.base + "/healthz").text == "ok\n")
         // Stored: B1, B5, B6, S1, S2 — each once, after the commit that preceded each 200.
         #expect(gateway.waitUntilArchived(5), "\(gateway.agent.stderr.suffix(2000))")
-        #expect(try sqlite3(gateway.archive, "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)") == "B1,B5,B6,S1,S2")
+        #expect(
+            try sqlite3(
+                gateway.archive,
+                "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)"
+            ) == "B1,B5,B6,S1,S2"
+        )
         #expect(gateway.agent.terminate() == 0)
         let status = try gateway.fixture.status()
         #expect(status["accepted_total"] as? Int == 5)
         #expect(status["received_duplicates_total"] as? Int == 3)
-        #expect((status["rejected_by_reason"] as? [String: Int]) == ["missing_id": 2, "unknown_field": 2, "malformed_json": 2])
+        #expect(
+            (status["rejected_by_reason"] as? [String: Int]) == [
+                "missing_id": 2, "unknown_field": 2, "malformed_json": 2,
+            ]
+        )
         #expect(gateway.agent.stderr.contains("Rejected a received record"))
         #expect(!gateway.agent.stderr.contains("B2"), "no payloads in the log")
     }
@@ -212,7 +326,11 @@ import Glibc
             queue: "max_records = 5\noverflow_policy = \"block\"\n",
             inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: "/dev/null"
+        )
         let address = try #require(fixture.listenAddress(), "\(agent.stderr)")
         let url = "http://\(address)/ingest/v1/batches"
         let lines = (0..<6).map { Self.line(String(format: "65f1c2a9e1b2c3d4e5f600%02x", $0 + 0x40), device: "Q\($0)") }
@@ -227,11 +345,19 @@ import Glibc
         // Rejections past the first ten of a batch are logged as one line.
         let bad = try httpRequest("POST", url, body: Array(String(repeating: "{not json\n", count: 30).utf8))
         #expect((bad.json["rejected"] as? [Any])?.count == 30, "\(bad.text)")
-        let badSession = try httpRequest("POST", url, headers: ["EdgeIngest-Session": "no-epoch-x"], body: Array(lines[5].utf8))
+        let badSession = try httpRequest(
+            "POST",
+            url,
+            headers: ["EdgeIngest-Session": "no-epoch-x"],
+            body: Array(lines[5].utf8)
+        )
         #expect(badSession.status == 400 && badSession.json["error"] as? String == "bad_header", "\(badSession.text)")
         #expect(agent.terminate() == 0)
         #expect(try fixture.status()["accepted_total"] as? Int == 4)
-        #expect(agent.stderr.components(separatedBy: "Rejected a received record").count - 1 == 10, "\(agent.stderr.suffix(3000))")
+        #expect(
+            agent.stderr.components(separatedBy: "Rejected a received record").count - 1 == 10,
+            "\(agent.stderr.suffix(3000))"
+        )
         #expect(agent.stderr.contains("ingest.more=20"), "\(agent.stderr.suffix(3000))")
     }
 
@@ -274,12 +400,21 @@ import Glibc
         let cases: [(inputs: String, expected: String)] = [
             ("[[inputs]]\nkind = \"http\"", "inputs[0].listen: an http input needs the address to listen on"),
             ("[[inputs]]\nkind = \"http\"\nlisten = \"8480\"", "inputs[0].listen: must be \"host:port\""),
-            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nformat = \"csv\"", "inputs[0].format: an http input reads NDJSON batches"),
+            (
+                "[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nformat = \"csv\"",
+                "inputs[0].format: an http input reads NDJSON batches"
+            ),
             ("[[inputs]]\nkind = \"stdin\"\nlisten = \":8480\"", "inputs[0].listen: applies only to an http input"),
             ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nmax_connections = 0", "inputs[0].max_connections"),
             // A window that would overflow when turned into milliseconds (it crashed the agent on every batch).
-            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\ndedup_window_s = 9223372036854775807", "inputs[0].dedup_window_s: must be at most 31536000 (365 days)"),
-            ("[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nrequest_timeout_ms = 9223372036854775807", "inputs[0].request_timeout_ms: must be at most 31536000000 (365 days)"),
+            (
+                "[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\ndedup_window_s = 9223372036854775807",
+                "inputs[0].dedup_window_s: must be at most 31536000 (365 days)"
+            ),
+            (
+                "[[inputs]]\nkind = \"http\"\nlisten = \":8480\"\nrequest_timeout_ms = 9223372036854775807",
+                "inputs[0].request_timeout_ms: must be at most 31536000000 (365 days)"
+            ),
         ]
         for (inputs, expected) in cases {
             let fixture = try AgentFixture(inputs: inputs + "\n")
@@ -295,12 +430,19 @@ import Glibc
 
     @Test func aTakenPortFailsTheStartWithTheAddress() throws {
         let first = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n")
-        let agent = try RunningAgent(arguments: ["run", "--config", first.configPath], environment: IngestdBinary.environment, stdinFile: "/dev/null")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", first.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: "/dev/null"
+        )
         let address = try #require(first.listenAddress(), "\(agent.stderr)")
         let second = try AgentFixture(inputs: "[[inputs]]\nkind = \"http\"\nlisten = \"\(address)\"\n")
         let result = try second.run(["run"])
         #expect(result.status != 0)
-        #expect(result.stderr.contains("Cannot listen on \(address): Address already in use"), "\(result.stderr.suffix(1000))")
+        #expect(
+            result.stderr.contains("Cannot listen on \(address): Address already in use"),
+            "\(result.stderr.suffix(1000))"
+        )
         #expect(agent.terminate() == 0)
     }
 }
@@ -321,7 +463,12 @@ import Glibc
         #expect(first.output.contains("full-loop: stored 5 readings (5 in the archive in all)"), "\(first.output)")
         let second = try runTool("/bin/bash", [script, "7"], environment: environment)
         #expect(second.output.contains("full-loop: stored 7 readings (12 in the archive in all)"), "\(second.output)")
-        #expect(try sqlite3(dir.file("loop/backend/archive.sqlite"), "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor") == "12|12")
+        #expect(
+            try sqlite3(
+                dir.file("loop/backend/archive.sqlite"),
+                "SELECT count(*), count(DISTINCT _id) FROM WeatherSensor"
+            ) == "12|12"
+        )
         #expect(try runTool("/bin/bash", [script, "five"], environment: environment).status == 2)
     }
 }

@@ -12,18 +12,38 @@ import Testing
         for i in 0..<n {
             switch i % 10 {
             case 0: out.append(Array(good.prefix(Int.random(in: 1..<good.count, using: &rng))))  // truncated JSON
-            case 1: out.append(Array(#"{"deviceId":7,"temperatureInFahrenheit":"hot","barometricPressureInHg":null,"windSpeedInMph":[]}"#.utf8))
-            case 2: out.append(Array(#"{"deviceId":"x","temperatureInFahrenheit":1e999,"barometricPressureInHg":1,"windSpeedInMph":123456789012345678901234567890}"#.utf8))
-            case 3: out.append(Array(#"{"deviceId":"x"#.utf8) + [0, 0, 0] + Array(#"","windSpeedInMph":1}"#.utf8))  // NUL bytes
+            case 1:
+                out.append(
+                    Array(
+                        #"{"deviceId":7,"temperatureInFahrenheit":"hot","barometricPressureInHg":null,"windSpeedInMph":[]}"#
+                            .utf8
+                    )
+                )
+            case 2:
+                out.append(
+                    Array(
+                        #"{"deviceId":"x","temperatureInFahrenheit":1e999,"barometricPressureInHg":1,"windSpeedInMph":123456789012345678901234567890}"#
+                            .utf8
+                    )
+                )
+            // NUL bytes
+            case 3: out.append(Array(#"{"deviceId":"x"#.utf8) + [0, 0, 0] + Array(#"","windSpeedInMph":1}"#.utf8))
             case 4: out.append([0x7B, 0x22, 0xC3, 0x28, 0xFF, 0xFE, 0xED, 0xA0, 0x80, 0x22, 0x7D])  // invalid UTF-8
             case 5: out.append(Array((#"{"a":"# + String(repeating: "[", count: 5_000)).utf8))  // deep nesting
             case 6:
                 // Random bytes, never a newline and never blank: a lone "\r" or " " is a
                 // blank line, which the agent skips rather than rejects (LineIngestor).
-                let noise = (0..<Int.random(in: 1...300, using: &rng)).map { _ in UInt8.random(in: 1...255, using: &rng) }.filter { $0 != 0x0A }
+                let noise = (0..<Int.random(in: 1...300, using: &rng)).map { _ in UInt8.random(in: 1...255, using: &rng)
+                }.filter { $0 != 0x0A }
                 out.append([0x01] + noise)
             case 7: out.append(Array(#"{"_type":"Nope","deviceId":"x"}"#.utf8))
-            case 8: out.append(Array(#"{"deviceId":"x","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3,"deviceId":"y"}"#.utf8))
+            case 8:
+                out.append(
+                    Array(
+                        #"{"deviceId":"x","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3,"deviceId":"y"}"#
+                            .utf8
+                    )
+                )
             default: out.append(Array("\u{FEFF}{\"deviceId\":\"bom\"}".utf8))
             }
         }
@@ -55,7 +75,8 @@ import Testing
         // kernel records that high-water mark as the child's.)
         let rssFile = fixture.dir.file("rss")
         let result = try IngestdBinary.run(
-            ["run", "--log-target", "stderr", "--config", fixture.configPath], stdin: Data(input),
+            ["run", "--log-target", "stderr", "--config", fixture.configPath],
+            stdin: Data(input),
             wrapper: ["/usr/bin/time", "-f", "%M", "-o", rssFile]
         )
         #expect(result.status == 0, "\(result.stderr.suffix(1000))")
@@ -65,7 +86,9 @@ import Testing
         let devices = FileInputTests.devices(try fixture.queuedLines())
         #expect(devices == (0..<good).map { "G\($0)" })
         // Bounded memory: 30 MB of input (three 10 MB lines) never held whole.
-        let peakKB = Int(try String(contentsOfFile: rssFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? .max
+        let peakKB =
+            Int(try String(contentsOfFile: rssFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+            ?? .max
         #expect(peakKB < 40 * 1024, "the agent peaked at \(peakKB / 1024) MB")
     }
 }

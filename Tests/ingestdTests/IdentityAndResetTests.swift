@@ -13,13 +13,16 @@ import Testing
     /// read from a file in `keys` (kept alive by the caller).
     func apiKeyFixture(_ backend: TestBackend, key: String, keys: TemporaryDirectory) throws -> AgentFixture {
         try "\(key)\n".write(toFile: keys.file("api-key"), atomically: true, encoding: .utf8)
-        return try UploadTests.fixture(backend, """
+        return try UploadTests.fixture(
+            backend,
+            """
 
             [auth]
             app_id = "weather-fleet"
             base_url = "\(backend.baseURL)"
             api_key_file = "\(keys.file("api-key"))"
-            """)
+            """
+        )
     }
 
     @Test func theAgentLogsInWithAnAPIKeyAndLogsInAgainWhenTheSessionEnds() throws {
@@ -51,7 +54,10 @@ import Testing
         let fixture = try apiKeyFixture(backend, key: "not-the-key-5c1d", keys: keys)
         let agent = try start(fixture)
         agent.write(UploadTests.readings(0..<3))
-        #expect(eventually { (try? fixture.status())?["open_state"] as? String == "waiting_for_user" }, "\(agent.stderr.suffix(2000))")
+        #expect(
+            eventually { (try? fixture.status())?["open_state"] as? String == "waiting_for_user" },
+            "\(agent.stderr.suffix(2000))"
+        )
         #expect(try fixture.status()["state"] as? String == "waiting_for_user")
         #expect(try fixture.status()["queued_records"] as? Int == 3)
         #expect(agent.terminate() == 0)
@@ -78,7 +84,10 @@ import Testing
         do {
             let agent = try start(fixture)
             agent.write(UploadTests.readings(5..<10))
-            #expect(eventually { ((try? fixture.status())?["upload_reason"] as? String)?.contains("client reset") == true }, "\(agent.stderr.suffix(2000))")
+            #expect(
+                eventually { ((try? fixture.status())?["upload_reason"] as? String)?.contains("client reset") == true },
+                "\(agent.stderr.suffix(2000))"
+            )
             #expect(try fixture.status()["open_state"] as? String == "error")
             #expect(agent.terminate() == 0)
         }
@@ -98,13 +107,18 @@ import Testing
         let (backend, fixture) = try agentWhoseSessionIsLost(mode: "discard")
         let agent = try start(fixture)
         agent.write(UploadTests.readings(5..<12))
-        #expect(eventually { ((try? fixture.status())?["dropped_by_reason"] as? [String: Int])?["client_reset"] == 7 }, "\(agent.stderr.suffix(2000))")
+        #expect(
+            eventually { ((try? fixture.status())?["dropped_by_reason"] as? [String: Int])?["client_reset"] == 7 },
+            "\(agent.stderr.suffix(2000))"
+        )
         // Uploading goes on under the new session.
         agent.write(UploadTests.readings(12..<15))
         #expect(try backend.waitForUnique(8) == 8)
         #expect(agent.terminate() == 0)
-        let backups = try FileManager.default.contentsOfDirectory(atPath: fixture.stateDirectory + "/client-reset-backups")
-            .filter { $0.hasSuffix(".ingest.sqlite") }
+        let backups = try FileManager.default.contentsOfDirectory(
+            atPath: fixture.stateDirectory + "/client-reset-backups"
+        )
+        .filter { $0.hasSuffix(".ingest.sqlite") }
         try #require(backups.count == 1)
         let kept = try fixture.queuedLinesAt(fixture.stateDirectory + "/client-reset-backups/" + backups[0])
         #expect(kept.count == 7)
@@ -121,7 +135,9 @@ import Testing
         #expect(export.stdout == "Exported 20 readings to \(file).\n")
         #expect(export.stderr.isEmpty, "no progress display in a pipe")
         // On a terminal (script(1) gives the command a pseudo-terminal) it shows progress.
-        let onTTY = try IngestdBinary.runOnTerminal(["export", "--config", offline.configPath, "--out", offline.dir.file("tty.ingest.sqlite")])
+        let onTTY = try IngestdBinary.runOnTerminal([
+            "export", "--config", offline.configPath, "--out", offline.dir.file("tty.ingest.sqlite"),
+        ])
         #expect(onTTY.contains("20/20 exported (100 %)"), "\(onTTY)")
         #expect(try offline.run(["export", "--out", file]).status == 64, "an existing file is never overwritten")
         let mode = (try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as! NSNumber).intValue

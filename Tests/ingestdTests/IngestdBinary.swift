@@ -45,12 +45,19 @@ enum IngestdBinary {
     /// Runs ingestd with a pseudo-terminal as its stdin, stdout and stderr
     /// (through script(1), from util-linux) and returns what it printed there.
     static func runOnTerminal(_ arguments: [String]) throws -> String {
-        let quoted = ([url.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let quoted = ([url.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
         let result = try run(["-q", "-e", "-c", quoted, "/dev/null"], wrapper: ["/usr/bin/script"], bare: true)
         return result.stdout
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil, wrapper: [String] = [], bare: Bool = false) throws -> Result {
+    static func run(
+        _ arguments: [String],
+        stdin: Data? = nil,
+        environment: [String: String]? = nil,
+        wrapper: [String] = [],
+        bare: Bool = false
+    ) throws -> Result {
         let process = Process()
         if let tool = wrapper.first {
             process.executableURL = URL(fileURLWithPath: tool)

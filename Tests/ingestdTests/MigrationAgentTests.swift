@@ -7,22 +7,28 @@ import Testing
     func config(_ dir: TemporaryDirectory, version: Int, types: String, migrations: String = "") throws -> String {
         let path = dir.file("ingestd-v\(version).toml")
         try """
-            [agent]
-            state_directory = "\(dir.file("state"))"
-            log_target = "stderr"
-            [queue]
-            schema_version = \(version)
-            \(migrations)
-            [types.WeatherSensor]
-            \(types)
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+        [agent]
+        state_directory = "\(dir.file("state"))"
+        log_target = "stderr"
+        [queue]
+        schema_version = \(version)
+        \(migrations)
+        [types.WeatherSensor]
+        \(types)
+        """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
     @Test func raisingTheSchemaVersionMigratesQueuedReadingsDeclaratively() throws {
         let dir = try TemporaryDirectory()
-        let v0 = try config(dir, version: 0, types: "deviceId = \"string\"\nwindSpeedInMph = \"int\"\nbarometricPressureInHg = \"double\"")
-        let lines = (0..<4).map { #"{"deviceId":"WX\#($0)","windSpeedInMph":\#($0),"barometricPressureInHg":29.5}"# + "\n" }.joined()
+        let v0 = try config(
+            dir,
+            version: 0,
+            types: "deviceId = \"string\"\nwindSpeedInMph = \"int\"\nbarometricPressureInHg = \"double\""
+        )
+        let lines = (0..<4).map {
+            #"{"deviceId":"WX\#($0)","windSpeedInMph":\#($0),"barometricPressureInHg":29.5}"# + "\n"
+        }.joined()
         let first = try IngestdBinary.run(["run", "--config", v0], stdin: Data(lines.utf8))
         #expect(first.status == 0, "\(first.stderr)")
 
@@ -47,9 +53,17 @@ import Testing
         let second = try IngestdBinary.run(["run", "--config", v2], stdin: Data())
         #expect(second.status == 0, "\(second.stderr)")
         let fixture = try AgentFixture()
-        let queued = try fixture.queuedLinesAt(dir.file("state/queue.sqlite"), fields: ["deviceId": .string, "windSpeed": .int, "unit": .string], schemaVersion: 2)
+        let queued = try fixture.queuedLinesAt(
+            dir.file("state/queue.sqlite"),
+            fields: ["deviceId": .string, "windSpeed": .int, "unit": .string],
+            schemaVersion: 2
+        )
         #expect(queued.count == 4)
-        #expect(queued.allSatisfy { $0.contains(#""unit":"imperial""#) && $0.contains(#""windSpeed":"#) && !$0.contains("barometric") })
+        #expect(
+            queued.allSatisfy {
+                $0.contains(#""unit":"imperial""#) && $0.contains(#""windSpeed":"#) && !$0.contains("barometric")
+            }
+        )
 
         // Back to version 0: refused, nothing changed.
         let before = FileManager.default.contents(atPath: dir.file("state/queue.sqlite"))

@@ -1,5 +1,5 @@
-import Testing
 import Foundation
+import Testing
 
 /// A real AF_UNIX datagram socket standing in for systemd's notify socket.
 final class NotifySocket {
@@ -16,7 +16,9 @@ final class NotifySocket {
             for (i, b) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = b }
         }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }

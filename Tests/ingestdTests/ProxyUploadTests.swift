@@ -18,7 +18,9 @@ import Testing
         let proxy = try ForwardProxy()
         let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:\(proxy.port)\"")
         var environment = IngestdBinary.environment
-        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"] {
+        for name in [
+            "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY",
+        ] {
             environment[name] = nil
         }
         let run = try fixture.run(["run"], stdin: Data(UploadTests.readings(0..<50).utf8), environment: environment)

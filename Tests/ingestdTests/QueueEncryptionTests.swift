@@ -17,7 +17,11 @@ import Testing
         let key = Data((0..<64).map { UInt8(truncatingIfNeeded: $0 &* 91 &+ 7) })
         try key.write(to: URL(fileURLWithPath: keys.file("queue.key")))
         // The same key as 128 hex digits with a newline, as an operator may write it.
-        try (key.map { String(format: "%02x", $0) }.joined() + "\n").write(toFile: keys.file("queue.hex"), atomically: true, encoding: .utf8)
+        try (key.map { String(format: "%02x", $0) }.joined() + "\n").write(
+            toFile: keys.file("queue.hex"),
+            atomically: true,
+            encoding: .utf8
+        )
         let fixture = try AgentFixture("", queue: "encryption_key_file = \"\(keys.file("queue.key"))\"")
         let readings = (0..<50).map { reading($0, device: Self.secret) + "\n" }.joined()
         let run = try fixture.run(["run"], stdin: Data(readings.utf8))
@@ -31,7 +35,10 @@ import Testing
         let export = try hex.run(["export", "--out", keys.file("carry.sqlite")])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(export.stdout.hasPrefix("Exported 50 readings"))
-        #expect(FileManager.default.contents(atPath: keys.file("carry.sqlite"))?.range(of: Data(Self.secret.utf8)) == nil, "an export is encrypted too")
+        #expect(
+            FileManager.default.contents(atPath: keys.file("carry.sqlite"))?.range(of: Data(Self.secret.utf8)) == nil,
+            "an export is encrypted too"
+        )
 
         // A wrong key: a clear error, exit 78, the file untouched.
         var wrong = key

@@ -1,5 +1,5 @@
-import TestSupport
 import Foundation
+import TestSupport
 import Testing
 
 /// A real pseudo-terminal pair: the agent reads the slave side through a
@@ -47,14 +47,18 @@ final class PseudoTerminal {
         var pty = try PseudoTerminal()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pty.slavePath)
         let fixture = try AgentFixture(
-            "", inputs: """
+            "",
+            inputs: """
                 [[inputs]]
                 kind = "serial"
                 device = "\(link)"
                 baud = 115200
                 """
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         #expect(Self.waitFor("Serial device opened", in: agent), "\(agent.stderr)")
 
         // CR/LF line endings, as many serial sensors send.
@@ -89,9 +93,13 @@ final class PseudoTerminal {
         let dir = try TemporaryDirectory()
         let link = dir.file("ttyACM0")
         let fixture = try AgentFixture(
-            "", inputs: "[[inputs]]\nkind = \"serial\"\ndevice = \"\(link)\"\n"
+            "",
+            inputs: "[[inputs]]\nkind = \"serial\"\ndevice = \"\(link)\"\n"
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         #expect(Self.waitFor("Serial device unavailable; retrying with backoff", in: agent))
         let pty = try PseudoTerminal()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pty.slavePath)

@@ -6,17 +6,18 @@ import Testing
         let fixture = try AgentFixture()
         var input = Data()
         func line(_ s: String) { input.append(Data((s + "\n").utf8)) }
-        line(reading(1))                                   // 1
-        line(#"{"deviceId":"WX1","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#)  // 2 type_mismatch
-        line(reading(2))                                   // 3
-        line(#"{"deviceId":"WX1", "#)                      // 4 malformed_json
+        line(reading(1))  // 1
+        // 2 type_mismatch
+        line(#"{"deviceId":"WX1","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#)
+        line(reading(2))  // 3
+        line(#"{"deviceId":"WX1", "#)  // 4 malformed_json
         input.append(Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D, 0x0A]))  // 5 invalid_utf8
-        line(String(repeating: "x", count: 1000))          // 6 line_too_long (max 256)
-        line("")                                           // 7 blank: skipped
-        line(reading(3) + "\r")                            // 8 CRLF tolerated
+        line(String(repeating: "x", count: 1000))  // 6 line_too_long (max 256)
+        line("")  // 7 blank: skipped
+        line(reading(3) + "\r")  // 8 CRLF tolerated
         line(#"{"deviceId":"WX1","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#)  // 9 missing_field
-        line(#"{"_type":"Nope","deviceId":"WX1"}"#)        // 10 unknown_type
-        input.append(Data(reading(4).utf8))                // 11, no final newline
+        line(#"{"_type":"Nope","deviceId":"WX1"}"#)  // 10 unknown_type
+        input.append(Data(reading(4).utf8))  // 11, no final newline
         let result = try fixture.run(["run"], stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
 
@@ -33,12 +34,18 @@ import Testing
         #expect(status["queued_records"] as? Int == 4)
         #expect(
             status["rejected_by_reason"] as? [String: Int]
-                == ["type_mismatch": 1, "malformed_json": 1, "invalid_utf8": 1, "line_too_long": 1, "missing_field": 1, "unknown_type": 1]
+                == [
+                    "type_mismatch": 1, "malformed_json": 1, "invalid_utf8": 1, "line_too_long": 1, "missing_field": 1,
+                    "unknown_type": 1,
+                ]
         )
         #expect(status["state"] as? String == "stopped")
 
         // Each rejection is logged with input, line number and reason…
-        for (lineNumber, reason) in [(2, "type_mismatch"), (4, "malformed_json"), (5, "invalid_utf8"), (6, "line_too_long"), (9, "missing_field"), (10, "unknown_type")] {
+        for (lineNumber, reason) in [
+            (2, "type_mismatch"), (4, "malformed_json"), (5, "invalid_utf8"), (6, "line_too_long"),
+            (9, "missing_field"), (10, "unknown_type"),
+        ] {
             #expect(
                 result.stderr.contains("ingest.input=stdin ingest.line=\(lineNumber) ingest.reason=\(reason)"),
                 "line \(lineNumber) not logged as \(reason)"
@@ -49,7 +56,10 @@ import Testing
         let rejects = try fixture.rejects()
         #expect(rejects.map { $0["line"] as? Int } == [2, 4, 5, 6, 9, 10])
         try #require(rejects.count == 6)
-        #expect(rejects[0]["raw"] as? String == #"{"deviceId":"WX1","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#)
+        #expect(
+            rejects[0]["raw"] as? String
+                == #"{"deviceId":"WX1","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#
+        )
         #expect(rejects[2]["raw_hex"] as? String == "7b22fffe227d")
         #expect(rejects[3]["raw_bytes"] as? Int == 1000)
         #expect(rejects[3]["raw"] == nil)
@@ -89,10 +99,15 @@ import Testing
 
     @Test func readingsMayNameTheirTypeWithUnderscoreType() throws {
         let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\n")
-        let line = #"{"_type":"WeatherSensor","_id":"507f1f77bcf86cd799439011","deviceId":"WX","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3}"#
+        let line =
+            #"{"_type":"WeatherSensor","_id":"507f1f77bcf86cd799439011","deviceId":"WX","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3}"#
         let result = try fixture.run(["run"], stdin: Data((line + "\n").utf8))
         #expect(result.status == 0)
-        #expect(try fixture.queuedLines() == [#"{"_id":"507f1f77bcf86cd799439011","deviceId":"WX","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3}"#])
+        #expect(
+            try fixture.queuedLines() == [
+                #"{"_id":"507f1f77bcf86cd799439011","deviceId":"WX","temperatureInFahrenheit":1,"barometricPressureInHg":2,"windSpeedInMph":3}"#
+            ]
+        )
     }
 
     @Test func aDamagedQueueFileStopsTheAgentWithExitCode65AndIsLeftAlone() throws {

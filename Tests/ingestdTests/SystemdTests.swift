@@ -12,7 +12,8 @@ import Testing
         let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: environment)
 
         let started = socket.collect(timeout: 10) { messages in
-            messages.contains("READY=1") && messages.contains("WATCHDOG=1") && messages.contains { $0.hasPrefix("STATUS=") }
+            messages.contains("READY=1") && messages.contains("WATCHDOG=1")
+                && messages.contains { $0.hasPrefix("STATUS=") }
         }
         #expect(started.first == "READY=1", "\(started)")
         #expect(started.contains("WATCHDOG=1"))
@@ -20,7 +21,9 @@ import Testing
 
         // STATUS= follows the counters.
         agent.write(reading(7) + "\n")
-        let updated = socket.collect(timeout: 10) { $0.contains { $0.hasPrefix("STATUS=") && $0.contains("1 accepted") } }
+        let updated = socket.collect(timeout: 10) {
+            $0.contains { $0.hasPrefix("STATUS=") && $0.contains("1 accepted") }
+        }
         #expect(updated.contains { $0.hasPrefix("STATUS=idle, 1 queued") && $0.contains("1 accepted") }, "\(updated)")
 
         // Watchdog pings keep coming at about half the interval while healthy.
@@ -44,7 +47,10 @@ import Testing
         defer { journald?.stop() }
         let name = "journal-test-\(UUID().uuidString.prefix(8))"
         let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)\"\n")
-        let input = reading(1) + "\n" + #"{"deviceId":"WX","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"# + "\n"
+        let input =
+            reading(1) + "\n"
+            + #"{"deviceId":"WX","windSpeedInMph":"fast","temperatureInFahrenheit":1,"barometricPressureInHg":2}"#
+            + "\n"
         let result = try fixture.run(["run", "--log-target", "journal"], stdin: Data(input.utf8))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("Rejected"), "with --log-target journal nothing is logged to stderr")
@@ -101,7 +107,11 @@ extension SystemdTests {
         let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)\"\n")
         let stderr = try Self.runWithJournalStream(fixture) { $0 }
         #expect(!stderr.contains("Reading stdin"), "with stderr being the journal, entries go through sd_journal_sendv")
-        #expect(try Journald.entries(matching: "INGEST_INPUT=\(name)", expecting: 1).contains { $0["MESSAGE"] as? String == "Reading stdin" })
+        #expect(
+            try Journald.entries(matching: "INGEST_INPUT=\(name)", expecting: 1).contains {
+                $0["MESSAGE"] as? String == "Reading stdin"
+            }
+        )
 
         // JOURNAL_STREAM naming another file: stderr is not the journal.
         let other = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)-plain\"\n")
@@ -138,7 +148,9 @@ final class Journald {
             for (i, b) in "/run/systemd/journal/socket".utf8.enumerated() { raw[i] = b }
         }
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         } == 0
     }
 

@@ -15,10 +15,22 @@ struct TestPKI {
     init() throws {
         dir = try TemporaryDirectory()
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try Self.openssl(["req", "-x509"] + ec + ["-keyout", dir.file("ca.key"), "-out", dir.file("ca.pem"), "-days", "2", "-subj", "/CN=EdgeIngest Test CA"])
-        for (name, ext) in [("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"), ("client", "extendedKeyUsage=clientAuth\n")] {
+        try Self.openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", dir.file("ca.key"), "-out", dir.file("ca.pem"), "-days", "2", "-subj",
+                "/CN=EdgeIngest Test CA",
+            ]
+        )
+        for (name, ext) in [
+            ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+            ("client", "extendedKeyUsage=clientAuth\n"),
+        ] {
             try ext.write(toFile: dir.file("\(name).ext"), atomically: true, encoding: .utf8)
-            try Self.openssl(["req"] + ec + ["-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)"])
+            try Self.openssl(
+                ["req"] + ec + [
+                    "-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)",
+                ]
+            )
             try Self.openssl([
                 "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
                 "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", dir.file("\(name).ext"),
@@ -39,7 +51,9 @@ struct TestPKI {
     @Test(.enabled(if: opensslAvailable)) func trustedCADelivers() throws {
         let pki = try TestPKI()
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
-        let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\n")
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\n"
+        )
         let (agent, status) = try UploadTests.stream(fixture, backend, UploadTests.readings(0..<200), expected: 200)
         #expect(agent.terminate() == 0)
         #expect(status["queued_records"] as? Int == 0)
@@ -48,11 +62,20 @@ struct TestPKI {
     @Test(.enabled(if: opensslAvailable)) func anUntrustedServerIsRefusedWithAClearErrorAndNothingIsLost() throws {
         let pki = try TestPKI()
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey])
-        let fixture = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"\(https(backend))\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n"
+        )
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(UploadTests.readings(0..<30))
         _ = eventually { agent.stderr.contains("is not trusted") }
-        #expect(agent.stderr.contains("The certificate of 127.0.0.1:\(backend.port) is not trusted: set ca_file to the CA that signed it."))
+        #expect(
+            agent.stderr.contains(
+                "The certificate of 127.0.0.1:\(backend.port) is not trusted: set ca_file to the CA that signed it."
+            )
+        )
         #expect(try backend.stats()["unique"] as? Int == 0)
         #expect(agent.terminate() == 0)
         #expect(try fixture.queuedLines().count == 30)
@@ -62,8 +85,13 @@ struct TestPKI {
         let pki = try TestPKI()
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--client-ca", pki.ca])
         // Without a client certificate: refused, kept, retried.
-        let without = try AgentFixture("\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n")
-        let refused = try RunningAgent(arguments: ["run", "--config", without.configPath], environment: IngestdBinary.environment)
+        let without = try AgentFixture(
+            "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n"
+        )
+        let refused = try RunningAgent(
+            arguments: ["run", "--config", without.configPath],
+            environment: IngestdBinary.environment
+        )
         refused.write(UploadTests.readings(0..<10))
         _ = eventually { refused.stderr.contains("Upload failed") }
         #expect(refused.stderr.contains("Upload failed; retrying with backoff"))
@@ -85,10 +113,13 @@ struct TestPKI {
 /// backend and says in its `Via` header which version the client spoke.
 @Suite(.serialized) struct HTTP2UploadTests {
     static var available: Bool {
-        FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpx") && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+        FileManager.default.isExecutableFile(atPath: "/usr/sbin/nghttpx")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
     }
 
-    @Test(.enabled(if: available, "needs nghttpx (nghttp2-proxy) and openssl")) func uploadsSpeakHTTP2WhenOffered() throws {
+    @Test(.enabled(if: available, "needs nghttpx (nghttp2-proxy) and openssl")) func uploadsSpeakHTTP2WhenOffered()
+        throws
+    {
         let pki = try TestPKI()
         let backend = try TestBackend()
         var frontPort = 0

@@ -1,9 +1,16 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Real libcurl against a real loopback backend, through the built binary.
 @Suite(.serialized) struct UploadTests {
-    static func fixture(_ backend: TestBackend, _ upload: String = "", linger: Int = 20, retryBase: Int = 20, retryCap: Int = 200) throws -> AgentFixture {
+    static func fixture(
+        _ backend: TestBackend,
+        _ upload: String = "",
+        linger: Int = 20,
+        retryBase: Int = 20,
+        retryCap: Int = 200
+    ) throws -> AgentFixture {
         try AgentFixture(
             """
 
@@ -23,8 +30,16 @@ import Testing
 
     /// Runs the agent with stdin open, feeds `text`, waits for `expected`
     /// unique records at the backend and an empty queue, then stops it.
-    static func stream(_ fixture: AgentFixture, _ backend: TestBackend, _ text: String, expected: Int) throws -> (agent: RunningAgent, status: [String: Any]) {
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+    static func stream(
+        _ fixture: AgentFixture,
+        _ backend: TestBackend,
+        _ text: String,
+        expected: Int
+    ) throws -> (agent: RunningAgent, status: [String: Any]) {
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(text)
         #expect(try backend.waitForUnique(expected) == expected, "\(agent.stderr.suffix(2000))")
         var status: [String: Any] = [:]
@@ -73,7 +88,10 @@ import Testing
         let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<200), expected: 200)
         #expect(agent.terminate() == 0)
         #expect(status["dropped_total"] as? Int == 0)
-        #expect(agent.stderr.components(separatedBy: "The queue is full; this input is paused").count >= 2, "\(agent.stderr.suffix(2000))")
+        #expect(
+            agent.stderr.components(separatedBy: "The queue is full; this input is paused").count >= 2,
+            "\(agent.stderr.suffix(2000))"
+        )
         #expect(agent.stderr.contains("The queue has room again; this input resumed"), "\(agent.stderr.suffix(2000))")
         #expect(try backend.stats()["unique"] as? Int == 200)
     }
@@ -81,7 +99,10 @@ import Testing
     @Test func statusShowsBackingOffUntilWithTheReason() throws {
         let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
         let fixture = try Self.fixture(backend, retryBase: 2000, retryCap: 4000)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(Self.readings(0..<5))
         var status: [String: Any] = [:]
         _ = eventually {
@@ -106,7 +127,10 @@ import Testing
         let fixture = try AgentFixture(
             "\n[upload]\nurl = \"http://127.0.0.1:\(port)/ingest/v1/batches\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 1000\n"
         )
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(Self.readings(0..<500))
         usleep(4_000_000)
         let status = try fixture.status()
@@ -129,13 +153,19 @@ import Testing
     @Test func aBatchOutOfRetriesBecomesDeadLettersNotLoss() throws {
         let backend = try TestBackend(["--fail", "1000", "--fail-status", "503"])
         let fixture = try Self.fixture(backend, "max_retries = 2")
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(Self.readings(0..<7))
         var status: [String: Any] = [:]
-        #expect(eventually {
-            status = (try? fixture.status()) ?? [:]
-            return status["dead_letter_records"] as? Int == 7
-        }, "\(status)")
+        #expect(
+            eventually {
+                status = (try? fixture.status()) ?? [:]
+                return status["dead_letter_records"] as? Int == 7
+            },
+            "\(status)"
+        )
         #expect(status["queued_records"] as? Int == 0)
         #expect(agent.terminate() == 0)
         #expect(try backend.stats()["requests"] as? Int == 3, "one try and two retries")
@@ -180,7 +210,12 @@ import Testing
     @Test func aPoisonRecordIsIsolatedAndDeadLetteredWhileTheRestGoesThrough() throws {
         let backend = try TestBackend(["--poison", "POISON"])
         let fixture = try Self.fixture(backend, "max_records = 1000", linger: 500)
-        let (agent, status) = try Self.stream(fixture, backend, Self.readings(0..<1000, poison: 637, device: "POISON"), expected: 999)
+        let (agent, status) = try Self.stream(
+            fixture,
+            backend,
+            Self.readings(0..<1000, poison: 637, device: "POISON"),
+            expected: 999
+        )
         #expect(agent.terminate() == 0)
         #expect(try backend.stats()["unique"] as? Int == 999)
         #expect(status["dead_letter_records"] as? Int == 1)
@@ -211,7 +246,10 @@ import Testing
     @Test func forbiddenHoldsEverythingQueuedAndSaysWhy() throws {
         let backend = try TestBackend(["--always-status", "403"])
         let fixture = try Self.fixture(backend)
-        let agent = try RunningAgent(arguments: ["run", "--config", fixture.configPath], environment: IngestdBinary.environment)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
         agent.write(Self.readings(0..<50))
         var status: [String: Any] = [:]
         _ = eventually {
@@ -241,8 +279,8 @@ import Testing
         #expect(agent.terminate() == 0)
         #expect(try backend.stats()["auth"] as? [String] == ["Bearer s3cr3t-token-value"])
         #expect(!agent.stderr.contains("s3cr3t"))
-        #expect(!(try String(contentsOfFile: fixture.stateDirectory + "/status.json", encoding: .utf8)).contains("s3cr3t"))
+        #expect(
+            !(try String(contentsOfFile: fixture.stateDirectory + "/status.json", encoding: .utf8)).contains("s3cr3t")
+        )
     }
 }
-
-import TestSupport

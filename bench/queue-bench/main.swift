@@ -101,8 +101,11 @@ func runOnce() async throws -> Run {
     while let lease = try queue.take(maxRecords: batchSize) {
         if let archive {
             let batch = SinkBatch(
-                type: lease.segments[0].type, idempotencyKey: lease.id,
-                payload: lease.payload(records: 0..<lease.recordCount), recordCount: lease.recordCount, headers: []
+                type: lease.segments[0].type,
+                idempotencyKey: lease.id,
+                payload: lease.payload(records: 0..<lease.recordCount),
+                recordCount: lease.recordCount,
+                headers: []
             )
             let outcome = archive.deliver(batch)
             precondition(outcome == .stored(rejected: []), "the archive answered \(outcome)")
@@ -112,12 +115,19 @@ func runOnce() async throws -> Run {
     }
     let d1 = seconds()
     precondition(drained == appended, "drained \(drained) of \(appended)")
-    if let archive { precondition(archive.storedCount == drained, "the archive stored \(archive.storedCount) of \(drained)") }
+    if let archive {
+        precondition(archive.storedCount == drained, "the archive stored \(archive.storedCount) of \(drained)")
+    }
     queue.close()
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix); unlink(archivePath + suffix) }
+    for suffix in ["", "-wal", "-shm"] {
+        unlink(path + suffix)
+        unlink(archivePath + suffix)
+    }
     return Run(
-        validate: Double(appended) / validateTime, append: Double(appended) / appendTime,
-        drain: Double(drained) / (d1 - d0), bytesPerReading: stats.fileBytes / Int64(appended),
+        validate: Double(appended) / validateTime,
+        append: Double(appended) / appendTime,
+        drain: Double(drained) / (d1 - d0),
+        bytesPerReading: stats.fileBytes / Int64(appended),
         payloadPerReading: stats.queuedBytes / Int64(appended)
     )
 }
@@ -127,10 +137,15 @@ for _ in 0..<repeats { runs.append(try await runOnce()) }
 
 func summary(_ values: [Double]) -> String {
     let sorted = values.sorted()
-    return "\(Int(sorted[sorted.count / 2])) readings/s (median of \(sorted.count); range \(Int(sorted.first!))–\(Int(sorted.last!)))"
+    return
+        "\(Int(sorted[sorted.count / 2])) readings/s (median of \(sorted.count); range \(Int(sorted.first!))–\(Int(sorted.last!)))"
 }
 print("append   \(total) readings, batches of \(batchSize), \(durability): \(summary(runs.map(\.append)))")
-print("drain    take + \(toArchive ? "deliver to the SQLite archive + " : "")acknowledge, batches of \(batchSize): \(summary(runs.map(\.drain)))")
+print(
+    "drain    take + \(toArchive ? "deliver to the SQLite archive + " : "")acknowledge, batches of \(batchSize): \(summary(runs.map(\.drain)))"
+)
 print("validate building + validating the records: \(summary(runs.map(\.validate)))")
-print("disk     \(runs[0].bytesPerReading) bytes/reading on disk (file + WAL), \(runs[0].payloadPerReading) bytes/reading of encoded records")
+print(
+    "disk     \(runs[0].bytesPerReading) bytes/reading on disk (file + WAL), \(runs[0].payloadPerReading) bytes/reading of encoded records"
+)
 print("memory   peak RSS \(peakRSSKiB() / 1024) MiB")

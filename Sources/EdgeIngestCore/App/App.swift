@@ -40,10 +40,16 @@ public final class App: Sendable {
     ///   if the cache exists but cannot be read.
     public init(id: String, configuration: AppConfiguration) throws {
         guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
-            throw EdgeIngestError(.invalidConfiguration, "The app id '\(id)' is empty or has characters other than letters, digits, '-', '_' and '.'.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The app id '\(id)' is empty or has characters other than letters, digits, '-', '_' and '.'."
+            )
         }
         guard configuration.baseURL.hasPrefix("http://") || configuration.baseURL.hasPrefix("https://") else {
-            throw EdgeIngestError(.invalidConfiguration, "The backend base URL '\(configuration.baseURL)' must start with http:// or https://.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The backend base URL '\(configuration.baseURL)' must start with http:// or https://."
+            )
         }
         self.id = id
         self.configuration = configuration
@@ -90,7 +96,9 @@ public final class App: Sendable {
     /// and across restarts; nil after that user logged out.
     public var currentUser: User? {
         state.withLock { state in
-            guard let id = state.contents.currentUserID, state.contents.users.contains(where: { $0.id == id }) else { return nil }
+            guard let id = state.contents.currentUserID, state.contents.users.contains(where: { $0.id == id }) else {
+                return nil
+            }
             return handle(for: id, in: &state)
         }
     }

@@ -11,18 +11,29 @@ struct AuthClient: Sendable {
     func login(_ credentials: Credentials) throws -> StoredUser {
         let response = try post("login", body: credentials.loginBody, bearer: nil, doing: "log in")
         guard response.status == 200 else {
-            throw refused(response, "The backend refused the \(credentials.provider) credentials", fix: "Check the key, email or password.")
+            throw refused(
+                response,
+                "The backend refused the \(credentials.provider) credentials",
+                fix: "Check the key, email or password."
+            )
         }
         let answer = try? JSONValue.parse(response.body)
         guard let userID = answer?["user_id"]?.string, let accessToken = answer?["access_token"]?.string,
-              let refreshToken = answer?["refresh_token"]?.string, let expiresIn = answer?["expires_in"]?.int64
+            let refreshToken = answer?["refresh_token"]?.string, let expiresIn = answer?["expires_in"]?.int64
         else {
-            throw EdgeIngestError(.authenticationFailed, "The backend's login answer is not the JSON docs/PROTOCOL.md describes (user_id, access_token, refresh_token, expires_in).")
+            throw EdgeIngestError(
+                .authenticationFailed,
+                "The backend's login answer is not the JSON docs/PROTOCOL.md describes (user_id, access_token, refresh_token, expires_in)."
+            )
         }
         let now = wallClockMilliseconds()
         return StoredUser(
-            id: userID, provider: credentials.provider, accessToken: accessToken,
-            accessExpiresAt: now + Self.milliseconds(expiresIn), refreshToken: refreshToken, loggedInAt: now
+            id: userID,
+            provider: credentials.provider,
+            accessToken: accessToken,
+            accessExpiresAt: now + Self.milliseconds(expiresIn),
+            refreshToken: refreshToken,
+            loggedInAt: now
         )
     }
 
@@ -34,7 +45,10 @@ struct AuthClient: Sendable {
         }
         let answer = try? JSONValue.parse(response.body)
         guard let accessToken = answer?["access_token"]?.string, let expiresIn = answer?["expires_in"]?.int64 else {
-            throw EdgeIngestError(.authenticationFailed, "The backend's refresh answer is not the JSON docs/PROTOCOL.md describes (access_token, expires_in).")
+            throw EdgeIngestError(
+                .authenticationFailed,
+                "The backend's refresh answer is not the JSON docs/PROTOCOL.md describes (access_token, expires_in)."
+            )
         }
         return (accessToken, wallClockMilliseconds() + Self.milliseconds(expiresIn))
     }

@@ -88,8 +88,8 @@ extension StoredUser {
 
     init?(json: JSONValue) {
         guard let id = json["id"]?.string, let provider = json["provider"]?.string,
-              let accessToken = json["accessToken"]?.string, let accessExpiresAt = json["accessExpiresAt"]?.int64,
-              let refreshToken = json["refreshToken"]?.string, let loggedInAt = json["loggedInAt"]?.int64
+            let accessToken = json["accessToken"]?.string, let accessExpiresAt = json["accessExpiresAt"]?.int64,
+            let refreshToken = json["refreshToken"]?.string, let loggedInAt = json["loggedInAt"]?.int64
         else { return nil }
         // Absent (files from before the flag) is false; any other value is damage.
         let refreshRefused: Bool
@@ -99,8 +99,13 @@ extension StoredUser {
         default: return nil
         }
         self.init(
-            id: id, provider: provider, accessToken: accessToken, accessExpiresAt: accessExpiresAt,
-            refreshToken: refreshToken, loggedInAt: loggedInAt, refreshRefused: refreshRefused
+            id: id,
+            provider: provider,
+            accessToken: accessToken,
+            accessExpiresAt: accessExpiresAt,
+            refreshToken: refreshToken,
+            loggedInAt: loggedInAt,
+            refreshRefused: refreshRefused
         )
     }
 }

@@ -20,7 +20,11 @@ public final class User: Sendable, CustomStringConvertible {
 
     /// What the user can do now.
     public struct State: Hashable, Sendable, CustomStringConvertible {
-        enum Kind: String { case loggedIn = "logged_in", waitingForUser = "waiting_for_user", loggedOut = "logged_out" }
+        enum Kind: String {
+            case loggedIn = "logged_in"
+            case waitingForUser = "waiting_for_user"
+            case loggedOut = "logged_out"
+        }
         let kind: Kind
         /// Credentials are cached and (as far as we know) valid.
         public static let loggedIn = State(kind: .loggedIn)
@@ -69,18 +73,26 @@ public final class User: Sendable, CustomStringConvertible {
             throw EdgeIngestError(.authenticationFailed, "User \(id) is logged out: log in again to upload.")
         }
         if stored.refreshRefused {
-            throw EdgeIngestError(.authenticationFailed, "The backend refused to refresh the session of user \(id): log in again to upload.")
+            throw EdgeIngestError(
+                .authenticationFailed,
+                "The backend refused to refresh the session of user \(id): log in again to upload."
+            )
         }
         let now = wallClockMilliseconds()
         // A damaged cache may hold any expiry: no overflow, it just refreshes.
-        let (refreshAt, overflow) = stored.accessExpiresAt.subtractingReportingOverflow(app.configuration.refreshMarginMilliseconds)
+        let (refreshAt, overflow) = stored.accessExpiresAt.subtractingReportingOverflow(
+            app.configuration.refreshMarginMilliseconds
+        )
         if !forceRefresh, !overflow, refreshAt > now {
             return stored.accessToken
         }
         do {
             var client = app.client
             if let timeoutMilliseconds {
-                client.configuration.http.connectTimeoutMilliseconds = min(client.configuration.http.connectTimeoutMilliseconds, timeoutMilliseconds)
+                client.configuration.http.connectTimeoutMilliseconds = min(
+                    client.configuration.http.connectTimeoutMilliseconds,
+                    timeoutMilliseconds
+                )
                 client.configuration.http.timeoutMilliseconds = timeoutMilliseconds
             }
             let fresh = try client.refresh(refreshToken: stored.refreshToken)

@@ -34,7 +34,11 @@ extension DurableQueue {
         counters: [String: Int64] = [:],
         onWaitForSpace: (@Sendable () -> Void)? = nil
     ) async throws -> AppendResult {
-        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        let batch = try EncodedBatch(
+            records: records,
+            types: typesByName,
+            queueName: configuration.location.description
+        )
         return try await appendChecked(batch, positions: positions, counters: counters, onWaitForSpace: onWaitForSpace)
     }
 
@@ -114,12 +118,16 @@ extension DurableQueue {
             }
             let leaseEnd = state.lease?.lastSegmentID ?? 0
             let plan = try OverflowPlan.make(
-                policy: configuration.overflowPolicy, limits: limits, queuedRecords: state.queuedRecords,
-                queuedBytes: state.queuedBytes, incomingBytes: sizes,
+                policy: configuration.overflowPolicy,
+                limits: limits,
+                queuedRecords: state.queuedRecords,
+                queuedBytes: state.queuedBytes,
+                incomingBytes: sizes,
                 droppable: { try store.segmentSizes(after: leaseEnd) }
             )
             if plan.mustWait { return .wait(state.spaceGeneration) }
-            let incomingReason = configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
+            let incomingReason =
+                configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
             let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
             let accepted = plan.acceptTo - plan.acceptFrom
             let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
@@ -156,7 +164,10 @@ extension DurableQueue {
             }
             if state.oldestEnqueuedAt == nil && accepted > 0 { state.oldestEnqueuedAt = now }
             let result = AppendResult(
-                accepted: accepted, droppedIncoming: plan.droppedIncoming, droppedStored: plan.droppedStoredRecords, duplicates: duplicates
+                accepted: accepted,
+                droppedIncoming: plan.droppedIncoming,
+                droppedStored: plan.droppedStoredRecords,
+                duplicates: duplicates
             )
             if plan.droppedIncoming > 0 || plan.droppedStoredRecords > 0 {
                 logger.warning(
@@ -215,7 +226,11 @@ extension DurableQueue {
     /// ``OverflowPolicy/block``, the calling thread waits for space.
     @discardableResult
     package func appendBlocking(_ records: [Record]) throws -> AppendResult {
-        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+        let batch = try EncodedBatch(
+            records: records,
+            types: typesByName,
+            queueName: configuration.location.description
+        )
         let sizes = batch.recordSizes
         while true {
             switch try appendNow(batch, sizes: sizes, positions: [], counters: [:]) {
@@ -225,4 +240,3 @@ extension DurableQueue {
         }
     }
 }
-

@@ -17,16 +17,30 @@ extension DurableQueue {
     ///   lower schema version; ``EdgeIngestError/Code/leaseMisuse`` if
     ///   discarding while the uploader holds a lease.
     @discardableResult
-    package func copyPending(into target: DurableQueue, discard: DropReason? = nil, progress: ((Int64) -> Void)? = nil) throws -> Int64 {
+    package func copyPending(
+        into target: DurableQueue,
+        discard: DropReason? = nil,
+        progress: ((Int64) -> Void)? = nil
+    ) throws -> Int64 {
         guard target !== self else {
-            throw EdgeIngestError(.invalidConfiguration, "A queue cannot be copied into itself: give writeCopy another file or in-memory identifier.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "A queue cannot be copied into itself: give writeCopy another file or in-memory identifier."
+            )
         }
         let (copied, waiters) = try state.withLock { source -> (Int64, [CheckedContinuation<Void, Never>]) in
             let store = try source.openStore(configuration.location.description)
             if discard != nil, source.lease != nil {
-                throw EdgeIngestError(.leaseMisuse, "The queue \(configuration.location) cannot discard records while a batch is being uploaded.")
+                throw EdgeIngestError(
+                    .leaseMisuse,
+                    "The queue \(configuration.location) cannot discard records while a batch is being uploaded."
+                )
             }
-            let (records, bytes) = try target.receiveCopy(from: store, sourceName: configuration.location.description, progress: progress)
+            let (records, bytes) = try target.receiveCopy(
+                from: store,
+                sourceName: configuration.location.description,
+                progress: progress
+            )
             guard let discard else { return (records, []) }
             try store.db.transaction {
                 try store.db.execute("DELETE FROM segments")
@@ -46,7 +60,11 @@ extension DurableQueue {
     }
 
     /// The target side of ``copyPending(into:discard:)``.
-    private func receiveCopy(from source: QueueStore, sourceName: String, progress: ((Int64) -> Void)?) throws -> (records: Int64, bytes: Int64) {
+    private func receiveCopy(
+        from source: QueueStore,
+        sourceName: String,
+        progress: ((Int64) -> Void)?
+    ) throws -> (records: Int64, bytes: Int64) {
         // The source store is used under the source queue's lock, which the caller holds.
         try state.withLock { target in
             let store = try target.openStore(configuration.location.description)
@@ -69,7 +87,9 @@ extension DurableQueue {
                     }
                     let pending = row.recordCount - row.consumed
                     let ids = UnsafeRawBufferPointer(rebasing: row.ids[(Int(row.consumed) * 12)..<row.ids.count])
-                    let payload = UnsafeRawBufferPointer(rebasing: row.payload[Int(row.consumedBytes)..<row.payload.count])
+                    let payload = UnsafeRawBufferPointer(
+                        rebasing: row.payload[Int(row.consumedBytes)..<row.payload.count]
+                    )
                     try store.insertCopy(of: row, ids: ids, payload: payload, records: pending)
                     records += pending
                     bytes += Int64(payload.count)

@@ -27,9 +27,14 @@ extension DurableQueue {
             while try stmt.step() {
                 out.append(
                     DeadLetter(
-                        number: stmt.int64(0), recordID: ObjectId(unsafeBytes: stmt.blob(1)), type: stmt.string(2),
-                        schemaVersion: stmt.int64(3), enqueuedAt: stmt.int64(4), failedAt: stmt.int64(5),
-                        reason: stmt.string(6), payload: try store.openDeadLetterPayload(stmt.blob(7), number: stmt.int64(0))
+                        number: stmt.int64(0),
+                        recordID: ObjectId(unsafeBytes: stmt.blob(1)),
+                        type: stmt.string(2),
+                        schemaVersion: stmt.int64(3),
+                        enqueuedAt: stmt.int64(4),
+                        failedAt: stmt.int64(5),
+                        reason: stmt.string(6),
+                        payload: try store.openDeadLetterPayload(stmt.blob(7), number: stmt.int64(0))
                     )
                 )
             }

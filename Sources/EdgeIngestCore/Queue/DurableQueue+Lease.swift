@@ -31,7 +31,9 @@ extension DurableQueue {
             ends.reserveCapacity(min(maxRecords, 4096))
             try store.scanSegments { row in
                 try DurableQueue.checkInvariants(row, name: configuration.location.description)
-                if singleType, let first = segments.first, first.type != row.type || first.schemaVersion != row.schemaVersion {
+                if singleType, let first = segments.first,
+                    first.type != row.type || first.schemaVersion != row.schemaVersion
+                {
                     return false
                 }
                 let available = Int(row.recordCount - row.consumed)
@@ -51,7 +53,9 @@ extension DurableQueue {
                     if !ids.isEmpty || take > 0, base + (next - start) > maxBytes { break }
                     ends.append(base + (next - start))
                     let idOffset = (Int(row.consumed) + take) * 12
-                    ids.append(ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12])))
+                    ids.append(
+                        ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
+                    )
                     take += 1
                     cursor = next
                 }
@@ -59,13 +63,19 @@ extension DurableQueue {
                 payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
                 segments.append(
                     QueueLease.Segment(
-                        type: row.type, schemaVersion: row.schemaVersion, enqueuedAt: row.enqueuedAt, recordCount: take
+                        type: row.type,
+                        schemaVersion: row.schemaVersion,
+                        enqueuedAt: row.enqueuedAt,
+                        recordCount: take
                     )
                 )
                 parts.append(
                     QueueLease.Part(
-                        segmentID: row.id, segmentRecordCount: row.recordCount, fromRecord: row.consumed,
-                        toRecord: row.consumed + Int64(take), fromByte: row.consumedBytes
+                        segmentID: row.id,
+                        segmentRecordCount: row.recordCount,
+                        fromRecord: row.consumed,
+                        toRecord: row.consumed + Int64(take),
+                        fromByte: row.consumedBytes
                     )
                 )
                 // Continue only if this segment was taken whole and room remains.
@@ -75,8 +85,13 @@ extension DurableQueue {
             state.leaseSerial += 1
             state.lease = Lease(serial: state.leaseSerial, lastSegmentID: lastPart.segmentID)
             return QueueLease(
-                id: "\(first.hexString)-\(ids.count)", payload: payload, recordIDs: ids, recordEnds: ends,
-                segments: segments, parts: parts, serial: state.leaseSerial
+                id: "\(first.hexString)-\(ids.count)",
+                payload: payload,
+                recordIDs: ids,
+                recordEnds: ends,
+                segments: segments,
+                parts: parts,
+                serial: state.leaseSerial
             )
         }
     }
@@ -100,33 +115,44 @@ extension DurableQueue {
             var bytes: Int64 = 0
             var recordOffset = 0
             // Losing this commit to a power cut only re-sends these records (same _ids).
-            try store.withoutSync { try store.db.transaction {
-                for part in lease.parts where remaining > 0 {
-                    let inPart = min(remaining, part.toRecord - part.fromRecord)
-                    let lastIndex = recordOffset + Int(inPart) - 1
-                    let partStartByte = recordOffset == 0 ? 0 : lease.recordEnds[recordOffset - 1]
-                    let partBytes = Int64(lease.recordEnds[lastIndex] - partStartByte)
-                    let consumed = part.fromRecord + inPart
-                    if consumed == part.segmentRecordCount {
-                        try store.delete(segment: part.segmentID)
-                    } else {
-                        try store.consume(segment: part.segmentID, records: consumed, bytes: part.fromByte + partBytes)
+            try store.withoutSync {
+                try store.db.transaction {
+                    for part in lease.parts where remaining > 0 {
+                        let inPart = min(remaining, part.toRecord - part.fromRecord)
+                        let lastIndex = recordOffset + Int(inPart) - 1
+                        let partStartByte = recordOffset == 0 ? 0 : lease.recordEnds[recordOffset - 1]
+                        let partBytes = Int64(lease.recordEnds[lastIndex] - partStartByte)
+                        let consumed = part.fromRecord + inPart
+                        if consumed == part.segmentRecordCount {
+                            try store.delete(segment: part.segmentID)
+                        } else {
+                            try store.consume(
+                                segment: part.segmentID,
+                                records: consumed,
+                                bytes: part.fromByte + partBytes
+                            )
+                        }
+                        bytes += partBytes
+                        remaining -= inPart
+                        recordOffset += Int(part.toRecord - part.fromRecord)
                     }
-                    bytes += partBytes
-                    remaining -= inPart
-                    recordOffset += Int(part.toRecord - part.fromRecord)
+                    let now = wallClockMilliseconds()
+                    for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) where index < count {
+                        let segment = lease.segment(containing: index)
+                        try store.insertDeadLetter(
+                            id: lease.recordIDs[index],
+                            type: segment.type,
+                            schemaVersion: segment.schemaVersion,
+                            enqueuedAt: segment.enqueuedAt,
+                            failedAt: now,
+                            reason: reason,
+                            payload: lease.recordJSON(at: index)
+                        )
+                    }
+                    try store.add(counter: "dead_lettered_total", dead)
+                    try store.add(counter: "acknowledged_total", Int64(count) - dead)
                 }
-                let now = wallClockMilliseconds()
-                for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) where index < count {
-                    let segment = lease.segment(containing: index)
-                    try store.insertDeadLetter(
-                        id: lease.recordIDs[index], type: segment.type, schemaVersion: segment.schemaVersion,
-                        enqueuedAt: segment.enqueuedAt, failedAt: now, reason: reason, payload: lease.recordJSON(at: index)
-                    )
-                }
-                try store.add(counter: "dead_lettered_total", dead)
-                try store.add(counter: "acknowledged_total", Int64(count) - dead)
-            } }
+            }
             state.counters["dead_lettered_total", default: 0] += dead
             state.counters["acknowledged_total", default: 0] -= dead
             state.lease = nil

@@ -35,8 +35,16 @@ extension DurableQueue {
     ///
     /// - Throws: ``EdgeIngestError`` as ``append(_:positions:counters:onWaitForSpace:)``
     ///   (``EdgeIngestError/Code/queueFull`` when the batch can never fit).
-    package func receive(_ records: [Record], receipt: Receipt, counters: [String: Int64] = [:]) throws -> ReceiveOutcome {
-        let batch = try EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description)
+    package func receive(
+        _ records: [Record],
+        receipt: Receipt,
+        counters: [String: Int64] = [:]
+    ) throws -> ReceiveOutcome {
+        let batch = try EncodedBatch(
+            records: records,
+            types: typesByName,
+            queueName: configuration.location.description
+        )
         do {
             switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
             case .done(let result): return .stored(result)

@@ -76,7 +76,10 @@ public final class DurableQueue: Sendable {
     ///   created or another process holds it,
     ///   ``EdgeIngestError/Code/queueFormatTooNew``, or
     ///   ``EdgeIngestError/Code/invalidConfiguration``.
-    public static func open(_ configuration: QueueConfiguration, logger: Logger = Logger(label: "edgeingest.queue"))
+    public static func open(
+        _ configuration: QueueConfiguration,
+        logger: Logger = Logger(label: "edgeingest.queue")
+    )
         throws -> DurableQueue
     {
         let configuration = try configuration.validated()
@@ -98,13 +101,19 @@ public final class DurableQueue: Sendable {
         var fd: Int32 = -1
         switch configuration.location.kind {
         case .memory:
-            store = try QueueStore(db: SQLiteConnection(path: ":memory:", displayName: name), isFile: false, durability: configuration.durability)
+            store = try QueueStore(
+                db: SQLiteConnection(path: ":memory:", displayName: name),
+                isFile: false,
+                durability: configuration.durability
+            )
         case .file(let path):
             try QueueFile.prepare(path: path)
             fd = try QueueFile.lock(path: path)
             do {
                 store = try DurableQueue.openFileStore(path: path, configuration: configuration)
-            } catch let error as EdgeIngestError where error.code == .queueCorrupt && configuration.quarantineCorruptFile {
+            } catch let error as EdgeIngestError
+                where error.code == .queueCorrupt && configuration.quarantineCorruptFile
+            {
                 let moved = try QueueFile.quarantine(path: path, now: wallClockMilliseconds())
                 logger.error(
                     "Queue file was damaged and has been moved aside; starting an empty queue",
@@ -128,8 +137,12 @@ public final class DurableQueue: Sendable {
             let totals = try store.totals()
             state = Mutex(
                 State(
-                    store: store, queuedRecords: totals.records, queuedBytes: totals.bytes,
-                    oldestEnqueuedAt: totals.oldestEnqueuedAt, counters: try store.counters(), lockDescriptor: fd
+                    store: store,
+                    queuedRecords: totals.records,
+                    queuedBytes: totals.bytes,
+                    oldestEnqueuedAt: totals.oldestEnqueuedAt,
+                    counters: try store.counters(),
+                    lockDescriptor: fd
                 )
             )
         } catch {
@@ -140,7 +153,9 @@ public final class DurableQueue: Sendable {
 
     private static func openFileStore(path: String, configuration: QueueConfiguration) throws -> QueueStore {
         let store = try QueueStore(
-            db: SQLiteConnection(path: path, displayName: path), isFile: true, durability: configuration.durability
+            db: SQLiteConnection(path: path, displayName: path),
+            isFile: true,
+            durability: configuration.durability
         )
         if configuration.verifyIntegrityOnOpen {
             let check = try store.db.prepare("PRAGMA quick_check(1)")
@@ -203,7 +218,9 @@ public final class DurableQueue: Sendable {
         }
         if stored < configuration.schemaVersion {
             try store.db.transaction {
-                if let block = configuration.migrationBlock { try migrate(store, configuration: configuration, block: block) }
+                if let block = configuration.migrationBlock {
+                    try migrate(store, configuration: configuration, block: block)
+                }
                 try store.setMeta("max_schema_version", configuration.schemaVersion)
             }
         }
@@ -218,13 +235,20 @@ public final class DurableQueue: Sendable {
         try store.scanSegments { row in
             guard row.schemaVersion < configuration.schemaVersion else { return true }
             guard let type = types[row.type] else {
-                throw EdgeIngestError(.migrationFailed, "The queue holds '\(row.type)' records of schema version \(row.schemaVersion), a type no longer declared: declare it, or export those records first. Nothing was changed.")
+                throw EdgeIngestError(
+                    .migrationFailed,
+                    "The queue holds '\(row.type)' records of schema version \(row.schemaVersion), a type no longer declared: declare it, or export those records first. Nothing was changed."
+                )
             }
             let ids = Array(row.ids[(Int(row.consumed) * 12)..<row.ids.count])
             var payload: [UInt8] = []
             let first = Int(row.consumed)
             let records = try forEachLine(in: row.payload, from: Int(row.consumedBytes)) { index, line in
-                let id = ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[(first + index) * 12..<(first + index + 1) * 12]))
+                let id = ObjectId(
+                    unsafeBytes: UnsafeRawBufferPointer(
+                        rebasing: row.ids[(first + index) * 12..<(first + index + 1) * 12]
+                    )
+                )
                 do {
                     var values = try StoredRecordDecoder.decode(line)
                     values["_id"] = nil
@@ -247,7 +271,13 @@ public final class DurableQueue: Sendable {
             return true
         }
         for r in rewrites {
-            try store.rewrite(segment: r.id, schemaVersion: configuration.schemaVersion, records: r.records, ids: r.ids, payload: r.payload)
+            try store.rewrite(
+                segment: r.id,
+                schemaVersion: configuration.schemaVersion,
+                records: r.records,
+                ids: r.ids,
+                payload: r.payload
+            )
         }
     }
 
@@ -292,7 +322,9 @@ public final class DurableQueue: Sendable {
         let snapshot = state.withLock { state in
             (state.queuedRecords, state.queuedBytes, state.oldestEnqueuedAt, state.counters, state.store != nil)
         }
-        guard snapshot.4 else { throw EdgeIngestError(.queueUnavailable, "The queue \(configuration.location) is closed.") }
+        guard snapshot.4 else {
+            throw EdgeIngestError(.queueUnavailable, "The queue \(configuration.location) is closed.")
+        }
         var dropped: [String: Int64] = [:]
         var application: [String: Int64] = [:]
         for (name, value) in snapshot.3 {
@@ -304,9 +336,14 @@ public final class DurableQueue: Sendable {
             fileBytes = QueueFile.size(of: path) + QueueFile.size(of: path + "-wal")
         }
         return QueueStatistics(
-            queuedRecords: snapshot.0, queuedBytes: snapshot.1, oldestEnqueuedAt: snapshot.2,
-            appendedTotal: snapshot.3["appended_total"] ?? 0, acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
-            deadLetterRecords: snapshot.3["dead_lettered_total"] ?? 0, droppedByReason: dropped, fileBytes: fileBytes,
+            queuedRecords: snapshot.0,
+            queuedBytes: snapshot.1,
+            oldestEnqueuedAt: snapshot.2,
+            appendedTotal: snapshot.3["appended_total"] ?? 0,
+            acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
+            deadLetterRecords: snapshot.3["dead_lettered_total"] ?? 0,
+            droppedByReason: dropped,
+            fileBytes: fileBytes,
             counters: application
         )
     }

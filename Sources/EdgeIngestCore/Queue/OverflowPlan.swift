@@ -46,7 +46,13 @@ struct OverflowPlan: Equatable {
         let n = incomingBytes.count
         let total = incomingBytes.reduce(Int64(0)) { $0 + Int64($1) }
         var plan = OverflowPlan(
-            acceptFrom: 0, acceptTo: n, dropSegments: [], droppedStoredRecords: 0, droppedStoredBytes: 0, droppedIncoming: 0, mustWait: false
+            acceptFrom: 0,
+            acceptTo: n,
+            dropSegments: [],
+            droppedStoredRecords: 0,
+            droppedStoredBytes: 0,
+            droppedIncoming: 0,
+            mustWait: false
         )
         if limits.fits(records: queuedRecords + Int64(n), bytes: queuedBytes + total) { return plan }
         switch policy.kind {

@@ -40,8 +40,12 @@ struct PayloadCipher: Sendable {
             let base = buffer.baseAddress!
             guard RAND_bytes(base, 12) == 1 else { return false }
             return edgeingest_aes256gcm_seal(
-                key, base, plain.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(plain.count),
-                base + 12, base + 12 + plain.count
+                key,
+                base,
+                plain.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                Int32(plain.count),
+                base + 12,
+                base + 12 + plain.count
             ) == 1
         }
         guard ok else { throw EdgeIngestError(.encryption, "libcrypto failed to encrypt a payload.") }
@@ -49,8 +53,12 @@ struct PayloadCipher: Sendable {
     }
 
     func open(_ sealed: UnsafeRawBufferPointer, what: String) throws -> [UInt8] {
-        guard sealed.count >= PayloadCipher.overhead, let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
-            throw EdgeIngestError(.queueCorrupt, "\(what) is too short to be an encrypted payload: the file is damaged.")
+        guard sealed.count >= PayloadCipher.overhead, let base = sealed.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        else {
+            throw EdgeIngestError(
+                .queueCorrupt,
+                "\(what) is too short to be an encrypted payload: the file is damaged."
+            )
         }
         let length = sealed.count - PayloadCipher.overhead
         var plain = [UInt8](repeating: 0, count: length)
@@ -58,7 +66,10 @@ struct PayloadCipher: Sendable {
             edgeingest_aes256gcm_open(key, base, base + 12, Int32(length), base + 12 + length, $0.baseAddress) == 1
         }
         guard ok else {
-            throw EdgeIngestError(.queueCorrupt, "\(what) does not decrypt with the key (its authentication tag does not match): the file is damaged.")
+            throw EdgeIngestError(
+                .queueCorrupt,
+                "\(what) does not decrypt with the key (its authentication tag does not match): the file is damaged."
+            )
         }
         return plain
     }

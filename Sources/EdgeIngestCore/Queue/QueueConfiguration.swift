@@ -99,7 +99,10 @@ public struct QueueConfiguration: Sendable {
         }
         var names = Set<String>()
         for type in objectTypes where !names.insert(type.name).inserted {
-            throw EdgeIngestError(.invalidConfiguration, "Record type '\(type.name)' is declared twice in the queue's object types.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "Record type '\(type.name)' is declared twice in the queue's object types."
+            )
         }
         if let maxRecords = settings.maxRecords, maxRecords < 1 {
             throw EdgeIngestError(.invalidConfiguration, "max_records must be at least 1, got \(maxRecords).")
@@ -108,7 +111,10 @@ public struct QueueConfiguration: Sendable {
             throw EdgeIngestError(.invalidConfiguration, "max_bytes must be at least 1024, got \(maxBytes).")
         }
         if case .file(let path) = location.kind, path.isEmpty {
-            throw EdgeIngestError(.invalidConfiguration, "The queue's file path is empty: give a path or an in-memory identifier.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "The queue's file path is empty: give a path or an in-memory identifier."
+            )
         }
         if case .memory(let identifier) = location.kind, identifier.isEmpty {
             throw EdgeIngestError(.invalidConfiguration, "The queue's in-memory identifier is empty.")

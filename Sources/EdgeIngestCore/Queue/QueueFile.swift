@@ -43,7 +43,9 @@ package enum QueueFile {
                 waited += 10
                 continue
             }
-            let reason = errno == EWOULDBLOCK ? "another process has it open (is another ingestd running with this queue?)" : errnoText()
+            let reason =
+                errno == EWOULDBLOCK
+                ? "another process has it open (is another ingestd running with this queue?)" : errnoText()
             close(fd)
             throw EdgeIngestError(.queueUnavailable, "The queue '\(path)' is in use: \(reason).")
         }
@@ -56,7 +58,10 @@ package enum QueueFile {
         let target = "\(path).corrupt-\(now)"
         for suffix in ["", "-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
             guard rename(path + suffix, target + suffix) == 0 else {
-                throw EdgeIngestError(.queueUnavailable, "Cannot move the damaged queue '\(path)' aside: \(errnoText()).")
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "Cannot move the damaged queue '\(path)' aside: \(errnoText())."
+                )
             }
         }
         return target
@@ -81,7 +86,10 @@ package enum QueueFile {
         var info = stat()
         if stat(directory, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFDIR else {
-                throw EdgeIngestError(.queueUnavailable, "'\(directory)' exists but is not a directory, so nothing can be created in it.")
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "'\(directory)' exists but is not a directory, so nothing can be created in it."
+                )
             }
             return
         }
@@ -99,4 +107,3 @@ package enum QueueFile {
 func errnoText(_ code: Int32 = errno) -> String {
     String(cString: strerror(code))
 }
-

@@ -21,8 +21,13 @@ public struct QueueStatistics: Sendable, Hashable {
 
     /// Statistics of an empty queue with no history.
     public static let empty = QueueStatistics(
-        queuedRecords: 0, queuedBytes: 0, oldestEnqueuedAt: nil, appendedTotal: 0, acknowledgedTotal: 0,
-        droppedByReason: [:], fileBytes: 0
+        queuedRecords: 0,
+        queuedBytes: 0,
+        oldestEnqueuedAt: nil,
+        appendedTotal: 0,
+        acknowledgedTotal: 0,
+        droppedByReason: [:],
+        fileBytes: 0
     )
 
     /// All dropped records.

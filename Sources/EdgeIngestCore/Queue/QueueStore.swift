@@ -141,7 +141,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "SELECT count(*), coalesce(sum(record_count - consumed), 0), coalesce(sum(payload_bytes - consumed_bytes), 0), min(enqueued_at) FROM segments"
         )
         guard try stmt.step() else { return Totals() }
-        return Totals(records: stmt.int64(1), bytes: stmt.int64(2), oldestEnqueuedAt: stmt.isNull(3) ? nil : stmt.int64(3))
+        return Totals(
+            records: stmt.int64(1),
+            bytes: stmt.int64(2),
+            oldestEnqueuedAt: stmt.isNull(3) ? nil : stmt.int64(3)
+        )
     }
 
     func oldestEnqueuedAt() throws -> Int64? {
@@ -170,7 +174,9 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     }
 
     func setMeta(_ key: String, _ value: Int64) throws {
-        let stmt = try db.prepare("INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+        let stmt = try db.prepare(
+            "INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        )
         stmt.bind(1, key)
         stmt.bind(2, value)
         try stmt.run()
@@ -207,9 +213,15 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         selectFrom.bind(1, id)
         while try selectFrom.step() {
             let row = SegmentRow(
-                id: selectFrom.int64(0), type: selectFrom.string(1), schemaVersion: selectFrom.int64(2),
-                enqueuedAt: selectFrom.int64(3), recordCount: selectFrom.int64(4), consumed: selectFrom.int64(5),
-                consumedBytes: selectFrom.int64(6), ids: selectFrom.blob(7), payload: selectFrom.blob(8)
+                id: selectFrom.int64(0),
+                type: selectFrom.string(1),
+                schemaVersion: selectFrom.int64(2),
+                enqueuedAt: selectFrom.int64(3),
+                recordCount: selectFrom.int64(4),
+                consumed: selectFrom.int64(5),
+                consumedBytes: selectFrom.int64(6),
+                ids: selectFrom.blob(7),
+                payload: selectFrom.blob(8)
             )
             if let cipher {
                 let plain = try cipher.open(row.payload, what: "Segment \(row.id)")
@@ -259,7 +271,12 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
 
     /// Inserts a segment copied from another queue as it is (ids, payload,
     /// schema version and enqueue time kept).
-    func insertCopy(of row: SegmentRow, ids: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, records: Int64) throws {
+    func insertCopy(
+        of row: SegmentRow,
+        ids: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer,
+        records: Int64
+    ) throws {
         defer { insertSegment.reset() }
         insertSegment.bind(1, row.type)
         insertSegment.bind(2, row.schemaVersion)
@@ -306,7 +323,15 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         try consumeSegment.run()
     }
 
-    func insertDeadLetter(id: ObjectId, type: String, schemaVersion: Int64, enqueuedAt: Int64, failedAt: Int64, reason: String, payload: ArraySlice<UInt8>) throws {
+    func insertDeadLetter(
+        id: ObjectId,
+        type: String,
+        schemaVersion: Int64,
+        enqueuedAt: Int64,
+        failedAt: Int64,
+        reason: String,
+        payload: ArraySlice<UInt8>
+    ) throws {
         defer { insertDeadLetter.reset() }
         var raw: [UInt8] = []
         id.appendBytes(to: &raw)

@@ -39,7 +39,9 @@ final class ReceivedIDs {
             """
         )
         insert = try (0..<2).map { try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id) VALUES(?1)") }
-        lookup = try db.prepare("SELECT 1 FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT 1 FROM received_ids_1 WHERE id = ?1 LIMIT 1")
+        lookup = try db.prepare(
+            "SELECT 1 FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT 1 FROM received_ids_1 WHERE id = ?1 LIMIT 1"
+        )
         selectSession = try db.prepare("SELECT epoch FROM received_sessions WHERE nonce = ?1")
         upsertSession = try db.prepare(
             "INSERT INTO received_sessions(nonce, epoch, seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(nonce) DO UPDATE SET epoch = max(epoch, excluded.epoch), seen_at = excluded.seen_at"

@@ -36,7 +36,6 @@ final class BackgroundUpload: Sendable {
         if let handle = thread.withLock({ $0 }) { pthread_join(handle, nil) }
     }
 
-
     /// One background upload per queue in the process.
     static let registry = Mutex<[ObjectIdentifier: WeakUpload]>([:])
 

@@ -60,12 +60,18 @@ package final class ClientResetHandler: Sendable {
         let recoveredBefore = state.withLock { $0.recovered }
         if recoveredBefore && !storedSinceLastReset && (kind == .recover || kind == .recoverOrDiscard) {
             // The session a recovery started was refused before anything was stored: recovering again would loop.
-            logger.error("The backend refused the recovered session too; recovery failed", metadata: ["ingest.reason": "\(reason)"])
+            logger.error(
+                "The backend refused the recovered session too; recovery failed",
+                metadata: ["ingest.reason": "\(reason)"]
+            )
             kind = kind == .recover ? .manual : .discard
         }
         if kind == .recoverOrDiscard { kind = recoverable ? .recover : .discard }
         if kind == .recover && !recoverable {
-            logger.error("The backend says the pending records cannot be recovered; falling back to a manual client reset", metadata: ["ingest.reason": "\(reason)"])
+            logger.error(
+                "The backend says the pending records cannot be recovered; falling back to a manual client reset",
+                metadata: ["ingest.reason": "\(reason)"]
+            )
             kind = .manual
         }
         state.withLock { $0.recovered = kind == .recover }
@@ -75,7 +81,10 @@ package final class ClientResetHandler: Sendable {
                 let before = try mode.beforeReset == nil && mode.afterReset == nil ? nil : frozenCopy(discarding: false)
                 if let before { mode.beforeReset?(before) }
                 try renewSession()
-                logger.notice("Client reset: re-uploading the pending records under a new session", metadata: ["ingest.reason": "\(reason)"])
+                logger.notice(
+                    "Client reset: re-uploading the pending records under a new session",
+                    metadata: ["ingest.reason": "\(reason)"]
+                )
                 if let before, let after = liveRealm() { mode.afterReset?(before, after) }
                 return true
             case .discard, .recoverOrDiscard:
@@ -84,7 +93,10 @@ package final class ClientResetHandler: Sendable {
                 try renewSession()
                 logger.warning(
                     "Client reset: discarded the pending records (counted as dropped, reason client_reset)",
-                    metadata: ["ingest.reason": "\(reason)", "ingest.discarded": "\((try? before.statistics().queuedRecords) ?? 0)"]
+                    metadata: [
+                        "ingest.reason": "\(reason)",
+                        "ingest.discarded": "\((try? before.statistics().queuedRecords) ?? 0)",
+                    ]
                 )
                 if let after = liveRealm() { mode.afterReset?(before, after) }
                 return true
@@ -103,7 +115,10 @@ package final class ClientResetHandler: Sendable {
                 return false
             }
         } catch {
-            logger.error("The client reset failed; uploading is paused and every record is kept", metadata: ["error": "\(error)"])
+            logger.error(
+                "The client reset failed; uploading is paused and every record is kept",
+                metadata: ["error": "\(error)"]
+            )
             state.withLock { $0.pending = reason }
             return false
         }
@@ -156,7 +171,11 @@ package final class ClientResetHandler: Sendable {
         frozen.recordTypes = queue.configuration.objectTypes
         frozen.schemaVersion = queue.configuration.schemaVersion
         frozen.maxBytes = nil
-        let realm = try IngestRealm(opened: DurableQueue.open(frozen.queueConfiguration(), logger: logger), configuration: frozen, frozen: true)
+        let realm = try IngestRealm(
+            opened: DurableQueue.open(frozen.queueConfiguration(), logger: logger),
+            configuration: frozen,
+            frozen: true
+        )
         try queue.copyPending(into: realm.queue, discard: discarding ? .clientReset : nil)
         return realm
     }

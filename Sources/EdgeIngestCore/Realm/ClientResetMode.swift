@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What an ``IngestRealm`` does when the backend demands a client reset
 /// (409/410: it lost this client's session, or a breaking schema change):
 /// the seeds' `ClientResetMode`, for a write-only queue.
@@ -15,7 +17,12 @@
 /// }, nil))
 /// ```
 public struct ClientResetMode: Sendable, CustomStringConvertible {
-    enum Kind: String { case discard = "discard", recover = "recover", recoverOrDiscard = "recover_or_discard", manual = "manual" }
+    enum Kind: String {
+        case discard = "discard"
+        case recover = "recover"
+        case recoverOrDiscard = "recover_or_discard"
+        case manual = "manual"
+    }
     let kind: Kind
     let beforeReset: (@Sendable (_ before: IngestRealm) -> Void)?
     let afterReset: (@Sendable (_ before: IngestRealm, _ after: IngestRealm) -> Void)?
@@ -54,15 +61,15 @@ public struct ClientResetMode: Sendable, CustomStringConvertible {
     /// Stop uploading and keep everything; `errorHandler` is called with an
     /// ``EdgeIngestError/Code/clientResetRequired`` error and the realm,
     /// which resumes after ``IngestRealm/resolveClientReset(discard:)``.
-    public static func manual(errorHandler: (@Sendable (_ error: EdgeIngestError, _ realm: IngestRealm) -> Void)? = nil) -> ClientResetMode {
+    public static func manual(
+        errorHandler: (@Sendable (_ error: EdgeIngestError, _ realm: IngestRealm) -> Void)? = nil
+    ) -> ClientResetMode {
         ClientResetMode(kind: .manual, beforeReset: nil, afterReset: nil, errorHandler: errorHandler)
     }
 
     /// `discard`, `recover`, `recover_or_discard` or `manual`.
     public var description: String { kind.rawValue }
 }
-
-import Synchronization
 
 /// Process-wide handling of upload errors: the seeds' `SyncManager`.
 ///

@@ -78,7 +78,10 @@ public struct IngestConfiguration: Sendable {
     func queueConfiguration() throws -> QueueConfiguration {
         let location: QueueConfiguration.Location
         if let notAFileURL {
-            throw EdgeIngestError(.invalidConfiguration, "fileURL '\(notAFileURL)' is not a file URL: use URL(fileURLWithPath:).")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "fileURL '\(notAFileURL)' is not a file URL: use URL(fileURLWithPath:)."
+            )
         }
         switch (filePath, inMemoryIdentifier) {
         case (.some(let path), .some(let identifier)):
@@ -92,7 +95,9 @@ public struct IngestConfiguration: Sendable {
             location = .inMemory(identifier: identifier)
         case (nil, nil):
             if let user {
-                location = .file(path: user.app.configuration.metadataDirectory + "/users/" + user.id + "/default.ingest.sqlite")
+                location = .file(
+                    path: user.app.configuration.metadataDirectory + "/users/" + user.id + "/default.ingest.sqlite"
+                )
             } else {
                 location = .file(path: "default.ingest.sqlite")
             }
@@ -137,7 +142,6 @@ public struct UploadOptions: Sendable {
 
     public init() {}
 }
-
 
 extension User {
     /// A configuration that uploads under this user's session, with its

@@ -40,7 +40,11 @@ extension IngestRealm {
                     if Task.isCancelled { return nil }
                 case .open:
                     do {
-                        let realm = try await IngestRealm(configuration: configuration, openBehavior: openBehavior, timeout: timeout)
+                        let realm = try await IngestRealm(
+                            configuration: configuration,
+                            openBehavior: openBehavior,
+                            timeout: timeout
+                        )
                         steps.withLock { $0.opened() }
                         return .open(realm)
                     } catch let error as EdgeIngestError {

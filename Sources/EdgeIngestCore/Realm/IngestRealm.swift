@@ -69,13 +69,28 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         }
         let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
         let upload = BackgroundUpload.shared(for: queue) {
-            BackgroundUpload(uploader: IngestRealm.makeUploader(queue: queue, configuration: configuration, user: user, handler: handler, logger: logger), user: user)
+            BackgroundUpload(
+                uploader: IngestRealm.makeUploader(
+                    queue: queue,
+                    configuration: configuration,
+                    user: user,
+                    handler: handler,
+                    logger: logger
+                ),
+                user: user
+            )
         }
         handler.attach(upload)
         self.init(opened: queue, configuration: configuration, upload: upload, resetHandler: handler)
     }
 
-    init(opened queue: DurableQueue, configuration: IngestConfiguration, upload: BackgroundUpload? = nil, resetHandler: ClientResetHandler? = nil, frozen: Bool = false) {
+    init(
+        opened queue: DurableQueue,
+        configuration: IngestConfiguration,
+        upload: BackgroundUpload? = nil,
+        resetHandler: ClientResetHandler? = nil,
+        frozen: Bool = false
+    ) {
         self.queue = queue
         self.configuration = configuration
         self.upload = upload
@@ -83,7 +98,13 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         self.isFrozen = frozen
     }
 
-    private static func makeUploader(queue: DurableQueue, configuration: IngestConfiguration, user: User, handler: ClientResetHandler, logger: Logger) -> Uploader {
+    private static func makeUploader(
+        queue: DurableQueue,
+        configuration: IngestConfiguration,
+        user: User,
+        handler: ClientResetHandler,
+        logger: Logger
+    ) -> Uploader {
         var http = user.app.configuration.http
         http.url = user.app.ingestURL
         http.gzip = configuration.upload.gzip
@@ -103,8 +124,12 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         }
         hooks.reportError = { [user] error in SyncManager.errorHandler?(error, user) }
         return Uploader(
-            queue: queue, settings: settings, state: UploadState(), hooks: hooks,
-            userAgent: "EdgeIngest/\(EdgeIngestVersion.current)", logger: logger
+            queue: queue,
+            settings: settings,
+            state: UploadState(),
+            hooks: hooks,
+            userAgent: "EdgeIngest/\(EdgeIngestVersion.current)",
+            logger: logger
         )
     }
 
@@ -136,7 +161,10 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
 
     private func prepare<Result>(_ block: (IngestTransaction) throws -> Result) throws -> (IngestTransaction, Result) {
         guard !isFrozen else {
-            throw EdgeIngestError(.invalidConfiguration, "This realm is a frozen copy (a client reset's 'before'): it cannot be written to.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "This realm is a frozen copy (a client reset's 'before'): it cannot be written to."
+            )
         }
         let transaction = IngestTransaction(types: queue.typesByName)
         let result = try block(transaction)
@@ -158,7 +186,10 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     ///   for a local realm.
     public func waitForUpload(timeout: Duration = .seconds(30)) async throws {
         guard upload != nil else {
-            throw EdgeIngestError(.invalidConfiguration, "This realm has no user, so it never uploads: open it with user.configuration().")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "This realm has no user, so it never uploads: open it with user.configuration()."
+            )
         }
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
@@ -200,9 +231,14 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     /// `backup` when given. Uploading resumes at once.
     public func resolveClientReset(discard: Bool, backup: IngestConfiguration? = nil) throws {
         guard let resetHandler else {
-            throw EdgeIngestError(.invalidConfiguration, "This realm has no user, so there is no client reset to resolve.")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "This realm has no user, so there is no client reset to resolve."
+            )
         }
-        let backupRealm = try backup.map { IngestRealm(opened: try DurableQueue.open($0.queueConfiguration()), configuration: $0) }
+        let backupRealm = try backup.map {
+            IngestRealm(opened: try DurableQueue.open($0.queueConfiguration()), configuration: $0)
+        }
         try resetHandler.resolve(discard: discard, backup: backupRealm)
     }
 
@@ -215,7 +251,9 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
 extension User {
     /// Reaches the backend by refreshing the session, within `timeout`.
     func reachBackend(timeout: Duration) async throws {
-        let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int(
+            timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        )
         try await BlockingThread.value { [self] in
             _ = try accessToken(forceRefresh: true, timeoutMilliseconds: max(1, milliseconds))
         }

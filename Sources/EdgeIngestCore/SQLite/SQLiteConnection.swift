@@ -78,7 +78,6 @@ final class SQLiteConnection {
         }
     }
 
-
     /// Maps an SQLite result code to an error that says what to do.
     func error(_ rc: Int32, detail: String, doing: String) -> EdgeIngestError {
         let primary = rc & 0xFF
@@ -104,7 +103,10 @@ final class SQLiteConnection {
                 "The \(role) '\(displayName)' is locked by another connection (\(detail)). Is another ingestd using the same \(role)?"
             )
         default:
-            return EdgeIngestError(.storage, "SQLite failed while \(doing) on the \(role) '\(displayName)': \(detail) (code \(rc)).")
+            return EdgeIngestError(
+                .storage,
+                "SQLite failed while \(doing) on the \(role) '\(displayName)': \(detail) (code \(rc))."
+            )
         }
     }
 }
@@ -129,7 +131,10 @@ final class SQLiteStatement {
     /// Binds UTF-8 text without copying; `bytes` must outlive the step.
     func bind(_ index: Int32, text bytes: UnsafeRawBufferPointer) {
         sqlite3_bind_text(
-            stmt, index, (bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+            stmt,
+            index,
+            (bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+            Int32(bytes.count),
             edgeingest_sqlite_static()
         )
     }
@@ -140,7 +145,13 @@ final class SQLiteStatement {
 
     /// Binds a blob without copying; `bytes` must outlive the step.
     func bind(_ index: Int32, blob bytes: UnsafeRawBufferPointer) {
-        sqlite3_bind_blob(stmt, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), edgeingest_sqlite_static())
+        sqlite3_bind_blob(
+            stmt,
+            index,
+            bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+            Int32(bytes.count),
+            edgeingest_sqlite_static()
+        )
     }
 
     /// Steps once; true if a row is available.
@@ -153,7 +164,11 @@ final class SQLiteStatement {
         default:
             let detail = String(cString: sqlite3_errmsg(connection.handle))
             sqlite3_reset(stmt)
-            throw connection.error(rc, detail: detail, doing: "running \(String(cString: sqlite3_sql(stmt)).prefix(40))")
+            throw connection.error(
+                rc,
+                detail: detail,
+                doing: "running \(String(cString: sqlite3_sql(stmt)).prefix(40))"
+            )
         }
     }
 

@@ -42,7 +42,13 @@ package struct SinkBatch {
     /// Credentials and protocol headers for HTTP sinks; others ignore them.
     package var headers: [(String, String)]
 
-    package init(type: String, idempotencyKey: String, payload: ArraySlice<UInt8>, recordCount: Int, headers: [(String, String)] = []) {
+    package init(
+        type: String,
+        idempotencyKey: String,
+        payload: ArraySlice<UInt8>,
+        recordCount: Int,
+        headers: [(String, String)] = []
+    ) {
         self.type = type
         self.idempotencyKey = idempotencyKey
         self.payload = payload

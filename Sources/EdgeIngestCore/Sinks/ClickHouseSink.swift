@@ -30,7 +30,13 @@ package final class ClickHouseSink: BatchSink {
     /// and later; older servers refuse the setting with code 115).
     let deduplicationToken: Bool
 
-    package init(settings: HTTPSettings, database: String?, table: String?, deduplicationToken: Bool = true, userAgent: String) throws {
+    package init(
+        settings: HTTPSettings,
+        database: String?,
+        table: String?,
+        deduplicationToken: Bool = true,
+        userAgent: String
+    ) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
         self.database = database
         self.table = table
@@ -48,11 +54,17 @@ package final class ClickHouseSink: BatchSink {
     package func url(for batch: SinkBatch) -> String {
         let base = transport.settings.url
         let insert = base + (base.contains("?") ? "&" : "?") + "query=" + percentEncoded(query(type: batch.type))
-        return deduplicationToken ? insert + "&insert_deduplication_token=" + percentEncoded(batch.idempotencyKey) : insert
+        return deduplicationToken
+            ? insert + "&insert_deduplication_token=" + percentEncoded(batch.idempotencyKey) : insert
     }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
-        transport.deliver(batch, headers: [("Content-Type", "application/x-ndjson")], url: url(for: batch), classify: Self.classify)
+        transport.deliver(
+            batch,
+            headers: [("Content-Type", "application/x-ndjson")],
+            url: url(for: batch),
+            classify: Self.classify
+        )
     }
 
     /// What a ClickHouse answer means. Pure, for table tests.
@@ -62,7 +74,8 @@ package final class ClickHouseSink: BatchSink {
         if let code = ResponseClassifier.clickHouseCode(body) {
             if let meaning = ResponseClassifier.clickHouseConfiguration[code] {
                 // Settings come from the deduplication token and from upload.url's query.
-                let fix = code == 115
+                let fix =
+                    code == 115
                     ? "remove the setting from upload.url if it has one, or set upload.deduplication_token = false"
                     : "fix the table or the credentials in [upload]"
                 return .hold(reason: "ClickHouse code \(code) (\(meaning)): \(fix)")
@@ -88,7 +101,8 @@ func percentEncoded(_ text: String) -> String {
     var out: [UInt8] = []
     for b in text.utf8 {
         switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
             out.append(b)
         default:

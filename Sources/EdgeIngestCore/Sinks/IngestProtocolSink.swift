@@ -19,7 +19,9 @@ extension CurlTransport {
     /// (status, Retry-After, body, batch size); a network failure is a
     /// passing one: retry.
     package func deliver(
-        _ batch: SinkBatch, headers: [(String, String)], url: String? = nil,
+        _ batch: SinkBatch,
+        headers: [(String, String)],
+        url: String? = nil,
         classify: (Int, String?, [UInt8], Int) -> UploadOutcome
     ) -> UploadOutcome {
         do {

@@ -41,7 +41,9 @@ struct LineProtocolEncoder {
     /// Appends the point for one queued JSON line to `out`, or throws
     /// without appending anything.
     mutating func encode(_ line: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(Refusal) {
-        do { try parser.parse(line, into: &parsed) } catch { throw Refusal(reason: "the queued record is not a JSON object") }
+        do { try parser.parse(line, into: &parsed) } catch {
+            throw Refusal(reason: "the queued record is not a JSON object")
+        }
         var tagParts: [(String, [UInt8])] = []
         var fieldPart: [UInt8] = []
         var time: Int64?
@@ -49,9 +51,13 @@ struct LineProtocolEncoder {
         for field in parsed.fields {
             let key = parsed.keyString(field)
             let value: RawFieldValue
-            do { value = try parsed.value(field) } catch { throw Refusal(reason: "the queued record is not a JSON object") }
+            do { value = try parsed.value(field) } catch {
+                throw Refusal(reason: "the queued record is not a JSON object")
+            }
             if key == RecordType.primaryKey {
-                if case .string(var hex) = value, let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) }) {
+                if case .string(var hex) = value,
+                    let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) })
+                {
                     idTime = Self.time(of: id)
                 }
                 continue
@@ -64,9 +70,13 @@ struct LineProtocolEncoder {
             }
             if tags.contains(key) {
                 let text = Self.tagText(value)
-                guard !text.contains(0x0A), !text.contains(0x0D) else { throw Refusal(reason: "tag '\(key)' holds a newline, which line protocol cannot carry") }
+                guard !text.contains(0x0A), !text.contains(0x0D) else {
+                    throw Refusal(reason: "tag '\(key)' holds a newline, which line protocol cannot carry")
+                }
                 // A trailing backslash would escape the separator after it.
-                guard text.last != 0x5C else { throw Refusal(reason: "tag '\(key)' ends with a backslash, which line protocol cannot carry") }
+                guard text.last != 0x5C else {
+                    throw Refusal(reason: "tag '\(key)' ends with a backslash, which line protocol cannot carry")
+                }
                 if !text.isEmpty { tagParts.append((key, Self.escaped(text, special: [0x2C, 0x3D, 0x20]))) }
                 continue
             }
@@ -76,8 +86,12 @@ struct LineProtocolEncoder {
             fieldPart.append(0x3D)
             fieldPart += encoded
         }
-        guard !fieldPart.isEmpty else { throw Refusal(reason: "no field left once the tags are taken out: a point needs at least one") }
-        guard let nanoseconds = time ?? idTime else { throw Refusal(reason: "no time: neither a timestamp field nor an ObjectId _id") }
+        guard !fieldPart.isEmpty else {
+            throw Refusal(reason: "no field left once the tags are taken out: a point needs at least one")
+        }
+        guard let nanoseconds = time ?? idTime else {
+            throw Refusal(reason: "no time: neither a timestamp field nor an ObjectId _id")
+        }
         out += measurement
         for (key, value) in tagParts.sorted(by: { $0.0 < $1.0 }) {
             out.append(0x2C)
@@ -105,9 +119,13 @@ struct LineProtocolEncoder {
     /// A timestamp field's value as line protocol's nanoseconds since the
     /// epoch, which reach from 1677 to 2262.
     static func nanoseconds(_ value: RawFieldValue, key: String) throws(Refusal) -> Int64 {
-        guard let ms = milliseconds(value) else { throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry") }
+        guard let ms = milliseconds(value) else {
+            throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry")
+        }
         let (ns, overflow) = ms.multipliedReportingOverflow(by: 1_000_000)
-        guard !overflow else { throw Refusal(reason: "field '\(key)' is outside 1677–2262, the range of line protocol's nanosecond times") }
+        guard !overflow else {
+            throw Refusal(reason: "field '\(key)' is outside 1677–2262, the range of line protocol's nanosecond times")
+        }
         return ns
     }
 
@@ -138,7 +156,9 @@ struct LineProtocolEncoder {
         case .double(let d):
             // An int field's value is an integer (validated); a fraction here would be a damaged record.
             if declared == .int {
-                guard let n = Int64(exactly: d) else { throw Refusal(reason: "field '\(key)' is declared int but holds \(d)") }
+                guard let n = Int64(exactly: d) else {
+                    throw Refusal(reason: "field '\(key)' is declared int but holds \(d)")
+                }
                 return Array("\(n)i".utf8)
             }
             return Array(String(d).utf8)
@@ -146,7 +166,9 @@ struct LineProtocolEncoder {
             return Array((b ? "true" : "false").utf8)
         case .string(let text):
             if declared == .timestamp {
-                guard let ms = Timestamp.parseISO8601(text) else { throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry") }
+                guard let ms = Timestamp.parseISO8601(text) else {
+                    throw Refusal(reason: "field '\(key)' is not an ISO 8601 time line protocol can carry")
+                }
                 return Array("\(ms)i".utf8)
             }
             guard !text.utf8.contains(0x0A), !text.utf8.contains(0x0D) else {

@@ -27,11 +27,21 @@ package final class LineProtocolSink: BatchSink {
     /// `upload.url` with `precision=ns`.
     let url: String
 
-    package init(settings: HTTPSettings, types: [RecordType], measurement: String?, tags: [String], timestamp: String?, userAgent: String) throws {
+    package init(
+        settings: HTTPSettings,
+        types: [RecordType],
+        measurement: String?,
+        tags: [String],
+        timestamp: String?,
+        userAgent: String
+    ) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
         encoders = Dictionary(
-            types.map { ($0.name, LineProtocolEncoder(type: $0, measurement: measurement, tags: tags, timestamp: timestamp)) },
-            uniquingKeysWith: { first, _ in first })
+            types.map {
+                ($0.name, LineProtocolEncoder(type: $0, measurement: measurement, tags: tags, timestamp: timestamp))
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
         url = settings.url + (settings.url.contains("?") ? "&" : "?") + "precision=ns"
     }
 
@@ -39,13 +49,20 @@ package final class LineProtocolSink: BatchSink {
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         guard let (body, refused) = encode(batch) else {
-            return .hold(reason: "the influxdb sink has no declaration of record type '\(batch.type)': declare it under [types]")
+            return .hold(
+                reason: "the influxdb sink has no declaration of record type '\(batch.type)': declare it under [types]"
+            )
         }
         // Nothing left to send: every record was refused here.
         if refused.count == batch.recordCount { return .stored(rejected: refused) }
         var points = batch
         points.payload = body[...]
-        let outcome = transport.deliver(points, headers: [("Content-Type", "text/plain; charset=utf-8")], url: url, classify: Self.classify)
+        let outcome = transport.deliver(
+            points,
+            headers: [("Content-Type", "text/plain; charset=utf-8")],
+            url: url,
+            classify: Self.classify
+        )
         if case .stored = outcome { return .stored(rejected: refused) }
         return outcome
     }
@@ -77,7 +94,9 @@ package final class LineProtocolSink: BatchSink {
         // Matched at the start of the engine's message only: messages about
         // data quote the refused line, which may hold any of these words.
         let message = Self.errorMessage(text)
-        if ["database is required", "retention policy not found", "database not found"].contains(where: message.hasPrefix) {
+        if ["database is required", "retention policy not found", "database not found"].contains(
+            where: message.hasPrefix
+        ) {
             return .hold(reason: "InfluxDB HTTP \(status): \(Self.named(text)): fix upload.url (db=, rp=)")
         }
         if message.hasPrefix("gzip:") || message.contains("cannot read gzipped") {
@@ -91,7 +110,10 @@ package final class LineProtocolSink: BatchSink {
         }
         if status == 401 {
             // No login to refresh here ([auth] is for the ingest protocol): hold until fixed.
-            return .hold(reason: "InfluxDB HTTP 401: the credentials were refused: fix u=/p= in upload.url or the Authorization header in upload.headers")
+            return .hold(
+                reason:
+                    "InfluxDB HTTP 401: the credentials were refused: fix u=/p= in upload.url or the Authorization header in upload.headers"
+            )
         }
         return ResponseClassifier.classify(status: status, retryAfter: retryAfter, body: body, batchSize: batchSize)
     }
@@ -106,13 +128,15 @@ package final class LineProtocolSink: BatchSink {
     static func named(_ text: String) -> String {
         let message = errorMessage(text)
         for (needle, name) in [
-            ("field type conflict", "field type conflict"), ("beyond retention policy", "points beyond the retention policy"),
+            ("field type conflict", "field type conflict"),
+            ("beyond retention policy", "points beyond the retention policy"),
             ("unable to parse", "unparsable line"),
         ] where message.contains(needle) {
             return (message.hasPrefix("partial write") ? "partial write, " : "") + name
         }
         for (prefix, name) in [
-            ("database is required", "no database (db=) in the URL"), ("retention policy not found", "no such retention policy"),
+            ("database is required", "no database (db=) in the URL"),
+            ("retention policy not found", "no such retention policy"),
             ("database not found", "no such database"), ("gzip:", "body not gzip"),
         ] where message.hasPrefix(prefix) {
             return name

@@ -45,7 +45,9 @@ package final class SQLiteArchiveSink: BatchSink {
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         guard let type = types[batch.type] else {
-            return .hold(reason: "the SQLite archive has no declaration of record type '\(batch.type)': declare it under [types]")
+            return .hold(
+                reason: "the SQLite archive has no declaration of record type '\(batch.type)': declare it under [types]"
+            )
         }
         do {
             let db = try open()
@@ -112,14 +114,18 @@ package final class SQLiteArchiveSink: BatchSink {
         if let prepared = inserts[type.name] { return prepared }
         let table = sqlIdentifier(type.name)
         // RecordType.fields never holds _id: it is every record's primary key.
-        let definitions = ["\"_id\" TEXT PRIMARY KEY NOT NULL"] + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
+        let definitions =
+            ["\"_id\" TEXT PRIMARY KEY NOT NULL"]
+            + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
         try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         var existing = Set<String>()
         let info = try db.prepare("SELECT name FROM pragma_table_info(?)")
         info.bind(1, type.name)
         while try info.step() { existing.insert(info.string(0)) }
         for field in type.fields where !existing.contains(field.name) {
-            try db.execute("ALTER TABLE \(table) ADD COLUMN \(sqlIdentifier(field.name)) \(Self.columnType(field.type))")
+            try db.execute(
+                "ALTER TABLE \(table) ADD COLUMN \(sqlIdentifier(field.name)) \(Self.columnType(field.type))"
+            )
         }
         let names = ([RecordType.primaryKey] + type.fields.map(\.name))
         let values = names.map { "json_extract(?1, \(Self.jsonPath($0)))" }

@@ -16,10 +16,15 @@ package enum BlockingThread {
     package static func start(_ body: @escaping () -> Void) -> pthread_t? {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &thread,
+            nil,
+            { raw in
+                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+                return nil
+            },
+            context
+        )
         guard rc == 0 else {
             Unmanaged<Box>.fromOpaque(context).release()
             return nil
@@ -49,7 +54,6 @@ package enum BlockingThread {
         }
     }
 }
-
 
 extension BlockingThread {
     /// Runs blocking `body` (a libcurl request, an fsync) on its own thread

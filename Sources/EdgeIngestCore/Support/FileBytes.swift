@@ -39,7 +39,10 @@ package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {
 /// every second). On failure the temporary is removed and the error says
 /// why; callers word the message (which file, what to do).
 package func writeFileAtomically(
-    _ path: String, _ bytes: [UInt8], mode: mode_t = 0o600, durable: Bool
+    _ path: String,
+    _ bytes: [UInt8],
+    mode: mode_t = 0o600,
+    durable: Bool
 ) throws(SystemCallFailure) {
     let temporary = path + ".tmp"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)

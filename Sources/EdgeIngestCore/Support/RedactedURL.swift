@@ -29,7 +29,9 @@ package func redactedURL(_ url: String) -> String {
         // At the start of a key: the beginning or just after a separator.
         let atKey = i == rest.startIndex || separators.contains(rest[rest.index(before: i)])
         let key = rest[i...].prefix { $0.isLetter }
-        let isSecret = key == "password" || key == "sslpassword" || (key == "p" && i > rest.startIndex && "?&".contains(rest[rest.index(before: i)]))
+        let isSecret =
+            key == "password" || key == "sslpassword"
+            || (key == "p" && i > rest.startIndex && "?&".contains(rest[rest.index(before: i)]))
         guard atKey, isSecret else {
             i = rest.index(after: i)
             continue
@@ -45,7 +47,9 @@ package func redactedURL(_ url: String) -> String {
             // 'quoted value' with \' escapes
             end = valueStart.index(after: end)
             while end < valueStart.endIndex, valueStart[end] != "'" {
-                end = valueStart.index(end, offsetBy: valueStart[end] == "\\" ? 2 : 1, limitedBy: valueStart.endIndex) ?? valueStart.endIndex
+                end =
+                    valueStart.index(end, offsetBy: valueStart[end] == "\\" ? 2 : 1, limitedBy: valueStart.endIndex)
+                    ?? valueStart.endIndex
             }
             end = end < valueStart.endIndex ? valueStart.index(after: end) : end
         } else {

@@ -36,7 +36,8 @@ package enum SecretText: Equatable {
         case .secret: return nil
         case .absent: return "'\(source)' is empty"
         case .severalLines:
-            return "'\(source)' holds more than one line: a secret is one line (for a key made with base64, use `base64 -w0`)"
+            return
+                "'\(source)' holds more than one line: a secret is one line (for a key made with base64, use `base64 -w0`)"
         }
     }
 }

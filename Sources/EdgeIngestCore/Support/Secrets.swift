@@ -5,7 +5,9 @@ import CCrypto
 package enum Secrets {
     package static func randomBytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
-        let ok = bytes.withUnsafeMutableBytes { RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count)) }
+        let ok = bytes.withUnsafeMutableBytes {
+            RAND_bytes($0.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count))
+        }
         precondition(ok == 1, "libcrypto has no randomness")
         return bytes
     }
@@ -13,7 +15,13 @@ package enum Secrets {
     package static func sha256(_ data: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         _ = data.withUnsafeBytes { d in
-            digest.withUnsafeMutableBytes { edgeingest_sha256(d.baseAddress?.assumingMemoryBound(to: UInt8.self), d.count, $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+            digest.withUnsafeMutableBytes {
+                edgeingest_sha256(
+                    d.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    d.count,
+                    $0.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                )
+            }
         }
         return digest
     }
@@ -24,7 +32,10 @@ package enum Secrets {
             data.withUnsafeBytes { d in
                 mac.withUnsafeMutableBytes {
                     edgeingest_hmac_sha256(
-                        k.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(k.count), d.baseAddress?.assumingMemoryBound(to: UInt8.self), d.count,
+                        k.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        Int32(k.count),
+                        d.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        d.count,
                         $0.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     )
                 }
@@ -40,8 +51,13 @@ package enum Secrets {
             salt.withUnsafeBytes { s in
                 out.withUnsafeMutableBytes {
                     edgeingest_pbkdf2_sha256(
-                        p.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(p.count), s.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(s.count),
-                        Int32(iterations), $0.baseAddress!.assumingMemoryBound(to: UInt8.self), 32
+                        p.baseAddress?.assumingMemoryBound(to: CChar.self),
+                        Int32(p.count),
+                        s.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        Int32(s.count),
+                        Int32(iterations),
+                        $0.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        32
                     )
                 }
             }

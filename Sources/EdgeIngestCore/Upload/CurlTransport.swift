@@ -1,7 +1,6 @@
 import CCurl
 import Synchronization
 
-
 /// POSTs batches with one reused libcurl easy handle: keep-alive, HTTP/2
 /// where the server offers it over TLS, timeouts, TLS verification on
 /// (with an optional CA file or directory), client certificates, a proxy.
@@ -40,7 +39,10 @@ public final class CurlTransport {
 
     private func check(_ code: CURLcode, _ option: CURLoption) throws {
         guard code == CURLE_OK else {
-            throw EdgeIngestError(.invalidConfiguration, "libcurl refused an HTTP setting (option \(option.rawValue)): \(String(cString: curl_easy_strerror(code))).")
+            throw EdgeIngestError(
+                .invalidConfiguration,
+                "libcurl refused an HTTP setting (option \(option.rawValue)): \(String(cString: curl_easy_strerror(code)))."
+            )
         }
     }
 
@@ -89,7 +91,8 @@ public final class CurlTransport {
     /// the response, or throws ``TransportError`` for network failures.
     /// `url` replaces the configured URL for this request (a sink whose
     /// URL names the table, say); the connection is still reused.
-    public func post(_ body: ArraySlice<UInt8>, headers: [(String, String)], url: String? = nil) throws -> HTTPResponse {
+    public func post(_ body: ArraySlice<UInt8>, headers: [(String, String)], url: String? = nil) throws -> HTTPResponse
+    {
         try set(CURLOPT_URL, url ?? settings.url)
         var list: UnsafeMutablePointer<curl_slist>?
         var all = headers
@@ -112,12 +115,22 @@ public final class CurlTransport {
         try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context), CURLOPT_WRITEDATA)
         try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context), CURLOPT_HEADERDATA)
         let code: CURLcode = payload.withUnsafeBytes { bytes in
-            _ = edgeingest_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            _ = edgeingest_curl_setopt_pointer(
+                handle,
+                CURLOPT_POSTFIELDS,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+            )
             _ = edgeingest_curl_setopt_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
             return curl_easy_perform(handle)
         }
         withExtendedLifetime(box) {}
-        guard code == CURLE_OK else { throw TransportError(code: code, url: settings.displayURL, timeoutMilliseconds: settings.timeoutMilliseconds) }
+        guard code == CURLE_OK else {
+            throw TransportError(
+                code: code,
+                url: settings.displayURL,
+                timeoutMilliseconds: settings.timeoutMilliseconds
+            )
+        }
         var status = 0
         _ = edgeingest_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return HTTPResponse(status: status, headers: box.sink.headers, body: box.sink.body)
@@ -152,17 +165,27 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         case CURLE_OPERATION_TIMEDOUT:
             (kind, message) = ("timeout", "The request to \(host) timed out after \(timeoutMilliseconds) ms.")
         case CURLE_SSL_CONNECT_ERROR:
-            (kind, message) = ("tls_handshake", "The TLS handshake with \(host) failed (a client certificate refused, or no common protocol).")
+            (kind, message) = (
+                "tls_handshake",
+                "The TLS handshake with \(host) failed (a client certificate refused, or no common protocol)."
+            )
         case CURLE_PEER_FAILED_VERIFICATION:
-            (kind, message) = ("tls_untrusted", "The certificate of \(host) is not trusted: set ca_file to the CA that signed it.")
+            (kind, message) = (
+                "tls_untrusted", "The certificate of \(host) is not trusted: set ca_file to the CA that signed it."
+            )
         case CURLE_SSL_CACERT_BADFILE:
             (kind, message) = ("tls_ca_file", "The CA file could not be read: check ca_file.")
         case CURLE_SSL_CERTPROBLEM:
-            (kind, message) = ("tls_client_certificate", "The client certificate could not be used: check client_certificate and client_key.")
+            (kind, message) = (
+                "tls_client_certificate",
+                "The client certificate could not be used: check client_certificate and client_key."
+            )
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE:
             (kind, message) = ("connection_reset", "The connection to \(host) was reset before the backend answered.")
         default:
-            (kind, message) = ("network", "The request to \(host) failed: \(String(cString: curl_easy_strerror(code))).")
+            (kind, message) = (
+                "network", "The request to \(host) failed: \(String(cString: curl_easy_strerror(code)))."
+            )
         }
     }
 

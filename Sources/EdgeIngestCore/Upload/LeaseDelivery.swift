@@ -159,8 +159,11 @@ package struct LeaseDelivery: Sendable {
             let delay = policy.backoff.delay(attempt: attempt, retryAfterSeconds: retryAfter, unit: jitter)
             attempt += 1
             let wait = RetryWait(
-                reason: reason, attempt: attempt, delayMilliseconds: Int(delay * 1000),
-                isFirstOfStreak: !reportedStreak, isWorthLogging: attempt == 1 || attempt % 10 == 0
+                reason: reason,
+                attempt: attempt,
+                delayMilliseconds: Int(delay * 1000),
+                isFirstOfStreak: !reportedStreak,
+                isWorthLogging: attempt == 1 || attempt % 10 == 0
             )
             reportedStreak = true
             return Step(action: .backOff(wait))
@@ -213,8 +216,12 @@ package struct LeaseDelivery: Sendable {
     /// long: a lease below both size limits whose oldest reading is younger
     /// than the linger time waits out the rest of it.
     package static func lingerMilliseconds(
-        recordCount: Int, payloadBytes: Int, oldestAgeMilliseconds: Int64,
-        maxRecords: Int, maxBytes: Int, lingerMilliseconds: Int
+        recordCount: Int,
+        payloadBytes: Int,
+        oldestAgeMilliseconds: Int64,
+        maxRecords: Int,
+        maxBytes: Int,
+        lingerMilliseconds: Int
     ) -> Int? {
         guard recordCount < maxRecords, payloadBytes < maxBytes / 2, oldestAgeMilliseconds < lingerMilliseconds else {
             return nil

@@ -10,7 +10,8 @@ package enum ResponseClassifier {
     /// query or the credentials are wrong. One table for the ClickHouse
     /// sink and for a 500 with `Code: N` from any backend.
     static let clickHouseConfiguration: [Int: String] = [
-        16: "no such column in the table", 60: "unknown table", 73: "unknown format", 81: "unknown database", 62: "syntax error in the insert",
+        16: "no such column in the table", 60: "unknown table", 73: "unknown format", 81: "unknown database",
+        62: "syntax error in the insert",
         115: "unknown setting: a ClickHouse older than 22.x lacks insert_deduplication_token",
         164: "the user is read-only", 192: "unknown user", 193: "wrong password", 194: "a password is required",
         497: "access denied", 516: "authentication failed",
@@ -38,7 +39,9 @@ package enum ResponseClassifier {
             return .tooLarge
         case 500:
             if let code = clickHouseCode(body) {
-                if let meaning = clickHouseConfiguration[code] { return .hold(reason: "ClickHouse code \(code) (\(meaning))") }
+                if let meaning = clickHouseConfiguration[code] {
+                    return .hold(reason: "ClickHouse code \(code) (\(meaning))")
+                }
                 if clickHouseBadData.contains(code) { return .badBatch(reason: "ClickHouse code \(code)") }
                 return .retry(reason: "ClickHouse code \(code)", retryAfterSeconds: retrySeconds)
             }
@@ -135,4 +138,3 @@ package enum ResponseClassifier {
         return nil
     }
 }
-

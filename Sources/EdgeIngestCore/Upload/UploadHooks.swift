@@ -15,7 +15,11 @@ package struct UploadHooks: Sendable {
     /// right after a recovery means the new session is refused too).
     /// Returns true when the reset was carried out and uploading may resume
     /// at once, false to hold (manual mode) until ``Uploader/resume()``.
-    package var clientReset: @Sendable (_ reason: String, _ recoverable: Bool, _ storedSinceLastReset: Bool) -> Bool = { _, _, _ in false }
+    package var clientReset: @Sendable (_ reason: String, _ recoverable: Bool, _ storedSinceLastReset: Bool) -> Bool = {
+        _,
+        _,
+        _ in false
+    }
     /// Receives errors that hold or slow uploading (the process-wide
     /// ``SyncManager/errorHandler``). Called once per streak, not per retry.
     package var reportError: @Sendable (EdgeIngestError) -> Void = { _ in }

@@ -33,7 +33,12 @@ package final class Uploader: Sendable {
     let makeSink: SinkFactory?
 
     package init(
-        queue: DurableQueue, settings: UploadSettings, state: UploadState, hooks: UploadHooks, userAgent: String, logger: Logger,
+        queue: DurableQueue,
+        settings: UploadSettings,
+        state: UploadState,
+        hooks: UploadHooks,
+        userAgent: String,
+        logger: Logger,
         sink: SinkFactory? = nil
     ) {
         self.queue = queue
@@ -64,7 +69,8 @@ package final class Uploader: Sendable {
         logger.info("Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {
             state.expectProgress(within: 0)
-            guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true) else {
+            guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
+            else {
                 state.update {
                     $0.state = .idle
                     $0.reason = nil
@@ -74,9 +80,12 @@ package final class Uploader: Sendable {
             }
             // Linger: a partial batch waits a little for more readings.
             if let linger = LeaseDelivery.lingerMilliseconds(
-                recordCount: lease.recordCount, payloadBytes: lease.payload.count,
+                recordCount: lease.recordCount,
+                payloadBytes: lease.payload.count,
                 oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
-                maxRecords: settings.maxRecords, maxBytes: maxBytes, lingerMilliseconds: settings.lingerMilliseconds
+                maxRecords: settings.maxRecords,
+                maxBytes: maxBytes,
+                lingerMilliseconds: settings.lingerMilliseconds
             ) {
                 try queue.release(lease)
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: linger)
@@ -102,7 +111,9 @@ package final class Uploader: Sendable {
         while monotonicMilliseconds() < deadline, !state.snapshot.state.isHeld,
             let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
         {
-            guard try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, finalDrainDeadline: deadline) == .acknowledged
+            guard
+                try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, finalDrainDeadline: deadline)
+                    == .acknowledged
             else { break }
         }
         let left = (try? queue.statistics().queuedRecords) ?? 0
@@ -124,11 +135,23 @@ package final class Uploader: Sendable {
     /// Sends one lease as ``LeaseDelivery`` decides, performing its actions,
     /// and acknowledges it when every part is stored or dead-lettered.
     private func process(
-        _ lease: QueueLease, sink: any BatchSink, maxBytes: inout Int, stop: StopSignal, finalDrainDeadline: Int64?
+        _ lease: QueueLease,
+        sink: any BatchSink,
+        maxBytes: inout Int,
+        stop: StopSignal,
+        finalDrainDeadline: Int64?
     ) throws -> LeaseResult {
         let policy = LeaseDelivery.Policy(
-            maxRetries: settings.maxRetries, backoff: settings.backoff, finalDrainDeadline: finalDrainDeadline)
-        var delivery = LeaseDelivery(leaseID: lease.id, recordCount: lease.recordCount, maxBytes: maxBytes, policy: policy)
+            maxRetries: settings.maxRetries,
+            backoff: settings.backoff,
+            finalDrainDeadline: finalDrainDeadline
+        )
+        var delivery = LeaseDelivery(
+            leaseID: lease.id,
+            recordCount: lease.recordCount,
+            maxBytes: maxBytes,
+            policy: policy
+        )
         defer { maxBytes = delivery.maxBytes }
         /// Why no credentials could be had, to report with the wait for the user.
         var credentialsError: EdgeIngestError?
@@ -157,7 +180,9 @@ package final class Uploader: Sendable {
                     if batch.isResend { $0.resends += 1 }
                 }
                 state.expectProgress(
-                    within: sink.deliveryTimeLimitMilliseconds ?? settings.http.connectTimeoutMilliseconds + settings.http.timeoutMilliseconds)
+                    within: sink.deliveryTimeLimitMilliseconds ?? settings.http.connectTimeoutMilliseconds
+                        + settings.http.timeoutMilliseconds
+                )
                 let payload = lease.payload(records: batch.range)
                 let outcome: UploadOutcome
                 if let offlineReason {
@@ -165,13 +190,21 @@ package final class Uploader: Sendable {
                 } else {
                     outcome = sink.deliver(
                         SinkBatch(
-                            type: lease.segments[0].type, idempotencyKey: batch.idempotencyKey,
-                            payload: payload, recordCount: batch.range.count, headers: headers
+                            type: lease.segments[0].type,
+                            idempotencyKey: batch.idempotencyKey,
+                            payload: payload,
+                            recordCount: batch.range.count,
+                            headers: headers
                         )
                     )
                 }
                 if outcome.isStored { recordStored(batch.range.count) }
-                let step = delivery.answered(outcome, sentBytes: payload.count, now: monotonicMilliseconds(), jitter: Double.random(in: 0..<1))
+                let step = delivery.answered(
+                    outcome,
+                    sentBytes: payload.count,
+                    now: monotonicMilliseconds(),
+                    jitter: Double.random(in: 0..<1)
+                )
                 log(step.notices, of: lease)
                 action = step.action
             case .backOff(let wait):
@@ -259,7 +292,8 @@ package final class Uploader: Sendable {
             case .batchTooLarge(let maxBytes):
                 logger.notice(
                     "The backend refused a batch as too large; splitting it and lowering the batch size",
-                    metadata: ["ingest.max_bytes": "\(maxBytes)"])
+                    metadata: ["ingest.max_bytes": "\(maxBytes)"]
+                )
             }
         }
     }
@@ -279,19 +313,27 @@ package final class Uploader: Sendable {
                 $0.state = .clientReset
                 $0.reason = reason
             }
-            logger.error("The backend demands a client reset", metadata: ["ingest.reason": "\(reason)", "ingest.recoverable": "\(recoverable)"])
+            logger.error(
+                "The backend demands a client reset",
+                metadata: ["ingest.reason": "\(reason)", "ingest.recoverable": "\(recoverable)"]
+            )
             let stored = storedSinceReset.exchange(false, ordering: .relaxed)
             if hooks.clientReset(reason, recoverable, stored) {
                 state.update { $0.reason = nil }
                 return .acknowledged  // the queue changed: take a fresh lease
             }
-            return holdFor("\(reason): the backend requires a client reset; waiting for it to be resolved (ingestd reset --recover or --discard)")
+            return holdFor(
+                "\(reason): the backend requires a client reset; waiting for it to be resolved (ingestd reset --recover or --discard)"
+            )
         }
     }
 
     private func holdFor(_ reason: String) -> LeaseResult {
         if state.snapshot.reason != reason {
-            logger.error("Uploading is held: everything stays queued until this is fixed", metadata: ["ingest.reason": "\(reason)"])
+            logger.error(
+                "Uploading is held: everything stays queued until this is fixed",
+                metadata: ["ingest.reason": "\(reason)"]
+            )
             hooks.reportError(EdgeIngestError(.uploadHeld, "Uploading is held: \(reason)."))
         }
         state.update {
@@ -304,8 +346,13 @@ package final class Uploader: Sendable {
 
     private func waitForUser(reason: String, report: EdgeIngestError?) -> LeaseResult {
         if state.snapshot.state != .waitingForUser {
-            logger.error("Uploading waits for the user to log in again; everything stays queued", metadata: ["ingest.reason": "\(reason)"])
-            hooks.reportError(report ?? EdgeIngestError(.authenticationFailed, "Uploading waits for a new login: \(reason)."))
+            logger.error(
+                "Uploading waits for the user to log in again; everything stays queued",
+                metadata: ["ingest.reason": "\(reason)"]
+            )
+            hooks.reportError(
+                report ?? EdgeIngestError(.authenticationFailed, "Uploading waits for a new login: \(reason).")
+            )
         }
         state.update {
             $0.state = .waitingForUser

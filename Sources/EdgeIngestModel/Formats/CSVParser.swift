@@ -13,7 +13,9 @@ package struct CSVParser {
 
     /// Reads the header row (the first line of the input).
     package mutating func readHeader(_ line: UnsafeRawBufferPointer) throws(LineRejection) {
-        if firstInvalidUTF8(line) != nil { throw LineRejection(reason: "invalid_utf8", message: "the CSV header is not valid UTF-8") }
+        if firstInvalidUTF8(line) != nil {
+            throw LineRejection(reason: "invalid_utf8", message: "the CSV header is not valid UTF-8")
+        }
         let cells = try split(line)
         guard !cells.isEmpty, cells.allSatisfy({ !$0.bytes.isEmpty }) else {
             throw LineRejection(reason: "malformed_csv", message: "the CSV header must name every column")
@@ -38,9 +40,17 @@ package struct CSVParser {
         for (k, cell) in cells.enumerated() {
             let keyStart = out.keys.count
             out.keys.append(contentsOf: header[k])
-            let value: RawFieldValue = cell.bytes.isEmpty && !cell.quoted ? .null : .text(String(decoding: cell.bytes, as: UTF8.self))
+            let value: RawFieldValue =
+                cell.bytes.isEmpty && !cell.quoted ? .null : .text(String(decoding: cell.bytes, as: UTF8.self))
             out.cells.append(value)
-            out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: header[k].count, keyInLine: false, value: .cell(out.cells.count - 1)))
+            out.fields.append(
+                ParsedLine.Field(
+                    keyStart: keyStart,
+                    keyCount: header[k].count,
+                    keyInLine: false,
+                    value: .cell(out.cells.count - 1)
+                )
+            )
         }
     }
 
@@ -60,7 +70,10 @@ package struct CSVParser {
                 i += 1
                 while true {
                     guard i < n else {
-                        throw LineRejection(reason: "malformed_csv", message: "a quoted field is not closed on this line (column \(cells.count + 1))")
+                        throw LineRejection(
+                            reason: "malformed_csv",
+                            message: "a quoted field is not closed on this line (column \(cells.count + 1))"
+                        )
                     }
                     if line[i] == UInt8(ascii: "\"") {
                         if i + 1 < n, line[i + 1] == UInt8(ascii: "\"") {
@@ -75,13 +88,19 @@ package struct CSVParser {
                     i += 1
                 }
                 guard i == n || line[i] == separator else {
-                    throw LineRejection(reason: "malformed_csv", message: "text after a closing quote in column \(cells.count + 1)")
+                    throw LineRejection(
+                        reason: "malformed_csv",
+                        message: "text after a closing quote in column \(cells.count + 1)"
+                    )
                 }
             } else {
                 let start = i
                 while i < n, line[i] != separator {
                     if line[i] == UInt8(ascii: "\"") {
-                        throw LineRejection(reason: "malformed_csv", message: "a quote inside an unquoted field in column \(cells.count + 1)")
+                        throw LineRejection(
+                            reason: "malformed_csv",
+                            message: "a quote inside an unquoted field in column \(cells.count + 1)"
+                        )
                     }
                     i += 1
                 }

@@ -88,7 +88,9 @@ package struct LineFramer {
                     pending.append(contentsOf: lineBytes)
                     let line = pending
                     pending.removeAll(keepingCapacity: true)
-                    try line.withUnsafeBytes { try handle(.line(trimCR($0), number: number, endOffset: committedOffset)) }
+                    try line.withUnsafeBytes {
+                        try handle(.line(trimCR($0), number: number, endOffset: committedOffset))
+                    }
                 }
             }
             start = lineEnd + 1

@@ -1,7 +1,8 @@
+import EdgeIngestModel
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngestModel
 
 /// Parses one NDJSON line (a flat JSON object) into a ``ParsedLine``,
 /// byte by byte: keys are located in the line (decoded into the
@@ -25,7 +26,9 @@ package struct NDJSONParser {
         i = 0
         try checkUTF8(line)
         skipSpace()
-        guard i < p.count else { throw LineRejection(reason: "malformed_json", message: "empty line: expected a JSON object") }
+        guard i < p.count else {
+            throw LineRejection(reason: "malformed_json", message: "empty line: expected a JSON object")
+        }
         guard p[i] == UInt8(ascii: "{") else { throw .malformedJSON(i, "expected '{' to start a JSON object") }
         i += 1
         skipSpace()
@@ -50,11 +53,15 @@ package struct NDJSONParser {
                     keyCount = out.keys.count - keyStart
                 }
                 skipSpace()
-                guard i < p.count, p[i] == UInt8(ascii: ":") else { throw .malformedJSON(i, "expected ':' after a key") }
+                guard i < p.count, p[i] == UInt8(ascii: ":") else {
+                    throw .malformedJSON(i, "expected ':' after a key")
+                }
                 i += 1
                 skipSpace()
                 let value = try scanValue()
-                out.fields.append(ParsedLine.Field(keyStart: keyStart, keyCount: keyCount, keyInLine: keyInLine, value: .json(value)))
+                out.fields.append(
+                    ParsedLine.Field(keyStart: keyStart, keyCount: keyCount, keyInLine: keyInLine, value: .json(value))
+                )
                 skipSpace()
                 guard i < p.count else { throw .malformedJSON(i, "unexpected end of line: expected ',' or '}'") }
                 if p[i] == UInt8(ascii: ",") {
@@ -115,7 +122,8 @@ package struct NDJSONParser {
                 case .unknown: throw .malformedJSON(i - 2, "invalid escape in a string")
                 case .truncatedHex: throw .malformedJSON(i, "truncated \\u escape")
                 case .badHex: throw .malformedJSON(i, "invalid hex digit in \\u escape")
-                case .unpairedHighSurrogate, .loneLowSurrogate: throw .malformedJSON(i, "unpaired surrogate in \\u escape")
+                case .unpairedHighSurrogate, .loneLowSurrogate:
+                    throw .malformedJSON(i, "unpaired surrogate in \\u escape")
                 }
             }
             runStart = i
@@ -168,7 +176,9 @@ package struct NDJSONParser {
         let text = UnsafeRawBufferPointer(rebasing: line[token.start..<token.start + token.count])
         switch token.form {
         case .string:
-            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self))
+            return .string(
+                String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self)
+            )
         case .escapedString:
             var parser = NDJSONParser()
             parser.p = text
@@ -191,7 +201,8 @@ package struct NDJSONParser {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
-        return hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || (word &- ones &* 0x20) & ~word & highs != 0
+        return hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
+            || (word &- ones &* 0x20) & ~word & highs != 0
     }
 
     /// Moves past the string at `i` (a quote) and returns true when it has
@@ -200,7 +211,9 @@ package struct NDJSONParser {
     private mutating func skipPlainString() throws(LineRejection) -> Bool {
         i += 1
         // Eight bytes at a time while none is a quote, a backslash or a control character.
-        while i + 8 <= p.count, !NDJSONParser.mayEndOrEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i += 8 }
+        while i + 8 <= p.count, !NDJSONParser.mayEndOrEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+            i += 8
+        }
         while i < p.count {
             let c = p[i]
             if c == UInt8(ascii: "\"") {
@@ -237,7 +250,9 @@ package struct NDJSONParser {
         if i < p.count, p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
             i += 1
             if i < p.count, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { i += 1 }
-            guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit in the exponent") }
+            guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else {
+                throw .malformedJSON(i, "expected a digit in the exponent")
+            }
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
         }
     }
@@ -264,7 +279,9 @@ package struct NDJSONParser {
         }
         if let exact = NDJSONParser.fastDouble(text) { return .double(exact) }
         // Longer integers and decimals: strtod on a NUL-terminated copy.
-        if text.count > 400 { return .double(isInteger ? (text[0] == UInt8(ascii: "-") ? -.infinity : .infinity) : .nan) }
+        if text.count > 400 {
+            return .double(isInteger ? (text[0] == UInt8(ascii: "-") ? -.infinity : .infinity) : .nan)
+        }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count + 1) { buffer in
             for k in 0..<text.count { buffer[k] = CChar(bitPattern: text[k]) }
             buffer[text.count] = 0

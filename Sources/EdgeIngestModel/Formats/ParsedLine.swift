@@ -42,8 +42,12 @@ package struct ParsedLine {
     }
 
     func withKey<R>(_ field: Field, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        if field.keyInLine { return try body(UnsafeRawBufferPointer(rebasing: line[field.keyStart..<field.keyStart + field.keyCount])) }
-        return try keys.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[field.keyStart..<field.keyStart + field.keyCount])) }
+        if field.keyInLine {
+            return try body(UnsafeRawBufferPointer(rebasing: line[field.keyStart..<field.keyStart + field.keyCount]))
+        }
+        return try keys.withUnsafeBytes {
+            try body(UnsafeRawBufferPointer(rebasing: $0[field.keyStart..<field.keyStart + field.keyCount]))
+        }
     }
 
     func keyBytes(_ field: Field) -> [UInt8] { withKey(field) { Array($0) } }

@@ -1,7 +1,8 @@
+import EdgeIngestModel
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import EdgeIngestModel
 
 /// Turns a parsed line into a ``Record`` of the right type: the reading's
 /// own `_type`, else the input's configured type.
@@ -21,7 +22,12 @@ package struct ReadingRouter: Sendable {
 
     /// - Parameter defaultTypeOrigin: what named `defaultType`, for the
     ///   message when it is not declared.
-    package init(types: [RecordType], defaultType: String?, inputName: String, defaultTypeOrigin: String = "the input's type") {
+    package init(
+        types: [RecordType],
+        defaultType: String?,
+        inputName: String,
+        defaultTypeOrigin: String = "the input's type"
+    ) {
         typesByName = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
         declaredNames = types.map(\.name).sorted().joined(separator: ", ")
         let declared = defaultType.flatMap { name in types.first { $0.name == name } }
@@ -33,7 +39,8 @@ package struct ReadingRouter: Sendable {
     /// Whether the field's key is `key` (a static string: no lazy global
     /// and no array per comparison on the hot path).
     private static func isKey(_ key: StaticString, _ field: ParsedLine.Field, in line: ParsedLine) -> Bool {
-        field.keyCount == key.utf8CodeUnitCount && line.withKey(field) { memcmp($0.baseAddress!, key.utf8Start, field.keyCount) == 0 }
+        field.keyCount == key.utf8CodeUnitCount
+            && line.withKey(field) { memcmp($0.baseAddress!, key.utf8Start, field.keyCount) == 0 }
     }
 
     /// The builder of the last routed reading's type, kept for the next
@@ -72,7 +79,10 @@ package struct ReadingRouter: Sendable {
         var type = defaultType
         for field in line.fields where ReadingRouter.isKey("_type", field, in: line) {
             guard case .string(let name) = try line.value(field) else {
-                throw LineRejection(reason: ValidationFailure.Reason.unknownType.description, message: "field '_type' must be a string naming a declared record type")
+                throw LineRejection(
+                    reason: ValidationFailure.Reason.unknownType.description,
+                    message: "field '_type' must be a string naming a declared record type"
+                )
             }
             guard let named = typesByName[name] else {
                 throw LineRejection(
@@ -102,13 +112,22 @@ package struct ReadingRouter: Sendable {
     /// - Parameter verbatim: whether values whose JSON text the queue
     ///   stores as it is are set as that text, unconverted (the path into
     ///   an ``EncodedBatch``; a ``Record`` is built from converted values).
-    private static func fill(_ builder: inout RecordBuilder, from line: ParsedLine, verbatim: Bool, requireID: Bool) throws {
+    private static func fill(
+        _ builder: inout RecordBuilder,
+        from line: ParsedLine,
+        verbatim: Bool,
+        requireID: Bool
+    ) throws {
         let type = builder.type
         var hint = 0
         for field in line.fields {
             if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
                 hint = index + 1
-                if verbatim, let (text, form) = line.verbatim(field), try builder.setVerbatim(field: index, text, form: form) { continue }
+                if verbatim, let (text, form) = line.verbatim(field),
+                    try builder.setVerbatim(field: index, text, form: form)
+                {
+                    continue
+                }
                 try builder.set(field: index, try line.value(field))
             } else if ReadingRouter.isKey("_id", field, in: line) {
                 try builder.setID(ReadingRouter.objectId(field, in: line) ?? line.value(field))
@@ -118,7 +137,11 @@ package struct ReadingRouter: Sendable {
         }
         if requireID && !builder.hasID {
             // Null and the all-zero id would get a new random id: a re-sent record would be stored again.
-            throw LineRejection(reason: "missing_id", message: "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId")
+            throw LineRejection(
+                reason: "missing_id",
+                message:
+                    "the record has no usable '_id' (missing, null or all zeros): every record sent to the ingest protocol carries its ObjectId"
+            )
         }
     }
 
@@ -135,7 +158,10 @@ package struct ReadingRouter: Sendable {
         switch error {
         case let error as LineRejection: return error
         case let error as EdgeIngestError:
-            return LineRejection(reason: error.validationFailure?.reason.description ?? error.code.description, message: error.message)
+            return LineRejection(
+                reason: error.validationFailure?.reason.description ?? error.code.description,
+                message: error.message
+            )
         default: return LineRejection(reason: "invalid_record", message: "\(error)")
         }
     }

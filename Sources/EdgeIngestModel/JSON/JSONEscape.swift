@@ -36,7 +36,9 @@ package enum JSONEscape {
         case UInt8(ascii: "u"):
             var code = try hex4(p, at: &i)
             if (0xD800...0xDBFF).contains(code) {
-                guard i + 1 < p.count, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else { throw .unpairedHighSurrogate }
+                guard i + 1 < p.count, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else {
+                    throw .unpairedHighSurrogate
+                }
                 i += 2
                 let low = try hex4(p, at: &i)
                 guard (0xDC00...0xDFFF).contains(low) else { throw .unpairedHighSurrogate }

@@ -43,7 +43,9 @@ private struct JSONReader {
     }
 
     mutating func skipWhitespace() {
-        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
+        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 {
+            at += 1
+        }
     }
 
     /// `depth`: how many objects and arrays enclose this value.
@@ -55,9 +57,15 @@ private struct JSONReader {
             guard depth < maxDepth else { throw fail("at most \(maxDepth) levels of nesting") }
             return bytes[at] == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw fail("a value")
         }
@@ -66,7 +74,7 @@ private struct JSONReader {
     mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let count = word.utf8CodeUnitCount
         guard at + count <= bytes.count,
-              word.withUTF8Buffer({ w in (0..<count).allSatisfy { bytes[at + $0] == w[$0] } })
+            word.withUTF8Buffer({ w in (0..<count).allSatisfy { bytes[at + $0] == w[$0] } })
         else { throw fail("'\(word)'") }
         at += count
     }
@@ -145,7 +153,8 @@ private struct JSONReader {
                 case .truncated: throw fail("an escape after '\\'")
                 case .unknown: throw fail("one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", at: escape)
                 case .truncatedHex, .badHex: throw fail("four hex digits after '\\u'")
-                case .unpairedHighSurrogate: throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape)
+                case .unpairedHighSurrogate:
+                    throw fail("a low surrogate '\\uDC00'…'\\uDFFF' after a high one", at: escape)
                 case .loneLowSurrogate: throw fail("a Unicode scalar, not a lone surrogate", at: escape)
                 }
             }
@@ -167,7 +176,9 @@ private struct JSONReader {
         let intStart = at
         let intDigits = digits(&self)
         guard intDigits > 0 else { throw fail("a digit") }
-        guard !(intDigits > 1 && bytes[intStart] == UInt8(ascii: "0")) else { throw fail("no leading zero", at: intStart) }
+        guard !(intDigits > 1 && bytes[intStart] == UInt8(ascii: "0")) else {
+            throw fail("no leading zero", at: intStart)
+        }
         var integral = true
         if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
             at += 1

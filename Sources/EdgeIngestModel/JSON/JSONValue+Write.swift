@@ -19,11 +19,17 @@ extension JSONValue {
             if d.isFinite { JSONWriter.appendDouble(d, to: &out) } else { out += Array("null".utf8) }
         case .string(let s): JSONWriter.appendString(s, to: &out)
         case .array(let items):
-            writeList(items, open: UInt8(ascii: "["), close: UInt8(ascii: "]"), to: &out, indent: indent) { item, out, inner in
+            writeList(items, open: UInt8(ascii: "["), close: UInt8(ascii: "]"), to: &out, indent: indent) {
+                item,
+                out,
+                inner in
                 item.write(to: &out, indent: inner)
             }
         case .object(let members):
-            writeList(members, open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), to: &out, indent: indent) { member, out, inner in
+            writeList(members, open: UInt8(ascii: "{"), close: UInt8(ascii: "}"), to: &out, indent: indent) {
+                member,
+                out,
+                inner in
                 JSONWriter.appendString(member.0, to: &out)
                 out += inner == nil ? [UInt8(ascii: ":")] : Array(": ".utf8)
                 member.1.write(to: &out, indent: inner)
@@ -32,7 +38,11 @@ extension JSONValue {
     }
 
     private func writeList<Element>(
-        _ elements: [Element], open: UInt8, close: UInt8, to out: inout [UInt8], indent: Int?,
+        _ elements: [Element],
+        open: UInt8,
+        close: UInt8,
+        to out: inout [UInt8],
+        indent: Int?,
         _ writeElement: (Element, inout [UInt8], Int?) -> Void
     ) {
         out.append(open)

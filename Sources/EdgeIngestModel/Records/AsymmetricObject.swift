@@ -69,7 +69,9 @@ open class AsymmetricObject {
     }
 
     /// The persisted properties of this instance, base classes first.
-    func persistedProperties() -> [(name: String, fieldType: FieldType, isOptional: Bool, isPrimaryKey: Bool, value: RawFieldValue)] {
+    func persistedProperties() -> [(
+        name: String, fieldType: FieldType, isOptional: Bool, isPrimaryKey: Bool, value: RawFieldValue
+    )] {
         var mirrors: [Mirror] = []
         var mirror: Mirror? = Mirror(reflecting: self)
         while let current = mirror {

@@ -105,7 +105,13 @@ extension Record {
     /// Appends one record, given by its parts, as ``encodeJSON(into:)`` does;
     /// a field with a span in `verbatim` is written as that text (which is
     /// what this would write for its value: see ``VerbatimJSON``).
-    static func encodeJSON(type: RecordType, id: ObjectId, values: [FieldValue?], verbatim: VerbatimFields? = nil, into out: inout [UInt8]) {
+    static func encodeJSON(
+        type: RecordType,
+        id: ObjectId,
+        values: [FieldValue?],
+        verbatim: VerbatimFields? = nil,
+        into out: inout [UInt8]
+    ) {
         out.append(contentsOf: #"{"_id":"#.utf8)
         appendQuotedHex(id, to: &out)
         let keys = type.encodedKeys
@@ -151,7 +157,9 @@ extension Record {
         out.append(UInt8(ascii: "\""))
         let start = out.count
         out.append(contentsOf: repeatElement(0, count: 24))
-        out.withUnsafeMutableBytes { id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24])) }
+        out.withUnsafeMutableBytes {
+            id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24]))
+        }
         out.append(UInt8(ascii: "\""))
     }
 

@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A 12-byte, MongoDB-compatible unique identifier: the primary key `_id` of
 /// every record.

@@ -63,7 +63,10 @@ extension RawFieldValue {
         case let v as Float: self = .double(Double(decimalFaithful: v))
         case let v as ObjectId: self = .objectId(v)
         default:
-            if case Optional<Any>.none = value as Any? { self = .null; return }
+            if case Optional<Any>.none = value as Any? {
+                self = .null
+                return
+            }
             let mirror = Mirror(reflecting: value)
             if mirror.displayStyle == .optional {
                 if let wrapped = mirror.children.first?.value {

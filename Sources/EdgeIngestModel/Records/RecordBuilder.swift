@@ -56,20 +56,33 @@ public struct RecordBuilder: Sendable {
     /// The caller guarantees `json` is valid JSON of that form: this is
     /// the NDJSON reader's way to skip converting and re-encoding values
     /// whose text is already what the queue stores.
-    package mutating func setVerbatim(field index: Int, _ json: UnsafeRawBufferPointer, form: VerbatimJSON) throws -> Bool {
+    package mutating func setVerbatim(
+        field index: Int,
+        _ json: UnsafeRawBufferPointer,
+        form: VerbatimJSON
+    ) throws -> Bool {
         guard type.storage.fieldTypes[index].storesVerbatim(form) else { return false }
         try markSeen(index)
         let start = verbatim.bytes.count
         verbatim.bytes.append(contentsOf: type.storage.encodedKeys[index])
         verbatim.bytes.append(contentsOf: json)
-        verbatim.spans[index] = VerbatimFields.Span(start: start, count: verbatim.bytes.count - start, valueStart: verbatim.bytes.count - json.count, form: form)
+        verbatim.spans[index] = VerbatimFields.Span(
+            start: start,
+            count: verbatim.bytes.count - start,
+            valueStart: verbatim.bytes.count - json.count,
+            form: form
+        )
         return true
     }
 
     /// Sets `_id` from a raw value (an ObjectId or its text; null generates one).
     public mutating func setID(_ raw: RawFieldValue) throws {
         guard !idSeen else {
-            throw EdgeIngestError.invalidRecord(.duplicateField, field: RecordType.primaryKey, "field '_id' appears more than once")
+            throw EdgeIngestError.invalidRecord(
+                .duplicateField,
+                field: RecordType.primaryKey,
+                "field '_id' appears more than once"
+            )
         }
         idSeen = true
         id = try type.primaryKey(from: raw)
@@ -84,9 +97,15 @@ public struct RecordBuilder: Sendable {
         var values = values
         for i in values.indices where values[i] == nil {
             let span = verbatim.spans[i]
-            let converted = span.count == 0 ? nil : verbatim.bytes.withUnsafeBytes { bytes in
-                type.storage.fields[i].type.value(verbatim: UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<span.start + span.count]), form: span.form)
-            }
+            let converted =
+                span.count == 0
+                ? nil
+                : verbatim.bytes.withUnsafeBytes { bytes in
+                    type.storage.fields[i].type.value(
+                        verbatim: UnsafeRawBufferPointer(rebasing: bytes[span.valueStart..<span.start + span.count]),
+                        form: span.form
+                    )
+                }
             values[i] = try converted ?? valueOrDefault(i)
         }
         return Record(type: type, id: finalID, values: values)
@@ -136,12 +155,20 @@ public struct RecordBuilder: Sendable {
         if let fallback = field.defaultValue { return fallback }
         guard field.isRequired else { return nil }
         let how = seen[i] ? "got null" : "but it is missing"
-        throw EdgeIngestError.invalidRecord(.missingField, field: field.name, "field '\(field.name)' is required (\(field.type.expectation)), \(how)")
+        throw EdgeIngestError.invalidRecord(
+            .missingField,
+            field: field.name,
+            "field '\(field.name)' is required (\(field.type.expectation)), \(how)"
+        )
     }
 
     /// The error for a key the type does not declare.
     public static func unknownField(_ key: String, in type: RecordType) -> EdgeIngestError {
-        EdgeIngestError.invalidRecord(.unknownField, field: key, "field \(quoted(key)) is not declared in record type '\(type.name)'")
+        EdgeIngestError.invalidRecord(
+            .unknownField,
+            field: key,
+            "field \(quoted(key)) is not declared in record type '\(type.name)'"
+        )
     }
 }
 

@@ -67,7 +67,8 @@ extension RecordType {
     /// Converts a raw value to the type of field `index`. Reads the field
     /// in place: copying a ``Field`` per value costs retains on the hot path.
     func convert(_ raw: RawFieldValue, toFieldAt index: Int) throws -> FieldValue {
-        func mismatch(_ reason: ValidationFailure.Reason = .typeMismatch, _ expected: String? = nil) -> EdgeIngestError {
+        func mismatch(_ reason: ValidationFailure.Reason = .typeMismatch, _ expected: String? = nil) -> EdgeIngestError
+        {
             let field = storage.fields[index]
             return EdgeIngestError.invalidRecord(
                 reason,

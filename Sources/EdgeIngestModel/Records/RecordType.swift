@@ -94,7 +94,10 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
     ///   default value does not match its field's type.
     public init(name: String, fields: [Field]) throws {
         guard !name.isEmpty, !name.contains(where: { $0.isNewline || $0 == "\"" }) else {
-            throw EdgeIngestError(.invalidSchema, "A record type needs a non-empty name without quotes or newlines, got \(quoted(name)).")
+            throw EdgeIngestError(
+                .invalidSchema,
+                "A record type needs a non-empty name without quotes or newlines, got \(quoted(name))."
+            )
         }
         var kept: [Field] = []
         var index: [String: Int] = [:]

@@ -49,7 +49,9 @@ package enum VerbatimJSON: Sendable {
         let fractionStart = k
         while k < text.count, isDigit(text[k]) { k += 1 }
         let fractionDigits = k - fractionStart
-        guard k == text.count, fractionDigits >= 1, fractionDigits <= 6, text[k - 1] != UInt8(ascii: "0") else { return nil }
+        guard k == text.count, fractionDigits >= 1, fractionDigits <= 6, text[k - 1] != UInt8(ascii: "0") else {
+            return nil
+        }
         return .shortDecimal
     }
 
@@ -60,7 +62,9 @@ extension FieldType {
     /// Whether a value of this form is stored as its own text in a field of this type.
     package func storesVerbatim(_ form: VerbatimJSON) -> Bool {
         switch (kind, form) {
-        case (.string, .plainString), (.int, .integer), (.double, .integer), (.double, .shortDecimal), (.bool, .boolean): return true
+        case (.string, .plainString), (.int, .integer), (.double, .integer), (.double, .shortDecimal),
+            (.bool, .boolean):
+            return true
         default: return false
         }
     }
@@ -70,7 +74,9 @@ extension FieldType {
     func value(verbatim text: UnsafeRawBufferPointer, form: VerbatimJSON) -> FieldValue? {
         switch form {
         case .plainString:
-            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self))
+            return .string(
+                String(decoding: UnsafeRawBufferPointer(rebasing: text.dropFirst().dropLast()), as: UTF8.self)
+            )
         case .boolean:
             return .bool(text.first == UInt8(ascii: "t"))
         case .integer, .shortDecimal:

@@ -7,7 +7,9 @@ import Glibc
 /// `firstIndex(of:)` compares one at a time (line splitting is on the hot
 /// path of every input and of every upload).
 package func firstOffset(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from start: Int = 0) -> Int? {
-    guard start < bytes.count, let base = bytes.baseAddress, let found = memchr(base + start, Int32(byte), bytes.count - start) else {
+    guard start < bytes.count, let base = bytes.baseAddress,
+        let found = memchr(base + start, Int32(byte), bytes.count - start)
+    else {
         return nil
     }
     return base.distance(to: UnsafeRawPointer(found))
@@ -18,7 +20,9 @@ package func firstOffset(of byte: UInt8, in bytes: UnsafeRawBufferPointer, from 
 /// `body` returns false. Returns how many lines `body` was given.
 @discardableResult
 package func forEachLine(
-    in bytes: UnsafeRawBufferPointer, from start: Int = 0, _ body: (Int, UnsafeRawBufferPointer) throws -> Bool
+    in bytes: UnsafeRawBufferPointer,
+    from start: Int = 0,
+    _ body: (Int, UnsafeRawBufferPointer) throws -> Bool
 ) rethrows -> Int {
     var start = start
     var index = 0

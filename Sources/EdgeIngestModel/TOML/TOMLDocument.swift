@@ -22,7 +22,10 @@ public struct TOMLTable: Sendable {
 
     mutating func set(_ key: String, _ value: TOMLValue) throws {
         if let existing = entries.first(where: { $0.key == key }) {
-            throw TOMLError(line: value.line, message: "key '\(key)' is defined twice (first on line \(existing.value.line))")
+            throw TOMLError(
+                line: value.line,
+                message: "key '\(key)' is defined twice (first on line \(existing.value.line))"
+            )
         }
         entries.append(Entry(key: key, value: value))
     }
@@ -131,10 +134,14 @@ private struct TOMLParser {
                 skipSpaces()
                 let keys = try parseKeyPath()
                 skipSpaces()
-                guard !atEnd, current == UInt8(ascii: "]") else { throw error("expected ']' to close the table header") }
+                guard !atEnd, current == UInt8(ascii: "]") else {
+                    throw error("expected ']' to close the table header")
+                }
                 i += 1
                 if isArray {
-                    guard !atEnd, current == UInt8(ascii: "]") else { throw error("expected ']]' to close the array-of-tables header") }
+                    guard !atEnd, current == UInt8(ascii: "]") else {
+                        throw error("expected ']]' to close the array-of-tables header")
+                    }
                     i += 1
                 }
                 try expectEndOfLine()
@@ -248,9 +255,10 @@ private struct TOMLParser {
             }
         default:
             let start = i
-            while !atEnd, !(current == 0x20 || current == 0x09 || current == 0x0A || current == 0x0D
-                || current == UInt8(ascii: ",") || current == UInt8(ascii: "]") || current == UInt8(ascii: "}")
-                || current == UInt8(ascii: "#"))
+            while !atEnd,
+                !(current == 0x20 || current == 0x09 || current == 0x0A || current == 0x0D
+                    || current == UInt8(ascii: ",") || current == UInt8(ascii: "]") || current == UInt8(ascii: "}")
+                    || current == UInt8(ascii: "#"))
             {
                 i += 1
             }
@@ -263,7 +271,9 @@ private struct TOMLParser {
                 return TOMLValue(kind: .float(d), line: valueLine)
             }
             if word.isEmpty { throw error("expected a value") }
-            throw error("'\(word.prefix(32))' is not a value: quote strings (\"...\"); numbers, true/false, arrays and tables are unquoted")
+            throw error(
+                "'\(word.prefix(32))' is not a value: quote strings (\"...\"); numbers, true/false, arrays and tables are unquoted"
+            )
         }
     }
 
@@ -290,7 +300,8 @@ private struct TOMLParser {
             case UInt8(ascii: "\\"): out.append(0x5C)
             case UInt8(ascii: "u"), UInt8(ascii: "U"):
                 let n = e == UInt8(ascii: "u") ? 4 : 8
-                guard i + n <= bytes.count, let v = UInt32(String(decoding: bytes[i..<i + n], as: UTF8.self), radix: 16),
+                guard i + n <= bytes.count,
+                    let v = UInt32(String(decoding: bytes[i..<i + n], as: UTF8.self), radix: 16),
                     let scalar = UnicodeScalar(v)
                 else { throw error("invalid \\u escape in string") }
                 i += n
@@ -327,13 +338,18 @@ private struct TOMLParser {
                 case .table where !array:
                     throw TOMLError(line: line, message: "table [\(keys.joined(separator: "."))] is defined twice")
                 default:
-                    throw TOMLError(line: line, message: "'\(keys.joined(separator: "."))' is already defined as another kind of value")
+                    throw TOMLError(
+                        line: line,
+                        message: "'\(keys.joined(separator: "."))' is already defined as another kind of value"
+                    )
                 }
             } else if array {
                 let element = TOMLValue(kind: .table(TOMLTable(line: line)), line: line)
                 table.entries.append(.init(key: last, value: TOMLValue(kind: .array([element]), line: line)))
             } else {
-                table.entries.append(.init(key: last, value: TOMLValue(kind: .table(TOMLTable(line: line)), line: line)))
+                table.entries.append(
+                    .init(key: last, value: TOMLValue(kind: .table(TOMLTable(line: line)), line: line))
+                )
             }
         }
     }
@@ -347,7 +363,12 @@ private struct TOMLParser {
 
     /// Walks to the table at `path` (creating tables, and entering the last
     /// element of arrays of tables) and lets `body` change it.
-    static func modify(_ table: inout TOMLTable, _ path: ArraySlice<String>, line: Int, _ body: (inout TOMLTable) throws -> Void) throws {
+    static func modify(
+        _ table: inout TOMLTable,
+        _ path: ArraySlice<String>,
+        line: Int,
+        _ body: (inout TOMLTable) throws -> Void
+    ) throws {
         guard let first = path.first else { return try body(&table) }
         let rest = path.dropFirst()
         if let index = table.entries.firstIndex(where: { $0.key == first }) {

@@ -13,7 +13,13 @@ extension AgentConfiguration {
         guard let text = readTextFile(path) else {
             throw ConfigurationError(
                 path: path,
-                problems: [ConfigurationProblem(line: nil, key: "", message: "cannot be read: \(String(cString: strerror(errno)))")]
+                problems: [
+                    ConfigurationProblem(
+                        line: nil,
+                        key: "",
+                        message: "cannot be read: \(String(cString: strerror(errno)))"
+                    )
+                ]
             )
         }
         return try parse(text, path: path, environment: environment)
@@ -25,7 +31,10 @@ extension AgentConfiguration {
         do {
             root = try TOMLDocument.parse(text)
         } catch let error as TOMLError {
-            throw ConfigurationError(path: path, problems: [ConfigurationProblem(line: error.line, key: "", message: error.message)])
+            throw ConfigurationError(
+                path: path,
+                problems: [ConfigurationProblem(line: error.line, key: "", message: error.message)]
+            )
         }
         var decoder = ConfigurationDecoder()
         let configuration = decoder.decode(root, environment: environment)
@@ -39,7 +48,9 @@ extension AgentConfiguration {
 extension ConfigurationDecoder {
     /// The sections a configuration file may have; each is decoded by the
     /// file named after it (`ConfigurationDecoder+Queue.swift`, …).
-    static let sections: Set<String> = ["agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations"]
+    static let sections: Set<String> = [
+        "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations",
+    ]
 
     /// The whole file: every section, then the checks that span sections.
     mutating func decode(_ root: TOMLTable, environment: [String: String]) -> AgentConfiguration? {
@@ -49,7 +60,8 @@ extension ConfigurationDecoder {
         rejectUnknown(agent, known: Self.agentKeys, prefix: "agent.")
         rejectUnknown(queue, known: Self.queueKeys, prefix: "queue.")
         let types = decodeTypes(root["types"])
-        let stateDirectory = string(agent?["state_directory"], "agent.state_directory")
+        let stateDirectory =
+            string(agent?["state_directory"], "agent.state_directory")
             ?? AgentConfiguration.defaultStateDirectory(environment: environment)
         var inputs = decodeInputs(root["inputs"], types: types)
         if root["inputs"] == nil {
@@ -76,10 +88,18 @@ extension ConfigurationDecoder {
             problem(root["auth"], "auth", "only applies to sink = \"ingest\": a local sink needs no login")
         }
         if c.auth != nil, c.upload?.http.bearerToken != nil {
-            problem(root["auth"], "auth", "and upload.token_file (or the upload-token credential) both give credentials: keep one")
+            problem(
+                root["auth"],
+                "auth",
+                "and upload.token_file (or the upload-token credential) both give credentials: keep one"
+            )
         }
         if types.isEmpty && problems.isEmpty {
-            problem(root["types"], "types", "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field")
+            problem(
+                root["types"],
+                "types",
+                "declare at least one record type, e.g. [types.WeatherSensor] with one 'field = \"type\"' line per field"
+            )
         }
         return c
     }

@@ -49,7 +49,9 @@ public struct AgentConfiguration: Sendable {
     /// Where the logged-in identity is cached (`users.json`, mode 0600).
     public var identityDirectory: String { stateDirectory + "/identity" }
     /// Where a `discard` client reset writes its backups.
-    public var clientResetBackupDirectory: String { clientReset.backupDirectory ?? stateDirectory + "/client-reset-backups" }
+    public var clientResetBackupDirectory: String {
+        clientReset.backupDirectory ?? stateDirectory + "/client-reset-backups"
+    }
     /// The status file `ingestd status` reads.
     public var statusPath: String { stateDirectory + "/status.json" }
 
@@ -77,4 +79,3 @@ public struct AgentConfiguration: Sendable {
         return q
     }
 }
-

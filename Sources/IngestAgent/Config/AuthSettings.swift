@@ -42,9 +42,19 @@ extension ConfigurationDecoder {
         let appID = string(t["app_id"], "auth.app_id")
         let baseURL = string(t["base_url"], "auth.base_url")
         if appID == nil { problem(nil, "auth.app_id", "is required in [auth]: the backend application's id") }
-        if baseURL == nil { problem(nil, "auth.base_url", "is required in [auth]: the backend's base URL, e.g. \"https://backend.example\"") }
+        if baseURL == nil {
+            problem(
+                nil,
+                "auth.base_url",
+                "is required in [auth]: the backend's base URL, e.g. \"https://backend.example\""
+            )
+        }
         if let baseURL, !(baseURL.hasPrefix("http://") || baseURL.hasPrefix("https://")) {
-            problem(t["base_url"], "auth.base_url", "must start with http:// or https://, got \"\(redactedURL(baseURL).prefix(40))\"")
+            problem(
+                t["base_url"],
+                "auth.base_url",
+                "must start with http:// or https://, got \"\(redactedURL(baseURL).prefix(40))\""
+            )
         }
         let provider = string(t["provider"], "auth.provider") ?? "api-key"
         var credentials: Credentials?
@@ -52,7 +62,8 @@ extension ConfigurationDecoder {
         case "anonymous":
             credentials = .anonymous
         case "api-key":
-            if let key = secret(t["api_key_file"], "auth.api_key_file", credential: "api-key", environment: environment) {
+            if let key = secret(t["api_key_file"], "auth.api_key_file", credential: "api-key", environment: environment)
+            {
                 credentials = .apiKey(key)
             }
         case "email-password":
@@ -60,7 +71,12 @@ extension ConfigurationDecoder {
                 problem(nil, "auth.email", "is required with provider = \"email-password\"")
                 return nil
             }
-            if let password = secret(t["password_file"], "auth.password_file", credential: "password", environment: environment) {
+            if let password = secret(
+                t["password_file"],
+                "auth.password_file",
+                credential: "password",
+                environment: environment
+            ) {
                 credentials = .emailPassword(email: email, password: password)
             }
         default:
@@ -75,8 +91,15 @@ extension ConfigurationDecoder {
         guard let t else { return settings }
         rejectUnknown(t, known: Self.clientResetKeys, prefix: "client_reset.")
         if let v = t["mode"], let mode = string(v, "client_reset.mode") {
-            if ClientResetSettings.modes.contains(mode) { settings.mode = mode }
-            else { problem(v, "client_reset.mode", "must be one of \(ClientResetSettings.modes.joined(separator: ", ")), got \"\(mode)\"") }
+            if ClientResetSettings.modes.contains(mode) {
+                settings.mode = mode
+            } else {
+                problem(
+                    v,
+                    "client_reset.mode",
+                    "must be one of \(ClientResetSettings.modes.joined(separator: ", ")), got \"\(mode)\""
+                )
+            }
         }
         settings.backupDirectory = string(t["backup_directory"], "client_reset.backup_directory")
         return settings

@@ -13,14 +13,28 @@ extension ConfigurationDecoder {
     mutating func decodeAgent(_ agent: TOMLTable?, into c: inout AgentConfiguration) {
         c.rejectsFile = string(agent?["rejects_file"], "agent.rejects_file").flatMap { $0.isEmpty ? nil : $0 }
         if let v = agent?["log_target"], let name = string(v, "agent.log_target") {
-            if let target = AgentConfiguration.LogTarget(rawValue: name) { c.logTarget = target }
-            else { problem(v, "agent.log_target", "must be auto, journal or stderr, got \"\(name)\"") }
+            if let target = AgentConfiguration.LogTarget(rawValue: name) {
+                c.logTarget = target
+            } else {
+                problem(v, "agent.log_target", "must be auto, journal or stderr, got \"\(name)\"")
+            }
         }
         if let v = agent?["log_level"], let name = string(v, "agent.log_level") {
-            if ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(name) { c.logLevel = name }
-            else { problem(v, "agent.log_level", "must be one of trace, debug, info, notice, warning, error, critical, got \"\(name)\"") }
+            if ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(name) {
+                c.logLevel = name
+            } else {
+                problem(
+                    v,
+                    "agent.log_level",
+                    "must be one of trace, debug, info, notice, warning, error, critical, got \"\(name)\""
+                )
+            }
         }
-        if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) { c.statsIntervalSeconds = Int(n) }
-        if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) { c.statusIntervalMilliseconds = Int(n) }
+        if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) {
+            c.statsIntervalSeconds = Int(n)
+        }
+        if let v = agent?["status_interval_ms"], let n = integer(v, "agent.status_interval_ms", min: 10) {
+            c.statusIntervalMilliseconds = Int(n)
+        }
     }
 }

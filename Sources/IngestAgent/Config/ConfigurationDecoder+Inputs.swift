@@ -3,11 +3,15 @@ import EdgeIngestCore
 /// `[[inputs]]`: stdin, followed files, serial ports and HTTP
 /// (``InputSettings`` and ``HTTPInputSettings`` hold the defaults).
 extension ConfigurationDecoder {
-    static let inputKeys = Set(["kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms", "start_at_end"])
-        .union(httpInputKeys)
+    static let inputKeys = Set([
+        "kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms",
+        "start_at_end",
+    ])
+    .union(httpInputKeys)
     /// Keys only an HTTP input takes.
     static let httpInputKeys: Set<String> = [
-        "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms", "dedup_window_s", "anonymous",
+        "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
+        "dedup_window_s", "anonymous",
         "api_keys_file", "users_file",
     ]
 
@@ -25,12 +29,22 @@ extension ConfigurationDecoder {
             }
             var input = InputSettings(kind: kind, name: kindName)
             if let f = t["format"], let name = string(f, key + ".format") {
-                if let format = InputSettings.Format(rawValue: name) { input.format = format }
-                else { problem(f, key + ".format", "must be ndjson or csv, got \"\(name)\"") }
+                if let format = InputSettings.Format(rawValue: name) {
+                    input.format = format
+                } else {
+                    problem(f, key + ".format", "must be ndjson or csv, got \"\(name)\"")
+                }
             }
             if let v = t["type"], let name = string(v, key + ".type") {
-                if types.contains(where: { $0.name == name }) || types.isEmpty { input.type = name }
-                else { problem(v, key + ".type", "names no declared type: declare [types.\(name)] or use one of \(types.map(\.name).joined(separator: ", "))") }
+                if types.contains(where: { $0.name == name }) || types.isEmpty {
+                    input.type = name
+                } else {
+                    problem(
+                        v,
+                        key + ".type",
+                        "names no declared type: declare [types.\(name)] or use one of \(types.map(\.name).joined(separator: ", "))"
+                    )
+                }
             } else if types.count == 1 {
                 input.type = types[0].name
             }
@@ -39,16 +53,22 @@ extension ConfigurationDecoder {
                 break
             case .file:
                 if let p = t["paths"] { input.paths = strings(p, key + ".paths") }
-                if input.paths.isEmpty { problem(t["paths"] ?? item, key + ".paths", "a file input needs at least one path or glob") }
+                if input.paths.isEmpty {
+                    problem(t["paths"] ?? item, key + ".paths", "a file input needs at least one path or glob")
+                }
                 input.name = "file:" + input.paths.joined(separator: ",")
             case .serial:
                 input.device = string(t["device"], key + ".device")
-                if input.device == nil { problem(item, key + ".device", "a serial input needs its device, e.g. \"/dev/ttyUSB0\"") }
+                if input.device == nil {
+                    problem(item, key + ".device", "a serial input needs its device, e.g. \"/dev/ttyUSB0\"")
+                }
                 input.name = "serial:" + (input.device ?? "?")
             case .http:
                 input.http = decodeHTTPInput(t, key: key, item: item)
                 input.name = "http:" + (input.http?.listen ?? "?")
-                if input.format != .ndjson { problem(t["format"], key + ".format", "an http input reads NDJSON batches (docs/PROTOCOL.md)") }
+                if input.format != .ndjson {
+                    problem(t["format"], key + ".format", "an http input reads NDJSON batches (docs/PROTOCOL.md)")
+                }
             }
             if kind != .http {
                 for name in Self.httpInputKeys.sorted() where t[name] != nil {
@@ -56,15 +76,29 @@ extension ConfigurationDecoder {
                 }
             }
             if let v = t["baud"], let n = integer(v, key + ".baud", min: 50) {
-                if SerialSpeed.isSupported(Int(n)) { input.baud = Int(n) }
-                else { problem(v, key + ".baud", "unsupported baud rate \(n): use one of \(SerialSpeed.supported.map(String.init).joined(separator: ", "))") }
+                if SerialSpeed.isSupported(Int(n)) {
+                    input.baud = Int(n)
+                } else {
+                    problem(
+                        v,
+                        key + ".baud",
+                        "unsupported baud rate \(n): use one of \(SerialSpeed.supported.map(String.init).joined(separator: ", "))"
+                    )
+                }
             }
             if let v = t["delimiter"], let d = string(v, key + ".delimiter") {
-                if d.utf8.count == 1 { input.delimiter = d.utf8.first! }
-                else { problem(v, key + ".delimiter", "must be a single byte, e.g. \"\\n\" or \";\"") }
+                if d.utf8.count == 1 {
+                    input.delimiter = d.utf8.first!
+                } else {
+                    problem(v, key + ".delimiter", "must be a single byte, e.g. \"\\n\" or \";\"")
+                }
             }
-            if let v = t["max_line_bytes"], let n = integer(v, key + ".max_line_bytes", min: 64) { input.maxLineBytes = Int(n) }
-            if let v = t["poll_interval_ms"], let n = integer(v, key + ".poll_interval_ms", min: 10) { input.pollIntervalMilliseconds = Int(n) }
+            if let v = t["max_line_bytes"], let n = integer(v, key + ".max_line_bytes", min: 64) {
+                input.maxLineBytes = Int(n)
+            }
+            if let v = t["poll_interval_ms"], let n = integer(v, key + ".poll_interval_ms", min: 10) {
+                input.pollIntervalMilliseconds = Int(n)
+            }
             if let v = t["start_at_end"], let b = bool(v, key + ".start_at_end") { input.startAtEnd = b }
             if let v = t["name"], let name = string(v, key + ".name") { input.name = name }
             if !names.insert(input.name).inserted {
@@ -80,19 +114,37 @@ extension ConfigurationDecoder {
 
     mutating func decodeHTTPInput(_ t: TOMLTable, key: String, item: TOMLValue) -> HTTPInputSettings? {
         guard let listen = string(t["listen"], key + ".listen") else {
-            problem(item, key + ".listen", "an http input needs the address to listen on, e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\"")
+            problem(
+                item,
+                key + ".listen",
+                "an http input needs the address to listen on, e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\""
+            )
             return nil
         }
         var http = HTTPInputSettings(listen: listen)
         if (try? HTTPServer.split(listen)) == nil {
-            problem(t["listen"], key + ".listen", "must be \"host:port\", e.g. \"127.0.0.1:8480\", \"0.0.0.0:8480\" or \"[::]:8480\"")
+            problem(
+                t["listen"],
+                key + ".listen",
+                "must be \"host:port\", e.g. \"127.0.0.1:8480\", \"0.0.0.0:8480\" or \"[::]:8480\""
+            )
         }
         if let v = t["app_id"] { http.appID = string(v, key + ".app_id") }
-        if let v = t["max_body_bytes"], let n = integer(v, key + ".max_body_bytes", min: 1024) { http.limits.maxBodyBytes = Int(n) }
-        if let v = t["max_connections"], let n = integer(v, key + ".max_connections", min: 1) { http.maxConnections = Int(n) }
-        if let v = t["request_timeout_ms"], let n = integer(v, key + ".request_timeout_ms", min: 100) { http.limits.requestTimeoutMilliseconds = Int(n) }
-        if let v = t["idle_timeout_ms"], let n = integer(v, key + ".idle_timeout_ms", min: 100) { http.limits.idleTimeoutMilliseconds = Int(n) }
-        if let v = t["dedup_window_s"], let n = integer(v, key + ".dedup_window_s", min: 0) { http.dedupWindowSeconds = n }
+        if let v = t["max_body_bytes"], let n = integer(v, key + ".max_body_bytes", min: 1024) {
+            http.limits.maxBodyBytes = Int(n)
+        }
+        if let v = t["max_connections"], let n = integer(v, key + ".max_connections", min: 1) {
+            http.maxConnections = Int(n)
+        }
+        if let v = t["request_timeout_ms"], let n = integer(v, key + ".request_timeout_ms", min: 100) {
+            http.limits.requestTimeoutMilliseconds = Int(n)
+        }
+        if let v = t["idle_timeout_ms"], let n = integer(v, key + ".idle_timeout_ms", min: 100) {
+            http.limits.idleTimeoutMilliseconds = Int(n)
+        }
+        if let v = t["dedup_window_s"], let n = integer(v, key + ".dedup_window_s", min: 0) {
+            http.dedupWindowSeconds = n
+        }
         if let v = t["anonymous"], let b = bool(v, key + ".anonymous") { http.anonymous = b }
         if let v = t["api_keys_file"] { http.apiKeysFile = string(v, key + ".api_keys_file") }
         if let v = t["users_file"] { http.usersFile = string(v, key + ".users_file") }

@@ -9,7 +9,8 @@ import Glibc
 /// (``QueueSettings`` holds the defaults).
 extension ConfigurationDecoder {
     static let queueKeys: Set<String> = [
-        "path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records", "commit_interval_ms",
+        "path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records",
+        "commit_interval_ms",
         "encryption_key_file",
     ]
 
@@ -18,16 +19,28 @@ extension ConfigurationDecoder {
         if let v = queue?["max_bytes"] { c.queue.maxBytes = integer(v, "queue.max_bytes", min: 1024) }
         if let v = queue?["max_records"] { c.queue.maxRecords = integer(v, "queue.max_records", min: 1) }
         if let v = queue?["overflow_policy"], let name = string(v, "queue.overflow_policy") {
-            if let policy = OverflowPolicy(name: name) { c.queue.overflowPolicy = policy }
-            else { problem(v, "queue.overflow_policy", "must be one of block, drop_newest, drop_oldest, got \"\(name)\"") }
+            if let policy = OverflowPolicy(name: name) {
+                c.queue.overflowPolicy = policy
+            } else {
+                problem(v, "queue.overflow_policy", "must be one of block, drop_newest, drop_oldest, got \"\(name)\"")
+            }
         }
         if let v = queue?["durability"], let name = string(v, "queue.durability") {
-            if let durability = Durability(name: name) { c.queue.durability = durability }
-            else { problem(v, "queue.durability", "must be power_loss_safe or crash_safe, got \"\(name)\"") }
+            if let durability = Durability(name: name) {
+                c.queue.durability = durability
+            } else {
+                problem(v, "queue.durability", "must be power_loss_safe or crash_safe, got \"\(name)\"")
+            }
         }
-        if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) { c.queue.schemaVersion = n }
-        if let v = queue?["commit_max_records"], let n = integer(v, "queue.commit_max_records", min: 1) { c.commitMaxRecords = Int(n) }
-        if let v = queue?["commit_interval_ms"], let n = integer(v, "queue.commit_interval_ms", min: 1) { c.commitIntervalMilliseconds = Int(n) }
+        if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) {
+            c.queue.schemaVersion = n
+        }
+        if let v = queue?["commit_max_records"], let n = integer(v, "queue.commit_max_records", min: 1) {
+            c.commitMaxRecords = Int(n)
+        }
+        if let v = queue?["commit_interval_ms"], let n = integer(v, "queue.commit_interval_ms", min: 1) {
+            c.commitIntervalMilliseconds = Int(n)
+        }
         c.queue.encryptionKey = encryptionKey(queue?["encryption_key_file"], environment: environment)
     }
 
@@ -36,7 +49,8 @@ extension ConfigurationDecoder {
     mutating func encryptionKey(_ value: TOMLValue?, environment: [String: String]) -> [UInt8]? {
         var path = string(value, "queue.encryption_key_file")
         if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
-            let credential = readFileBytes(directory + "/queue-key"), !credential.allSatisfy({ $0 == 0x0A || $0 == 0x20 })
+            let credential = readFileBytes(directory + "/queue-key"),
+            !credential.allSatisfy({ $0 == 0x0A || $0 == 0x20 })
         {
             path = directory + "/queue-key"  // the unit's SetCredential= default (a newline) means "no key"
         }
@@ -49,7 +63,11 @@ extension ConfigurationDecoder {
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 { text.removeLast() }
         if text.count == 128, let key = Secrets.bytes(hex: Substring(decoding: text, as: UTF8.self)) { return key }
-        problem(value, "queue.encryption_key_file", "'\(path)' must hold exactly 64 bytes, or 128 hexadecimal digits (make one with: head -c 64 /dev/urandom > FILE); it holds \(bytes.count) bytes")
+        problem(
+            value,
+            "queue.encryption_key_file",
+            "'\(path)' must hold exactly 64 bytes, or 128 hexadecimal digits (make one with: head -c 64 /dev/urandom > FILE); it holds \(bytes.count) bytes"
+        )
         return nil
     }
 }

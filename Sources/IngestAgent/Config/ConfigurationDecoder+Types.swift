@@ -12,7 +12,11 @@ extension ConfigurationDecoder {
         for entry in table.entries {
             let key = "types.\(entry.key)"
             guard case .table(let fieldsTable) = entry.value.kind else {
-                problem(entry.value, key, "must be a table of fields: [\(key)] then one 'field = \"type\"' line per field")
+                problem(
+                    entry.value,
+                    key,
+                    "must be a table of fields: [\(key)] then one 'field = \"type\"' line per field"
+                )
                 continue
             }
             var fields: [RecordType.Field] = []
@@ -61,7 +65,11 @@ extension ConfigurationDecoder {
             if let d = t["default"] { field.defaultValue = defaultValue(d, type: type, key: key + ".default") }
             return field
         default:
-            problem(value, key, "must be a type name (\"int\") or a table ({ type = \"int\", default = 0 }), got \(value.typeName)")
+            problem(
+                value,
+                key,
+                "must be a type name (\"int\") or a table ({ type = \"int\", default = 0 }), got \(value.typeName)"
+            )
             return nil
         }
     }

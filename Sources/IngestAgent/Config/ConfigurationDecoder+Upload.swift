@@ -7,7 +7,8 @@ import EdgeIngestCore
 extension ConfigurationDecoder {
     /// The keys every sink shares.
     static let batchingKeys: Set<String> = [
-        "max_records", "max_bytes", "linger_ms", "retry_base_ms", "retry_cap_ms", "max_retries", "shutdown_timeout_ms", "hold_ms",
+        "max_records", "max_bytes", "linger_ms", "retry_base_ms", "retry_cap_ms", "max_retries", "shutdown_timeout_ms",
+        "hold_ms",
         "client_id", "sink",
     ]
     /// Every key `[upload]` accepts: the batching keys and every sink's.
@@ -29,17 +30,29 @@ extension ConfigurationDecoder {
     /// The HTTP client's keys, for the sinks over HTTP; nil after a problem.
     mutating func decodeHTTP(_ t: TOMLTable, environment: [String: String]) -> HTTPSettings? {
         guard let url = string(t["url"], "upload.url") else {
-            problem(nil, "upload.url", "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\"")
+            problem(
+                nil,
+                "upload.url",
+                "is required in [upload]: the backend's ingest endpoint, e.g. \"https://backend.example/ingest/v1/batches\""
+            )
             return nil
         }
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-            problem(t["url"], "upload.url", "must start with http:// or https://, got \"\(redactedURL(url).prefix(40))\"")
+            problem(
+                t["url"],
+                "upload.url",
+                "must start with http:// or https://, got \"\(redactedURL(url).prefix(40))\""
+            )
             return nil
         }
         var http = HTTPSettings(url: url)
         if let v = t["gzip"], let b = bool(v, "upload.gzip") { http.gzip = b }
-        if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) { http.connectTimeoutMilliseconds = Int(n) }
-        if let v = t["timeout_ms"], let n = integer(v, "upload.timeout_ms", min: 1) { http.timeoutMilliseconds = Int(n) }
+        if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) {
+            http.connectTimeoutMilliseconds = Int(n)
+        }
+        if let v = t["timeout_ms"], let n = integer(v, "upload.timeout_ms", min: 1) {
+            http.timeoutMilliseconds = Int(n)
+        }
         http.caFile = string(t["ca_file"], "upload.ca_file")
         http.caPath = string(t["ca_path"], "upload.ca_path")
         http.clientCertificate = string(t["client_certificate"], "upload.client_certificate")
@@ -48,14 +61,26 @@ extension ConfigurationDecoder {
         if let v = t["headers"] {
             if case .table(let headers) = v.kind {
                 for entry in headers.entries {
-                    if let value = string(entry.value, "upload.headers.\(entry.key)") { http.headers[entry.key] = value }
+                    if let value = string(entry.value, "upload.headers.\(entry.key)") {
+                        http.headers[entry.key] = value
+                    }
                 }
             } else {
-                problem(v, "upload.headers", "must be a table of header names to values, e.g. { \"X-Site\" = \"north\" }")
+                problem(
+                    v,
+                    "upload.headers",
+                    "must be a table of header names to values, e.g. { \"X-Site\" = \"north\" }"
+                )
             }
         }
         // The token: a file (mode 0600 or a systemd credential), never the config itself.
-        http.bearerToken = secret(t["token_file"], "upload.token_file", credential: "upload-token", environment: environment, required: false)
+        http.bearerToken = secret(
+            t["token_file"],
+            "upload.token_file",
+            credential: "upload-token",
+            environment: environment,
+            required: false
+        )
         return http
     }
 
@@ -64,12 +89,17 @@ extension ConfigurationDecoder {
     /// problem: it would silently do nothing.
     mutating func decodeSink(_ t: TOMLTable, environment: [String: String]) -> SinkSettings? {
         let name = t["sink"].flatMap { string($0, "upload.sink") } ?? "ingest"
-        for (key, owners) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key }) where !owners.contains(name) && t[key] != nil {
+        for (key, owners) in SinkSettings.sinkOnlyKeys.sorted(by: { $0.key < $1.key })
+        where !owners.contains(name) && t[key] != nil {
             let sinks = owners.map { "\"\($0)\"" }.joined(separator: " or ")
             problem(t[key], "upload.\(key)", "is for sink = \(sinks); this [upload] has sink = \"\(name)\"")
         }
         guard let kind = SinkSettings.kinds.first(where: { $0.name == name }) else {
-            problem(t["sink"], "upload.sink", "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\"")
+            problem(
+                t["sink"],
+                "upload.sink",
+                "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\""
+            )
             return nil
         }
         if !kind.isOverHTTP {
@@ -86,10 +116,16 @@ extension ConfigurationDecoder {
         if let v = t["max_records"], let n = integer(v, "upload.max_records", min: 1) { u.maxRecords = Int(n) }
         if let v = t["max_bytes"], let n = integer(v, "upload.max_bytes", min: 1024) { u.maxBytes = Int(n) }
         if let v = t["linger_ms"], let n = integer(v, "upload.linger_ms", min: 0) { u.lingerMilliseconds = Int(n) }
-        if let v = t["retry_base_ms"], let n = integer(v, "upload.retry_base_ms", min: 1) { u.backoff.baseSeconds = Double(n) / 1000 }
-        if let v = t["retry_cap_ms"], let n = integer(v, "upload.retry_cap_ms", min: 1) { u.backoff.capSeconds = Double(n) / 1000 }
+        if let v = t["retry_base_ms"], let n = integer(v, "upload.retry_base_ms", min: 1) {
+            u.backoff.baseSeconds = Double(n) / 1000
+        }
+        if let v = t["retry_cap_ms"], let n = integer(v, "upload.retry_cap_ms", min: 1) {
+            u.backoff.capSeconds = Double(n) / 1000
+        }
         if let v = t["max_retries"], let n = integer(v, "upload.max_retries", min: 0) { u.maxRetries = Int(n) }
-        if let v = t["shutdown_timeout_ms"], let n = integer(v, "upload.shutdown_timeout_ms", min: 0) { u.shutdownTimeoutMilliseconds = Int(n) }
+        if let v = t["shutdown_timeout_ms"], let n = integer(v, "upload.shutdown_timeout_ms", min: 0) {
+            u.shutdownTimeoutMilliseconds = Int(n)
+        }
         if let v = t["hold_ms"], let n = integer(v, "upload.hold_ms", min: 10) { u.holdMilliseconds = Int(n) }
         if let v = t["client_id"], let id = string(v, "upload.client_id") { u.clientID = id }
         return u

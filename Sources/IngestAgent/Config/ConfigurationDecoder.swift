@@ -62,7 +62,9 @@ struct ConfigurationDecoder {
             return nil
         }
         let days365: Int64 = 365 * 24 * 3600
-        let max = key.hasSuffix("_ms") ? days365 * 1000 : key.hasSuffix("_s") || key.hasSuffix("_seconds") ? days365 : Int64.max
+        let max =
+            key.hasSuffix("_ms")
+            ? days365 * 1000 : key.hasSuffix("_s") || key.hasSuffix("_seconds") ? days365 : Int64.max
         guard n <= max else {
             problem(value, key, "must be at most \(max) (365 days), got \(n)")
             return nil
@@ -82,10 +84,17 @@ struct ConfigurationDecoder {
     /// starting with a digit (what every engine takes unquoted).
     mutating func identifier(_ value: TOMLValue?, _ key: String) -> String? {
         guard let name = string(value, key) else { return nil }
-        let plain = !name.isEmpty && name.utf8.count <= 128 && name.utf8.first.map { !(48...57).contains($0) } == true
-            && name.utf8.allSatisfy { $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+        let plain =
+            !name.isEmpty && name.utf8.count <= 128 && name.utf8.first.map { !(48...57).contains($0) } == true
+            && name.utf8.allSatisfy {
+                $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+            }
         guard plain else {
-            problem(value, key, "must be a plain name (letters, digits, _; not starting with a digit), got \"\(name.prefix(40))\"")
+            problem(
+                value,
+                key,
+                "must be a plain name (letters, digits, _; not starting with a digit), got \"\(name.prefix(40))\""
+            )
             return nil
         }
         return name
@@ -96,7 +105,13 @@ struct ConfigurationDecoder {
     /// secret's credential that is empty (the unit's `SetCredential=`
     /// default) is no secret, not an error; a file named in the config must
     /// hold one.
-    mutating func secret(_ value: TOMLValue?, _ key: String, credential: String, environment: [String: String], required: Bool = true) -> String? {
+    mutating func secret(
+        _ value: TOMLValue?,
+        _ key: String,
+        credential: String,
+        environment: [String: String],
+        required: Bool = true
+    ) -> String? {
         var path = string(value, key)
         let fromCredential = path == nil
         if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
@@ -105,7 +120,13 @@ struct ConfigurationDecoder {
             path = directory + "/" + credential
         }
         guard let path else {
-            if required { problem(nil, key, "is required: a file holding the secret (mode 0600), or the systemd credential '\(credential)'") }
+            if required {
+                problem(
+                    nil,
+                    key,
+                    "is required: a file holding the secret (mode 0600), or the systemd credential '\(credential)'"
+                )
+            }
             return nil
         }
         guard let text = readTextFile(path) else {
@@ -122,7 +143,11 @@ struct ConfigurationDecoder {
     /// The entries of an array of tables (`[[name]]`): each table with its
     /// key (`name[n]`) and its value (for line numbers), unknown keys
     /// reported; anything else is a problem.
-    mutating func arrayOfTables(_ value: TOMLValue?, _ name: String, known: Set<String>) -> [(key: String, table: TOMLTable, item: TOMLValue)] {
+    mutating func arrayOfTables(
+        _ value: TOMLValue?,
+        _ name: String,
+        known: Set<String>
+    ) -> [(key: String, table: TOMLTable, item: TOMLValue)] {
         guard let value else { return [] }
         guard case .array(let items) = value.kind else {
             problem(value, name, "must be an array of tables: write each entry as [[\(name)]]")
@@ -146,7 +171,8 @@ struct ConfigurationDecoder {
         for entry in table.entries where !known.contains(entry.key) {
             problems.append(
                 ConfigurationProblem(
-                    line: entry.value.line, key: prefix + entry.key,
+                    line: entry.value.line,
+                    key: prefix + entry.key,
                     message: "unknown key: expected one of \(known.sorted().joined(separator: ", "))"
                 )
             )

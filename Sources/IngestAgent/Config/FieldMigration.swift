@@ -22,7 +22,8 @@ public struct FieldMigration: Sendable, Hashable {
     static func block(_ steps: [FieldMigration]) -> MigrationBlock {
         let ordered = steps.sorted { $0.schemaVersion < $1.schemaVersion }
         return { record, oldVersion in
-            for step in ordered where oldVersion < step.schemaVersion && (step.type == nil || step.type == record.typeName) {
+            for step in ordered
+            where oldVersion < step.schemaVersion && (step.type == nil || step.type == record.typeName) {
                 for (old, new) in step.rename.sorted(by: { $0.key < $1.key }) { record.renameField(old, to: new) }
                 for field in step.drop { record[field] = nil }
                 for (field, value) in step.defaults where record[field] == nil { record[field] = value }
@@ -38,11 +39,17 @@ extension ConfigurationDecoder {
         var steps: [FieldMigration] = []
         for (key, t, item) in arrayOfTables(value, "migrations", known: Self.migrationKeys) {
             guard let v = t["schema_version"], let version = integer(v, key + ".schema_version", min: 1) else {
-                if t["schema_version"] == nil { problem(item, key + ".schema_version", "is required: the version these changes lead to") }
+                if t["schema_version"] == nil {
+                    problem(item, key + ".schema_version", "is required: the version these changes lead to")
+                }
                 continue
             }
             if version > schemaVersion {
-                problem(v, key + ".schema_version", "is \(version), above queue.schema_version \(schemaVersion): raise queue.schema_version to use it")
+                problem(
+                    v,
+                    key + ".schema_version",
+                    "is \(version), above queue.schema_version \(schemaVersion): raise queue.schema_version to use it"
+                )
             }
             var step = FieldMigration(schemaVersion: version)
             step.type = string(t["type"], key + ".type")
@@ -52,7 +59,11 @@ extension ConfigurationDecoder {
                         if let new = string(entry.value, key + ".rename.\(entry.key)") { step.rename[entry.key] = new }
                     }
                 } else {
-                    problem(r, key + ".rename", "must be a table of old names to new names, e.g. { windSpeedInMph = \"windSpeed\" }")
+                    problem(
+                        r,
+                        key + ".rename",
+                        "must be a table of old names to new names, e.g. { windSpeedInMph = \"windSpeed\" }"
+                    )
                 }
             }
             if let d = t["drop"] { step.drop = strings(d, key + ".drop") }
@@ -64,11 +75,16 @@ extension ConfigurationDecoder {
                         case .integer(let i): step.defaults[entry.key] = .int(i)
                         case .float(let f): step.defaults[entry.key] = .double(f)
                         case .bool(let b): step.defaults[entry.key] = .bool(b)
-                        default: problem(entry.value, key + ".default.\(entry.key)", "must be a string, number or boolean")
+                        default:
+                            problem(entry.value, key + ".default.\(entry.key)", "must be a string, number or boolean")
                         }
                     }
                 } else {
-                    problem(d, key + ".default", "must be a table of field names to values, e.g. { unit = \"imperial\" }")
+                    problem(
+                        d,
+                        key + ".default",
+                        "must be a table of field names to values, e.g. { unit = \"imperial\" }"
+                    )
                 }
             }
             steps.append(step)

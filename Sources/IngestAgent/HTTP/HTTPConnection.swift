@@ -66,13 +66,18 @@ struct HTTPConnection {
                 break
             }
             if buffer.count >= headLimit {
-                return .refused(HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes"))
+                return .refused(
+                    HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes")
+                )
             }
             searchFrom = max(0, buffer.count - 3)
             switch fill(deadline: deadline) {
             case .ok: continue
             case .eof: return .closed
-            case .timeout: return buffer.isEmpty ? .closed : .refused(HTTPRequestError(status: 408, message: "the request head did not arrive in time"))
+            case .timeout:
+                return buffer.isEmpty
+                    ? .closed
+                    : .refused(HTTPRequestError(status: 408, message: "the request head did not arrive in time"))
             case .stopped: return .closed
             }
         }
@@ -87,7 +92,12 @@ struct HTTPConnection {
         }
         buffer.removeFirst(end + 4)
         if length > limits.maxBodyBytes {
-            return .refused(HTTPRequestError(status: 413, message: "the body is \(length) bytes, over this server's max_body_bytes of \(limits.maxBodyBytes)"))
+            return .refused(
+                HTTPRequestError(
+                    status: 413,
+                    message: "the body is \(length) bytes, over this server's max_body_bytes of \(limits.maxBodyBytes)"
+                )
+            )
         }
         if request.header("expect")?.lowercased() == "100-continue", buffer.count < length {
             guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), deadline: deadline) else { return .closed }
@@ -106,7 +116,10 @@ struct HTTPConnection {
 
     /// Writes `response` to `request`; false if the client is gone or too slow to read it.
     func write(_ response: HTTPServerResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
-        send(response.serialized(for: request, keepAlive: keepAlive), deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds))
+        send(
+            response.serialized(for: request, keepAlive: keepAlive),
+            deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
+        )
     }
 
     /// Where the blank line ending the head starts, looking at the bytes before `limit` only.
@@ -149,7 +162,9 @@ struct HTTPConnection {
             guard left > 0 else { return false }
             var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             guard poll(&pfd, 1, Int32(clamping: left)) > 0 else { return false }
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 return false

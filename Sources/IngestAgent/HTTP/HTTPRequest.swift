@@ -62,7 +62,8 @@ enum HTTPHeadParser {
     static let maxHeaders = 100
 
     static func parse(_ head: ArraySlice<UInt8>) throws(HTTPRequestError) -> HTTPRequest {
-        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line -> ArraySlice<UInt8> in
+        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            line -> ArraySlice<UInt8> in
             line.last == UInt8(ascii: "\r") ? line.dropLast() : line
         }
         // RFC 9112 §2.2: a server should ignore empty lines before the request line.
@@ -72,17 +73,24 @@ enum HTTPHeadParser {
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw HTTPRequestError(status: 400, message: "the request line is not 'METHOD target HTTP/1.1'")
         }
-        guard parts[0].allSatisfy(isTokenByte) else { throw HTTPRequestError(status: 400, message: "the method is not a token") }
+        guard parts[0].allSatisfy(isTokenByte) else {
+            throw HTTPRequestError(status: 400, message: "the method is not a token")
+        }
         guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw HTTPRequestError(status: 400, message: "the request target has spaces or control characters")
         }
         let version = String(decoding: parts[2], as: UTF8.self)
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
-            throw HTTPRequestError(status: 505, message: "HTTP version \(quoted(version)) is not supported: use HTTP/1.1")
+            throw HTTPRequestError(
+                status: 505,
+                message: "HTTP version \(quoted(version)) is not supported: use HTTP/1.1"
+            )
         }
         var request = HTTPRequest(
-            method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
-            isHTTP10: version == "HTTP/1.0", headers: []
+            method: String(decoding: parts[0], as: UTF8.self),
+            target: String(decoding: parts[1], as: UTF8.self),
+            isHTTP10: version == "HTTP/1.0",
+            headers: []
         )
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
@@ -97,7 +105,12 @@ enum HTTPHeadParser {
             guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 throw HTTPRequestError(status: 400, message: "a header value has control characters")
             }
-            request.headers.append((String(decoding: name, as: UTF8.self).lowercased(), String(decoding: value, as: UTF8.self).trimmingSpaces))
+            request.headers.append(
+                (
+                    String(decoding: name, as: UTF8.self).lowercased(),
+                    String(decoding: value, as: UTF8.self).trimmingSpaces
+                )
+            )
             if request.headers.count > maxHeaders {
                 throw HTTPRequestError(status: 431, message: "more than \(maxHeaders) headers")
             }
@@ -117,7 +130,8 @@ enum HTTPHeadParser {
         }
         let values = request.headers.filter { $0.name == "content-length" }.map(\.value)
         guard let first = values.first else { return 0 }
-        guard values.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+        guard values.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.count <= 18,
+            first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             let length = Int(first)
         else {
             throw HTTPRequestError(status: 400, message: "Content-Length is not one non-negative number")
@@ -128,7 +142,9 @@ enum HTTPHeadParser {
     /// RFC 9110 §5.6.2 token characters.
     static func isTokenByte(_ c: UInt8) -> Bool {
         switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
         default: tokenPunctuation.contains(c)
         }
     }

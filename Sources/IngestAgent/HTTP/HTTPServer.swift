@@ -43,18 +43,26 @@ final class HTTPServer: Sendable {
         var info: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host.isEmpty ? nil : host, port, &hints, &info)
         guard rc == 0, let first = info else {
-            throw AgentError(.listenFailed, "Cannot listen on \(address): \(String(cString: gai_strerror(rc))). Use \"host:port\", e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\".")
+            throw AgentError(
+                .listenFailed,
+                "Cannot listen on \(address): \(String(cString: gai_strerror(rc))). Use \"host:port\", e.g. \"127.0.0.1:8480\" or \"0.0.0.0:8480\"."
+            )
         }
         defer { freeaddrinfo(info) }
         let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw AgentError(.listenFailed, "Cannot listen on \(address): socket: \(String(cString: strerror(errno))).") }
+        guard fd >= 0 else {
+            throw AgentError(.listenFailed, "Cannot listen on \(address): socket: \(String(cString: strerror(errno))).")
+        }
         var one: Int32 = 1
         // A restarted agent rebinds at once, even with connections of its previous life in TIME_WAIT.
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError(.listenFailed, "Cannot listen on \(address): \(reason). Is another process using the port?")
+            throw AgentError(
+                .listenFailed,
+                "Cannot listen on \(address): \(reason). Is another process using the port?"
+            )
         }
         guard listen(fd, 128) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -141,7 +149,9 @@ final class HTTPServer: Sendable {
             case .refused(let error):
                 logger.notice(
                     "Refused an HTTP request",
-                    metadata: ["ingest.peer": "\(peer)", "http.status": "\(error.status)", "ingest.detail": "\(error.message)"]
+                    metadata: [
+                        "ingest.peer": "\(peer)", "http.status": "\(error.status)", "ingest.detail": "\(error.message)",
+                    ]
                 )
                 _ = connection.write(.error(error.status, error.code, error.message), to: nil, keepAlive: false)
                 return
@@ -155,8 +165,13 @@ final class HTTPServer: Sendable {
 
     /// Over the connection limit: a short 503 without reading the request.
     private func refuseBusy(_ fd: Int32) {
-        let bytes = HTTPServerResponse.error(503, "busy", "this server has \(maxConnections) connections open; try again", headers: [("Retry-After", "1")])
-            .serialized(for: nil, keepAlive: false)
+        let bytes = HTTPServerResponse.error(
+            503,
+            "busy",
+            "this server has \(maxConnections) connections open; try again",
+            headers: [("Retry-After", "1")]
+        )
+        .serialized(for: nil, keepAlive: false)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
         close(fd)
     }
@@ -164,12 +179,18 @@ final class HTTPServer: Sendable {
     static func split(_ address: String) throws -> (host: String, port: String) {
         var host = Substring(address)
         guard let colon = address.lastIndex(of: ":") else {
-            throw AgentError(.listenFailed, "Cannot listen on \(quoted(address)): give host and port, e.g. \"127.0.0.1:8480\".")
+            throw AgentError(
+                .listenFailed,
+                "Cannot listen on \(quoted(address)): give host and port, e.g. \"127.0.0.1:8480\"."
+            )
         }
         host = address[..<colon]
         let port = String(address[address.index(after: colon)...])
         guard let n = Int(port), (0...65535).contains(n) else {
-            throw AgentError(.listenFailed, "Cannot listen on \(quoted(address)): the port must be a number from 0 to 65535.")
+            throw AgentError(
+                .listenFailed,
+                "Cannot listen on \(quoted(address)): the port must be a number from 0 to 65535."
+            )
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         return (String(host), port)
@@ -178,7 +199,9 @@ final class HTTPServer: Sendable {
     private static func localAddress(_ fd: Int32) -> String? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let rc = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return rc == 0 ? describe(&storage) : nil
     }
 
@@ -188,7 +211,15 @@ final class HTTPServer: Sendable {
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         let rc = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                getnameinfo($0, socklen_t(MemoryLayout<sockaddr_storage>.size), &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
+                getnameinfo(
+                    $0,
+                    socklen_t(MemoryLayout<sockaddr_storage>.size),
+                    &host,
+                    socklen_t(host.count),
+                    &service,
+                    socklen_t(service.count),
+                    NI_NUMERICHOST | NI_NUMERICSERV
+                )
             }
         }
         guard rc == 0 else { return nil }

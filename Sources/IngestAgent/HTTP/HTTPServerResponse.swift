@@ -13,18 +13,31 @@ struct HTTPServerResponse: Sendable {
     }
 
     /// A JSON answer; `fields` are written in order (strings escaped).
-    static func json(_ status: Int, _ fields: KeyValuePairs<String, JSONValue>, headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
+    static func json(
+        _ status: Int,
+        _ fields: KeyValuePairs<String, JSONValue>,
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPServerResponse {
         json(status, object: fields.map { ($0.key, $0.value) }, headers: headers)
     }
 
-    static func json(_ status: Int, object fields: [(String, JSONValue)], headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
+    static func json(
+        _ status: Int,
+        object fields: [(String, JSONValue)],
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPServerResponse {
         var body: [UInt8] = []
         JSONValue.object(fields).write(to: &body)
         return HTTPServerResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
     /// `{"error": code, "message": message}`.
-    static func error(_ status: Int, _ code: String, _ message: String, headers: [(name: String, value: String)] = []) -> HTTPServerResponse {
+    static func error(
+        _ status: Int,
+        _ code: String,
+        _ message: String,
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPServerResponse {
         json(status, ["error": .string(code), "message": .string(message)], headers: headers)
     }
 

@@ -75,7 +75,9 @@ struct FilePosition: Equatable {
 
     init?(encoded: String) {
         let parts = encoded.split(separator: " ", maxSplits: 3)
-        guard parts.count == 4, let offset = Int64(parts[0]), let length = Int(parts[1]), let hash = UInt64(parts[2], radix: 16) else {
+        guard parts.count == 4, let offset = Int64(parts[0]), let length = Int(parts[1]),
+            let hash = UInt64(parts[2], radix: 16)
+        else {
             return nil
         }
         self.offset = offset
@@ -83,4 +85,3 @@ struct FilePosition: Equatable {
         path = String(parts[3])
     }
 }
-

@@ -57,7 +57,10 @@ struct FileInput: Service {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var firstScan = true
         let interval = context.commitIntervalSeconds
-        logger.info("Following files", metadata: ["ingest.input": "\(settings.name)", "ingest.paths": "\(settings.paths.joined(separator: ","))"])
+        logger.info(
+            "Following files",
+            metadata: ["ingest.input": "\(settings.name)", "ingest.paths": "\(settings.paths.joined(separator: ","))"]
+        )
         while true {
             // 1. Which files do the patterns name now?
             var named: [FileIdentity: String] = [:]
@@ -66,7 +69,13 @@ struct FileInput: Service {
                 named[identity] = path
             }
             for (identity, path) in named where followed[identity] == nil {
-                if let file = try open(path: path, identity: identity, committed: committed, firstScan: firstScan, committer: committer) {
+                if let file = try open(
+                    path: path,
+                    identity: identity,
+                    committed: committed,
+                    firstScan: firstScan,
+                    committer: committer
+                ) {
                     followed[identity] = file
                 }
             }
@@ -90,7 +99,10 @@ struct FileInput: Service {
                 guard let (_, size) = FileIdentity.of(fd: file.fd), file.ingestor.readOffset >= size else { continue }
                 // Read to its end: a last line without newline counts now.
                 try file.ingestor.finish()
-                logger.info("Stopped following a rotated or deleted file", metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(file.path)"])
+                logger.info(
+                    "Stopped following a rotated or deleted file",
+                    metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(file.path)"]
+                )
                 followed[identity] = nil
             }
             counters.heartbeat()
@@ -106,10 +118,22 @@ struct FileInput: Service {
         }
     }
 
-    private func open(path: String, identity: FileIdentity, committed: [String: FilePosition], firstScan: Bool, committer: QueueCommitter) throws -> Followed? {
+    private func open(
+        path: String,
+        identity: FileIdentity,
+        committed: [String: FilePosition],
+        firstScan: Bool,
+        committer: QueueCommitter
+    ) throws -> Followed? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            logger.warning("Cannot open a followed file", metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(path)", "error": "\(String(cString: strerror(errno)))"])
+            logger.warning(
+                "Cannot open a followed file",
+                metadata: [
+                    "ingest.input": "\(settings.name)", "ingest.file": "\(path)",
+                    "error": "\(String(cString: strerror(errno)))",
+                ]
+            )
             return nil
         }
         guard let (openedIdentity, size) = FileIdentity.of(fd: fd), openedIdentity == identity else {
@@ -134,8 +158,13 @@ struct FileInput: Service {
         var ingestor = context.makeIngestor(committer: committer, startOffset: start)
         ingestor.positionSource = identity.source
         ingestor.positionLabel = path
-        ingestor.positionEncoder = { offset in FilePosition(offset: offset, fingerprint: fingerprint, path: path).encoded }
-        logger.info("Following a file", metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(path)", "ingest.offset": "\(start)"])
+        ingestor.positionEncoder = { offset in
+            FilePosition(offset: offset, fingerprint: fingerprint, path: path).encoded
+        }
+        logger.info(
+            "Following a file",
+            metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(path)", "ingest.offset": "\(start)"]
+        )
         return Followed(identity: identity, path: path, fd: fd, ingestor: ingestor, fingerprint: fingerprint)
     }
 
@@ -146,7 +175,10 @@ struct FileInput: Service {
         if size < file.ingestor.committedOffset || rewritten {
             // copytruncate: the file was emptied in place. Lines written
             // after our last read and before the truncation are gone with it.
-            logger.notice("A followed file was truncated; reading it from the start", metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(file.path)"])
+            logger.notice(
+                "A followed file was truncated; reading it from the start",
+                metadata: ["ingest.input": "\(settings.name)", "ingest.file": "\(file.path)"]
+            )
             try file.ingestor.flush()
             file.ingestor.reset(offset: 0)
             offset = 0

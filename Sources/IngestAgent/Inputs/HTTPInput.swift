@@ -22,7 +22,11 @@ struct HTTPInput: Service {
         let tokens = try TokenSigner.loadOrCreate(path: stateDirectory + "/server-token-key")
         let handler = IngestServer(context: context, accounts: accounts, tokens: tokens)
         server = try HTTPServer(
-            address: settings.listen, limits: settings.limits, maxConnections: settings.maxConnections, handler: handler, logger: context.logger
+            address: settings.listen,
+            limits: settings.limits,
+            maxConnections: settings.maxConnections,
+            handler: handler,
+            logger: context.logger
         )
         let bound = server.boundAddress
         context.counters.update { $0.listen = bound }
@@ -30,15 +34,23 @@ struct HTTPInput: Service {
             "ingest.input": "\(context.settings.name)", "ingest.listen": "\(bound)",
             "ingest.auth": "\(accounts.requiresAuthentication ? "required" : "none")",
         ]
-        if !accounts.requiresAuthentication { metadata["ingest.hint"] = "anyone who can reach this address can write: set api_keys_file, users_file or anonymous" }
+        if !accounts.requiresAuthentication {
+            metadata["ingest.hint"] =
+                "anyone who can reach this address can write: set api_keys_file, users_file or anonymous"
+        }
         context.logger.info("Serving the ingest protocol", metadata: metadata)
     }
 
     func run() async throws {
         defer { context.counters.update { $0.finished = true } }
         try await runBlockingLoop { [server, context] stop in
-            server.serve(stop: stop, idleMilliseconds: context.waitMilliseconds(pending: false)) { context.counters.heartbeat() }
-            context.logger.info("Stopped serving the ingest protocol", metadata: ["ingest.input": "\(context.settings.name)"])
+            server.serve(stop: stop, idleMilliseconds: context.waitMilliseconds(pending: false)) {
+                context.counters.heartbeat()
+            }
+            context.logger.info(
+                "Stopped serving the ingest protocol",
+                metadata: ["ingest.input": "\(context.settings.name)"]
+            )
         }
     }
 }

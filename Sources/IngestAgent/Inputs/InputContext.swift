@@ -46,10 +46,15 @@ struct InputContext: Sendable {
     /// A line ingestor for one stream of this input.
     func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {
         LineIngestor(
-            settings: settings, types: types, counters: counters, logger: logger, rejects: rejects,
-            commitMaxRecords: commitMaxRecords, startOffset: startOffset, committer: committer
+            settings: settings,
+            types: types,
+            counters: counters,
+            logger: logger,
+            rejects: rejects,
+            commitMaxRecords: commitMaxRecords,
+            startOffset: startOffset,
+            committer: committer
         )
     }
 
 }
-

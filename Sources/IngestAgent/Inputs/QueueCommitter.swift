@@ -27,7 +27,13 @@ final class QueueCommitter: Sendable {
     /// bound pauses and resumes with every upload.
     private let pausedForSpace = Mutex((paused: false, logged: false, lastLogged: ContinuousClock.Instant?.none))
 
-    init(queue: DurableQueue, counters: InputCounters, stop: StopSignal, committed: StopSignal? = nil, logger: Logger? = nil) {
+    init(
+        queue: DurableQueue,
+        counters: InputCounters,
+        stop: StopSignal,
+        committed: StopSignal? = nil,
+        logger: Logger? = nil
+    ) {
         self.queue = queue
         self.counters = counters
         self.committed = committed
@@ -60,15 +66,24 @@ final class QueueCommitter: Sendable {
                     if !batch.isEmpty { committed?.stop() }
                     if attempt > 0 {
                         counters.update { $0.problem = nil }
-                        logger?.notice("The queue's disk has space again; committing resumed", metadata: ["ingest.input": "\(counters.snapshot.name)"])
+                        logger?.notice(
+                            "The queue's disk has space again; committing resumed",
+                            metadata: ["ingest.input": "\(counters.snapshot.name)"]
+                        )
                     }
                 } catch let error as EdgeIngestError where error.code == .diskFull && !stopping {
                     // Keep the batch and try again: the input waits behind it
                     // (bounded memory), nothing read is lost, and the agent recovers
                     // by itself when space returns.
                     if attempt == 0 {
-                        counters.update { $0.problem = "the queue's disk is full: \(batch.count) readings wait in memory and the input is paused" }
-                        logger?.error("The queue's disk is full; retrying the commit until space returns", metadata: ["ingest.input": "\(counters.snapshot.name)", "error": "\(error.message)"])
+                        counters.update {
+                            $0.problem =
+                                "the queue's disk is full: \(batch.count) readings wait in memory and the input is paused"
+                        }
+                        logger?.error(
+                            "The queue's disk is full; retrying the commit until space returns",
+                            metadata: ["ingest.input": "\(counters.snapshot.name)", "error": "\(error.message)"]
+                        )
                     }
                     attempt += 1
                     try? await Task.sleep(for: .milliseconds(min(5_000, 100 << min(attempt, 6))))
@@ -76,7 +91,12 @@ final class QueueCommitter: Sendable {
                 } catch let error as EdgeIngestError where error.code == .diskFull {
                     failure.withLock { $0 = lostAtStop(batch.count, because: "the queue's disk is full") }
                 } catch is CancellationError {
-                    failure.withLock { $0 = lostAtStop(batch.count, because: "the queue is full (overflow_policy \"block\") and nothing freed space") }
+                    failure.withLock {
+                        $0 = lostAtStop(
+                            batch.count,
+                            because: "the queue is full (overflow_policy \"block\") and nothing freed space"
+                        )
+                    }
                 } catch {
                     failure.withLock { $0 = error }
                 }
@@ -102,9 +122,14 @@ final class QueueCommitter: Sendable {
             return state.logged
         }
         guard let log else { return }
-        let bound = [queue.configuration.maxBytes.map { "\($0) bytes" }, queue.configuration.maxRecords.map { "\($0) records" }]
-            .compactMap { $0 }.joined(separator: ", ")
-        counters.update { $0.problem = "the queue is full (\(bound)); overflow_policy \"block\" pauses this input until uploads free space" }
+        let bound = [
+            queue.configuration.maxBytes.map { "\($0) bytes" }, queue.configuration.maxRecords.map { "\($0) records" },
+        ]
+        .compactMap { $0 }.joined(separator: ", ")
+        counters.update {
+            $0.problem =
+                "the queue is full (\(bound)); overflow_policy \"block\" pauses this input until uploads free space"
+        }
         guard log else { return }
         logger?.warning(
             "The queue is full; this input is paused until uploads free space (overflow_policy \"block\": nothing is dropped). Raise [queue] max_bytes/max_records or check the upload if this lasts.",
@@ -120,7 +145,12 @@ final class QueueCommitter: Sendable {
         }
         guard let log else { return }
         counters.update { $0.problem = nil }
-        if log { logger?.notice("The queue has room again; this input resumed", metadata: ["ingest.input": "\(counters.snapshot.name)"]) }
+        if log {
+            logger?.notice(
+                "The queue has room again; this input resumed",
+                metadata: ["ingest.input": "\(counters.snapshot.name)"]
+            )
+        }
     }
 
     /// Stopping while a batch cannot be committed: say exactly what is lost.

@@ -39,13 +39,19 @@ struct SerialInput: Service {
                 if !outageLogged {
                     logger.warning(
                         "Serial device unavailable; retrying with backoff",
-                        metadata: ["ingest.input": "\(settings.name)", "ingest.device": "\(device)", "error": "\(error)"]
+                        metadata: [
+                            "ingest.input": "\(settings.name)", "ingest.device": "\(device)", "error": "\(error)",
+                        ]
                     )
                     outageLogged = true
                 }
                 counters.update { $0.disconnected = true }
                 counters.heartbeat()
-                if case .stopped = Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(Self.backoffMilliseconds(attempt: attempt))) {
+                if case .stopped = Readiness.wait(
+                    fd: -1,
+                    stop: stop,
+                    timeoutMs: Int32(Self.backoffMilliseconds(attempt: attempt))
+                ) {
                     break
                 }
                 attempt += 1
@@ -53,7 +59,9 @@ struct SerialInput: Service {
             }
             logger.info(
                 connectedOnce ? "Serial device is back" : "Serial device opened",
-                metadata: ["ingest.input": "\(settings.name)", "ingest.device": "\(device)", "ingest.baud": "\(settings.baud)"]
+                metadata: [
+                    "ingest.input": "\(settings.name)", "ingest.device": "\(device)", "ingest.baud": "\(settings.baud)",
+                ]
             )
             connectedOnce = true
             attempt = 0
@@ -77,7 +85,10 @@ struct SerialInput: Service {
         let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, context.waitMilliseconds(pending: ingestor.hasPending))
             counters.heartbeat()
             if ready > 0, fds[1].revents != 0 {
@@ -94,7 +105,9 @@ struct SerialInput: Service {
                 try ingestor.flushIfDue(intervalSeconds: interval)
                 continue
             }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) && fds[0].revents & Int16(POLLHUP | POLLERR) == 0 { continue }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) && fds[0].revents & Int16(POLLHUP | POLLERR) == 0 {
+                continue
+            }
             // EOF, EIO or hangup: the device is gone. A last partial line is
             // judged like any other (and rejected if it was cut), not dropped.
             try ingestor.finish()

@@ -15,7 +15,10 @@ enum SerialPort {
         guard tcgetattr(fd, &options) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw AgentError(.inputFailed, "'\(path)' is not a terminal device (\(reason)): point the serial input at a tty.")
+            throw AgentError(
+                .inputFailed,
+                "'\(path)' is not a terminal device (\(reason)): point the serial input at a tty."
+            )
         }
         cfmakeraw(&options)
         options.c_cflag |= tcflag_t(CLOCAL | CREAD)

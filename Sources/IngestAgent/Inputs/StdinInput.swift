@@ -27,7 +27,10 @@ struct StdinInput: Service {
         var ingestor = context.makeIngestor(committer: context.makeCommitter(stop: stop))
         let interval = context.commitIntervalSeconds
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        logger.info("Reading stdin", metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"])
+        logger.info(
+            "Reading stdin",
+            metadata: ["ingest.input": "\(settings.name)", "ingest.format": "\(settings.format.rawValue)"]
+        )
         if StdinInput.isDevNull(fd) {
             logger.warning(
                 "stdin is /dev/null (as under systemd), so this input ends at once: configure a file or serial input for a service",
@@ -35,7 +38,8 @@ struct StdinInput: Service {
             )
         }
         while true {
-            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: context.waitMilliseconds(pending: ingestor.hasPending)) {
+            switch Readiness.wait(fd: fd, stop: stop, timeoutMs: context.waitMilliseconds(pending: ingestor.hasPending))
+            {
             case .stopped:
                 try ingestor.flushAndWait()
                 logger.info("Stopped reading stdin", metadata: ["ingest.input": "\(settings.name)"])
@@ -55,7 +59,10 @@ struct StdinInput: Service {
             }
             if n == 0 {
                 try ingestor.finish()
-                logger.info("End of stdin: everything read is committed", metadata: ["ingest.input": "\(settings.name)"])
+                logger.info(
+                    "End of stdin: everything read is committed",
+                    metadata: ["ingest.input": "\(settings.name)"]
+                )
                 return
             }
             try buffer.withUnsafeBytes { try ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -70,8 +77,9 @@ extension StdinInput {
     static func isDevNull(_ fd: Int32) -> Bool {
         var info = stat()
         var null = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, stat("/dev/null", &null) == 0 else { return false }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFCHR, stat("/dev/null", &null) == 0 else {
+            return false
+        }
         return info.st_rdev == null.st_rdev
     }
 }
-

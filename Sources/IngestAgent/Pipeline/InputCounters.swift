@@ -50,5 +50,3 @@ public final class InputCounters: Sendable {
         state.withLock { $0.heartbeatAt = now }
     }
 }
-
-

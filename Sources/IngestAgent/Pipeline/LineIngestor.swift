@@ -42,8 +42,14 @@ struct LineIngestor {
     }
 
     init(
-        settings: InputSettings, types: [RecordType], counters: InputCounters, logger: Logger, rejects: RejectsFile?,
-        commitMaxRecords: Int, startOffset: Int64 = 0, committer: QueueCommitter
+        settings: InputSettings,
+        types: [RecordType],
+        counters: InputCounters,
+        logger: Logger,
+        rejects: RejectsFile?,
+        commitMaxRecords: Int,
+        startOffset: Int64 = 0,
+        committer: QueueCommitter
     ) {
         self.settings = settings
         self.counters = counters
@@ -51,7 +57,11 @@ struct LineIngestor {
         self.rejects = rejects
         self.commitMaxRecords = commitMaxRecords
         self.committer = committer
-        framer = LineFramer(delimiter: settings.delimiter, maxLineBytes: settings.maxLineBytes, startOffset: startOffset)
+        framer = LineFramer(
+            delimiter: settings.delimiter,
+            maxLineBytes: settings.maxLineBytes,
+            startOffset: startOffset
+        )
         committedOffset = startOffset
         readOffset = startOffset
         csv = CSVParser()
@@ -145,8 +155,13 @@ struct LineIngestor {
         switch event {
         case .overlong(let number, let bytes, _):
             reject(
-                LineRejection(reason: "line_too_long", message: "line is \(bytes) bytes, over the input's max_line_bytes of \(settings.maxLineBytes)"),
-                line: number, raw: nil, rawLength: bytes
+                LineRejection(
+                    reason: "line_too_long",
+                    message: "line is \(bytes) bytes, over the input's max_line_bytes of \(settings.maxLineBytes)"
+                ),
+                line: number,
+                raw: nil,
+                rawLength: bytes
             )
         case .line(let bytes, let number, _):
             if LineFramer.isBlank(bytes) { break }  // skipped, not rejected

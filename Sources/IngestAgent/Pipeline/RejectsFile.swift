@@ -16,7 +16,10 @@ final class RejectsFile: Sendable {
     init(path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw AgentError(.unusableFile, "Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions.")
+            throw AgentError(
+                .unusableFile,
+                "Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions."
+            )
         }
         self.fd = Mutex(fd)
         self.path = path

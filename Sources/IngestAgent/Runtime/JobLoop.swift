@@ -187,7 +187,8 @@ final class JobLoop<Item>: @unchecked Sendable {
                 busyThreads += 1
                 // Shared work may block this thread for a while: if it was
                 // the one waiting for deadlines, a free thread takes over.
-                let handOff = entry.quietDepth == 0 && !deadlineWaiter && timers.earliestDeadline != nil && freeThreads > 0
+                let handOff =
+                    entry.quietDepth == 0 && !deadlineWaiter && timers.earliestDeadline != nil && freeThreads > 0
                 if handOff { wakesPending += 1 }
                 let watch = stallWatcherAsleep && allBusy && (!ready.isEmpty || timers.earliestDeadline != nil)
                 if watch { stallWatcherAsleep = false }

@@ -34,11 +34,21 @@ package final class MainThreadExecutor: MainExecutor, SchedulingExecutor, @unche
         loop.enqueue(UnownedJob(job))
     }
 
-    package func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+    package func enqueue<C: Clock>(
+        _ job: consuming ExecutorJob,
+        after delay: C.Duration,
+        tolerance: C.Duration?,
+        clock: C
+    ) {
         loop.enqueue(UnownedJob(job), deadline: ExecutorDeadline.after(delay))
     }
 
-    package func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+    package func enqueue<C: Clock>(
+        _ job: consuming ExecutorJob,
+        at instant: C.Instant,
+        tolerance: C.Duration?,
+        clock: C
+    ) {
         loop.enqueue(UnownedJob(job), deadline: ExecutorDeadline.at(instant, of: clock))
     }
 

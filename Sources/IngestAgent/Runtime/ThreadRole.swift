@@ -18,7 +18,10 @@ struct ThreadRole {
         }
         set {
             let address = UInt(bitPattern: newValue.loop)
-            precondition(address & 0xF == 0 && newValue.quietDepth <= 0xF, "ThreadRole cannot encode this loop or depth")
+            precondition(
+                address & 0xF == 0 && newValue.quietDepth <= 0xF,
+                "ThreadRole cannot encode this loop or depth"
+            )
             pthread_setspecific(key, UnsafeRawPointer(bitPattern: address | UInt(newValue.quietDepth)))
         }
     }

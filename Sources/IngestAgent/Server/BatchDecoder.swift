@@ -19,12 +19,19 @@ struct BatchDecoder: Sendable {
     init(types: [RecordType], inputName: String) {
         self.types = types
         self.inputName = inputName
-        routers = Dictionary(uniqueKeysWithValues: ([nil] + types.map(\.name)).map { ($0 ?? "", BatchDecoder.router(types, $0, inputName)) })
+        routers = Dictionary(
+            uniqueKeysWithValues: ([nil] + types.map(\.name)).map {
+                ($0 ?? "", BatchDecoder.router(types, $0, inputName))
+            }
+        )
     }
 
     private static func router(_ types: [RecordType], _ recordType: String?, _ inputName: String) -> ReadingRouter {
         var router = ReadingRouter(
-            types: types, defaultType: recordType, inputName: inputName, defaultTypeOrigin: "the batch's EdgeIngest-Record-Type"
+            types: types,
+            defaultType: recordType,
+            inputName: inputName,
+            defaultTypeOrigin: "the batch's EdgeIngest-Record-Type"
         )
         router.requireID = true
         return router
@@ -37,7 +44,11 @@ struct BatchDecoder: Sendable {
     /// (a record's own `_type` wins). A body of more than `maxRecords`
     /// lines (a last line without its newline counts) is refused as soon
     /// as line `maxRecords + 1` is reached, so its cost is bounded.
-    func decode(_ body: [UInt8], recordType: String?, maxRecords: Int = .max) throws(TooManyRecords) -> (records: [Record], rejections: [Rejection]) {
+    func decode(
+        _ body: [UInt8],
+        recordType: String?,
+        maxRecords: Int = .max
+    ) throws(TooManyRecords) -> (records: [Record], rejections: [Rejection]) {
         let router = routers[recordType ?? ""] ?? BatchDecoder.router(types, recordType, inputName)
         var parser = NDJSONParser()
         var parsed = ParsedLine()
@@ -54,7 +65,10 @@ struct BatchDecoder: Sendable {
                 if line.last == UInt8(ascii: "\r") { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
                 do throws(LineRejection) {
                     if LineFramer.isBlank(line) {
-                        throw LineRejection(reason: "empty_record", message: "the line is empty; a batch has one record per line")
+                        throw LineRejection(
+                            reason: "empty_record",
+                            message: "the line is empty; a batch has one record per line"
+                        )
                     }
                     try parser.parse(line, into: &parsed)
                     records.append(try router.route(parsed))

@@ -75,7 +75,9 @@ final class IngestServer: HTTPHandler {
         let problem = request.body.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> LineRejection? in
             do throws(LineRejection) {
                 try parser.parse(raw, into: &line)
-                for field in line.fields { if case .string(let s) = try line.value(field) { fields[line.keyString(field)] = s } }
+                for field in line.fields {
+                    if case .string(let s) = try line.value(field) { fields[line.keyString(field)] = s }
+                }
                 return nil
             } catch {
                 return error
@@ -90,28 +92,50 @@ final class IngestServer: HTTPHandler {
         case "api-key":
             userID = fields["key"].flatMap { accounts.apiKeyName(for: $0) }.map { "key-" + $0 }
         case "email-password":
-            userID = fields["email"].flatMap { email in fields["password"].flatMap { accounts.userID(email: email, password: $0) } }
+            userID = fields["email"].flatMap { email in
+                fields["password"].flatMap { accounts.userID(email: email, password: $0) }
+            }
         default:
             return .error(400, "bad_login", "provider must be anonymous, api-key or email-password")
         }
         guard let userID else {
             // Never the key, email or password: the provider and the peer only.
-            logger.warning("Refused a login", metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"])
+            logger.warning(
+                "Refused a login",
+                metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"]
+            )
             return .error(401, "login_refused", "these credentials are not accepted")
         }
         let now = wallClockMilliseconds() / 1000
-        return .json(200, [
-            "user_id": .string(userID), "access_token": .string(tokens.issue(.access, userID: userID, now: now)),
-            "refresh_token": .string(tokens.issue(.refresh, userID: userID, now: now)), "expires_in": .int(TokenSigner.accessSeconds),
-        ])
+        return .json(
+            200,
+            [
+                "user_id": .string(userID), "access_token": .string(tokens.issue(.access, userID: userID, now: now)),
+                "refresh_token": .string(tokens.issue(.refresh, userID: userID, now: now)),
+                "expires_in": .int(TokenSigner.accessSeconds),
+            ]
+        )
     }
 
     private func refresh(_ request: HTTPRequest) -> HTTPServerResponse {
         let now = wallClockMilliseconds() / 1000
-        guard let token = request.bearerToken, let userID = tokens.verify(token, kind: .refresh, now: now), accounts.exists(userID: userID) else {
-            return .error(401, "session_over", "the refresh token is not valid: log in again", headers: [("WWW-Authenticate", "Bearer")])
+        guard let token = request.bearerToken, let userID = tokens.verify(token, kind: .refresh, now: now),
+            accounts.exists(userID: userID)
+        else {
+            return .error(
+                401,
+                "session_over",
+                "the refresh token is not valid: log in again",
+                headers: [("WWW-Authenticate", "Bearer")]
+            )
         }
-        return .json(200, ["access_token": .string(tokens.issue(.access, userID: userID, now: now)), "expires_in": .int(TokenSigner.accessSeconds)])
+        return .json(
+            200,
+            [
+                "access_token": .string(tokens.issue(.access, userID: userID, now: now)),
+                "expires_in": .int(TokenSigner.accessSeconds),
+            ]
+        )
     }
 
     /// Whether the request may write: no accounts configured, a valid
@@ -119,7 +143,9 @@ final class IngestServer: HTTPHandler {
     private func authorized(_ request: HTTPRequest) -> Bool {
         guard accounts.requiresAuthentication else { return true }
         guard let token = request.bearerToken else { return false }
-        if let userID = tokens.verify(token, kind: .access, now: wallClockMilliseconds() / 1000) { return accounts.exists(userID: userID) }
+        if let userID = tokens.verify(token, kind: .access, now: wallClockMilliseconds() / 1000) {
+            return accounts.exists(userID: userID)
+        }
         return accounts.apiKeyName(for: token) != nil
     }
 
@@ -127,7 +153,12 @@ final class IngestServer: HTTPHandler {
 
     private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPServerResponse {
         guard authorized(request) else {
-            return .error(401, "unauthorized", "send a valid access token (Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
+            return .error(
+                401,
+                "unauthorized",
+                "send a valid access token (Authorization: Bearer …)",
+                headers: [("WWW-Authenticate", "Bearer")]
+            )
         }
         if let version = request.header("edgeingest-protocol"), version != "1" {
             return .error(501, "protocol_version", "this server speaks EdgeIngest-Protocol 1, not \(quoted(version))")
@@ -138,14 +169,18 @@ final class IngestServer: HTTPHandler {
             }
             if version > schemaVersion {
                 return clientReset(
-                    "schema_too_new", recoverable: false,
-                    log: "the client's schema version \(version) is newer than this server's \(schemaVersion)", peer: peer
+                    "schema_too_new",
+                    recoverable: false,
+                    log: "the client's schema version \(version) is newer than this server's \(schemaVersion)",
+                    peer: peer
                 )
             }
         }
         var session: (nonce: String, epoch: Int64)?
         if let text = request.header("edgeingest-session") {
-            guard let dash = text.lastIndex(of: "-"), let epoch = Int64(text[text.index(after: dash)...]), !text[..<dash].isEmpty, text.utf8.count <= 128 else {
+            guard let dash = text.lastIndex(of: "-"), let epoch = Int64(text[text.index(after: dash)...]),
+                !text[..<dash].isEmpty, text.utf8.count <= 128
+            else {
                 return .error(400, "bad_header", "EdgeIngest-Session must be '<nonce>-<epoch>'")
             }
             session = (String(text[..<dash]), epoch)
@@ -158,12 +193,20 @@ final class IngestServer: HTTPHandler {
             do {
                 body = try Gzip.decompress(request.body, limit: settings.limits.maxBodyBytes)
             } catch is Gzip.OutputTooLarge {
-                return .error(413, "too_large", "the body decompresses to more than max_body_bytes (\(settings.limits.maxBodyBytes))")
+                return .error(
+                    413,
+                    "too_large",
+                    "the body decompresses to more than max_body_bytes (\(settings.limits.maxBodyBytes))"
+                )
             } catch {
                 return .error(400, "bad_gzip", "the gzip body is damaged")
             }
         case let other?:
-            return .error(415, "unsupported_encoding", "Content-Encoding \(quoted(other)) is not supported: send gzip or identity")
+            return .error(
+                415,
+                "unsupported_encoding",
+                "Content-Encoding \(quoted(other)) is not supported: send gzip or identity"
+            )
         }
         // A bound on records as on bytes: a 2 KiB gzip body of newlines would
         // otherwise cost a million rejections in the answer and the log.
@@ -171,43 +214,71 @@ final class IngestServer: HTTPHandler {
         let rejections: [BatchDecoder.Rejection]
         do {
             (records, rejections) = try decoder.decode(
-                body, recordType: request.header("edgeingest-record-type") ?? context.settings.type, maxRecords: Self.maxRecordsPerBatch
+                body,
+                recordType: request.header("edgeingest-record-type") ?? context.settings.type,
+                maxRecords: Self.maxRecordsPerBatch
             )
         } catch {
-            return .error(413, "too_many_records", "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches")
+            return .error(
+                413,
+                "too_many_records",
+                "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
+            )
         }
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
             outcome = try queue.receive(
-                records, receipt: Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: session),
+                records,
+                receipt: Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: session),
                 counters: rejectedByReason.reduce(into: [:]) { $0["rejected." + $1.key] = $1.value }
             )
         } catch let error as EdgeIngestError where error.code == .queueFull {
             return .error(413, "too_large", "the batch can never fit this server's queue bound: send smaller batches")
         } catch let error as EdgeIngestError where error.code == .diskFull {
-            logger.error("The queue's disk is full; answering batches 503 until space returns", metadata: ["ingest.input": "\(inputName)"])
-            return .error(503, "disk_full", "this server's disk is full; try again later", headers: [("Retry-After", "10")])
+            logger.error(
+                "The queue's disk is full; answering batches 503 until space returns",
+                metadata: ["ingest.input": "\(inputName)"]
+            )
+            return .error(
+                503,
+                "disk_full",
+                "this server's disk is full; try again later",
+                headers: [("Retry-After", "10")]
+            )
         } catch {
-            logger.error("Could not commit a received batch", metadata: ["ingest.input": "\(inputName)", "error": "\(error)"])
+            logger.error(
+                "Could not commit a received batch",
+                metadata: ["ingest.input": "\(inputName)", "error": "\(error)"]
+            )
             return .error(500, "storage", "this server could not store the batch; try again later")
         }
         switch outcome {
         case .queueFull:
             counters.update { $0.problem = "the queue is full; batches are answered 503 until uploads free space" }
-            return .error(503, "queue_full", "this server's queue is full; try again later", headers: [("Retry-After", "5")])
+            return .error(
+                503,
+                "queue_full",
+                "this server's queue is full; try again later",
+                headers: [("Retry-After", "5")]
+            )
         case .staleSession(let seen):
             return clientReset(
-                "session_superseded", recoverable: true,
-                log: "the client's session epoch \(session?.epoch ?? 0) is older than \(seen), already seen (a client restored from a backup?)", peer: peer
+                "session_superseded",
+                recoverable: true,
+                log:
+                    "the client's session epoch \(session?.epoch ?? 0) is older than \(seen), already seen (a client restored from a backup?)",
+                peer: peer
             )
         case .stored(let result):
             for rejection in rejections.prefix(Self.loggedRejectionsPerBatch) {
                 logger.warning(
                     "Rejected a received record",
                     metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
-                        "ingest.index": "\(rejection.index)", "ingest.reason": "\(rejection.reason)", "ingest.detail": "\(rejection.message)",
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
+                        "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
+                        "ingest.index": "\(rejection.index)", "ingest.reason": "\(rejection.reason)",
+                        "ingest.detail": "\(rejection.message)",
                     ]
                 )
             }
@@ -215,7 +286,8 @@ final class IngestServer: HTTPHandler {
                 logger.warning(
                     "Rejected more records of the same batch (not logged one by one; the answer lists them, status counts them)",
                     metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
+                        "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
                         "ingest.more": "\(rejections.count - Self.loggedRejectionsPerBatch)",
                     ]
                 )
@@ -233,10 +305,21 @@ final class IngestServer: HTTPHandler {
                 s.heartbeatAt = wallClockMilliseconds()
             }
             if result.accepted > 0 { context.committed?.stop() }
-            var fields: [(String, JSONValue)] = [("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates)))]
+            var fields: [(String, JSONValue)] = [
+                ("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates))),
+            ]
             if result.droppedIncoming > 0 { fields.append(("dropped", .int(Int64(result.droppedIncoming)))) }
             if !rejections.isEmpty {
-                fields.append(("rejected", .array(rejections.map { .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))]) })))
+                fields.append(
+                    (
+                        "rejected",
+                        .array(
+                            rejections.map {
+                                .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))])
+                            }
+                        )
+                    )
+                )
             }
             return .json(200, object: fields)
         }
@@ -251,8 +334,14 @@ final class IngestServer: HTTPHandler {
     private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPServerResponse {
         logger.warning(
             "Told a client to reset",
-            metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.reason": "\(reason)", "ingest.detail": "\(log)"]
+            metadata: [
+                "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.reason": "\(reason)",
+                "ingest.detail": "\(log)",
+            ]
         )
-        return .json(409, ["error": .string("client_reset_required"), "reason": .string(reason), "recoverable": .bool(recoverable)])
+        return .json(
+            409,
+            ["error": .string("client_reset_required"), "reason": .string(reason), "recoverable": .bool(recoverable)]
+        )
     }
 }

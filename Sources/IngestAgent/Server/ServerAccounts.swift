@@ -44,7 +44,10 @@ struct ServerAccounts: Sendable {
     static func loadAPIKeys(path: String) throws -> [String: SecretHash] {
         let keys = try load(path: path, what: "API key", validName: isKeyName)
         if let slow = keys.first(where: { !$0.value.isFast }) {
-            throw AgentError(.unusableFile, "\(path): the key \(quoted(slow.key)) has a password hash; API keys take 'sha256$…' (`ingestd hash-secret --api-key`).")
+            throw AgentError(
+                .unusableFile,
+                "\(path): the key \(quoted(slow.key)) has a password hash; API keys take 'sha256$…' (`ingestd hash-secret --api-key`)."
+            )
         }
         return keys
     }
@@ -54,7 +57,10 @@ struct ServerAccounts: Sendable {
     static func loadUsers(path: String) throws -> [String: SecretHash] {
         let users = try load(path: path, what: "user", validName: isEmail, normalize: { $0.lowercased() })
         if let fast = users.first(where: { $0.value.isFast }) {
-            throw AgentError(.unusableFile, "\(path): the user \(quoted(fast.key)) has an unsalted SHA-256 hash; passwords take 'pbkdf2-sha256$…' (`ingestd hash-secret`).")
+            throw AgentError(
+                .unusableFile,
+                "\(path): the user \(quoted(fast.key)) has an unsalted SHA-256 hash; passwords take 'pbkdf2-sha256$…' (`ingestd hash-secret`)."
+            )
         }
         return users
     }
@@ -62,10 +68,16 @@ struct ServerAccounts: Sendable {
     /// Reads an accounts file: `name hash` per line. Errors name the file
     /// and line, never the hash.
     static func load(
-        path: String, what: String, validName: (Substring) -> Bool, normalize: (Substring) -> String = { String($0) }
+        path: String,
+        what: String,
+        validName: (Substring) -> Bool,
+        normalize: (Substring) -> String = { String($0) }
     ) throws -> [String: SecretHash] {
         guard let text = readTextFile(path) else {
-            throw AgentError(.unusableFile, "Cannot read the \(what) file '\(path)': it must exist and be readable by the agent.")
+            throw AgentError(
+                .unusableFile,
+                "Cannot read the \(what) file '\(path)': it must exist and be readable by the agent."
+            )
         }
         var out: [String: SecretHash] = [:]
         // isNewline: "\r\n" is one Character, so a file with CRLF line ends splits too.
@@ -74,13 +86,22 @@ struct ServerAccounts: Sendable {
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 2 else {
-                throw AgentError(.unusableFile, "\(path):\(index + 1): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`).")
+                throw AgentError(
+                    .unusableFile,
+                    "\(path):\(index + 1): expected a name and a hash separated by a space (make the hash with `ingestd hash-secret`)."
+                )
             }
             guard validName(parts[0]) else {
-                throw AgentError(.unusableFile, "\(path):\(index + 1): \(quoted(String(parts[0]))) is not a valid \(what) name.")
+                throw AgentError(
+                    .unusableFile,
+                    "\(path):\(index + 1): \(quoted(String(parts[0]))) is not a valid \(what) name."
+                )
             }
             guard let hash = SecretHash(parts[1]) else {
-                throw AgentError(.unusableFile, "\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`).")
+                throw AgentError(
+                    .unusableFile,
+                    "\(path):\(index + 1): the hash is not 'sha256$<64 hex>' or 'pbkdf2-sha256$<iterations>$<salt hex>$<64 hex>' (make it with `ingestd hash-secret`)."
+                )
             }
             guard out.updateValue(hash, forKey: normalize(parts[0])) == nil else {
                 throw AgentError(.unusableFile, "\(path):\(index + 1): \(quoted(String(parts[0]))) is listed twice.")
@@ -92,7 +113,9 @@ struct ServerAccounts: Sendable {
     /// API key names: letters, digits, '-' and '_' (they become user ids).
     static func isKeyName(_ name: Substring) -> Bool {
         !name.isEmpty && name.utf8.count <= 64
-            && name.utf8.allSatisfy { HTTPHeadParser.isTokenByte($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "$") }
+            && name.utf8.allSatisfy {
+                HTTPHeadParser.isTokenByte($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "$")
+            }
     }
 
     static func isEmail(_ name: Substring) -> Bool {
@@ -145,7 +168,8 @@ enum SecretHash: Sendable, Hashable {
             guard parts.count == 2, let hash = Secrets.bytes(hex: parts[1]), hash.count == 32 else { return nil }
             self = .sha256(hash)
         case "pbkdf2-sha256":
-            guard parts.count == 4, let n = Int(parts[1]), n >= 1_000, n <= 10_000_000, let salt = Secrets.bytes(hex: parts[2]), salt.count >= 8,
+            guard parts.count == 4, let n = Int(parts[1]), n >= 1_000, n <= 10_000_000,
+                let salt = Secrets.bytes(hex: parts[2]), salt.count >= 8,
                 let hash = Secrets.bytes(hex: parts[3]), hash.count == 32
             else { return nil }
             self = .pbkdf2(iterations: n, salt: salt, hash: hash)
@@ -158,7 +182,11 @@ enum SecretHash: Sendable, Hashable {
     static func make(_ secret: String, fast: Bool, iterations: Int = SecretHash.defaultIterations) -> SecretHash {
         if fast { return .sha256(Secrets.sha256(Array(secret.utf8))) }
         let salt = Secrets.randomBytes(16)
-        return .pbkdf2(iterations: iterations, salt: salt, hash: Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: iterations))
+        return .pbkdf2(
+            iterations: iterations,
+            salt: salt,
+            hash: Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: iterations)
+        )
     }
 
     var text: String {
@@ -173,7 +201,10 @@ enum SecretHash: Sendable, Hashable {
         case .sha256(let hash):
             return Secrets.equalInConstantTime(Secrets.sha256(Array(secret.utf8)), hash)
         case .pbkdf2(let n, let salt, let hash):
-            return Secrets.equalInConstantTime(Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: n), hash)
+            return Secrets.equalInConstantTime(
+                Secrets.pbkdf2SHA256(password: Array(secret.utf8), salt: salt, iterations: n),
+                hash
+            )
         }
     }
 
@@ -187,7 +218,11 @@ enum SecretHash: Sendable, Hashable {
         var counts: [Int: Int] = [:]
         for case .pbkdf2(let n, _, _) in hashes { counts[n, default: 0] += 1 }
         let iterations = counts.max { ($0.value, -$0.key) < ($1.value, -$1.key) }?.key ?? defaultIterations
-        return .pbkdf2(iterations: iterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+        return .pbkdf2(
+            iterations: iterations,
+            salt: [UInt8](repeating: 0, count: 16),
+            hash: [UInt8](repeating: 0, count: 32)
+        )
     }
 }
 

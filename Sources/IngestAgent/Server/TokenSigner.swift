@@ -11,7 +11,10 @@ import Glibc
 /// Logging out cannot revoke a refresh token before it expires; removing
 /// the account from its file (and restarting) does.
 struct TokenSigner: Sendable {
-    enum Kind: String, Sendable { case access = "a", refresh = "r" }
+    enum Kind: String, Sendable {
+        case access = "a"
+        case refresh = "r"
+    }
 
     static let accessSeconds: Int64 = 1800
     static let refreshSeconds: Int64 = 30 * 24 * 3600

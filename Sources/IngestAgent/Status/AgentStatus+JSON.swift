@@ -20,27 +20,34 @@ extension AgentStatus {
     /// member that is missing or wrong is the one a damaged file's error names.
     static let fields: [Field] = [
         Field(
-            key: K.pid.stringValue, write: { .int(Int64($0.pid)) },
+            key: K.pid.stringValue,
+            write: { .int(Int64($0.pid)) },
             read: { status, members in
                 guard let pid = Int32(exactly: try members.int(K.pid.stringValue)), pid > 0 else {
                     throw StatusFileError(reason: "'pid' in the status should be a process id (1 or more)")
                 }
                 status.pid = pid
-            }),
+            }
+        ),
         .string(K.state.stringValue, \.state),
         .string(K.updatedAt.stringValue, \.updatedAt),
         .string(K.openState.stringValue, \.openState, absent: "open"),
         .optionalString(K.problem.stringValue, \.problem, text: { $0.problem.map { "problem:  \($0)" } }),
         .int(K.queuedRecords.stringValue, \.queuedRecords) { s in
-            "queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes" + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? "")
+            "queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes"
+                + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? "")
         },
         .int(K.queuedBytes.stringValue, \.queuedBytes),
         .optionalDouble(K.oldestAgeSeconds.stringValue, \.oldestAgeSeconds),
         .int(K.acceptedTotal.stringValue, \.acceptedTotal) { "accepted: \($0.acceptedTotal)" },
-        .int(K.rejectedTotal.stringValue, \.rejectedTotal) { "rejected: \($0.rejectedTotal)" + reasons($0.rejectedByReason) },
+        .int(K.rejectedTotal.stringValue, \.rejectedTotal) {
+            "rejected: \($0.rejectedTotal)" + reasons($0.rejectedByReason)
+        },
         .counts(K.rejectedByReason.stringValue, \.rejectedByReason),
         .int(K.uploadedTotal.stringValue, \.uploadedTotal) { "uploaded: \($0.uploadedTotal)" },
-        .int(K.droppedTotal.stringValue, \.droppedTotal) { "dropped:  \($0.droppedTotal)" + reasons($0.droppedByReason) },
+        .int(K.droppedTotal.stringValue, \.droppedTotal) {
+            "dropped:  \($0.droppedTotal)" + reasons($0.droppedByReason)
+        },
         .counts(K.droppedByReason.stringValue, \.droppedByReason),
         .int(K.deadLetterRecords.stringValue, \.deadLetterRecords) { s in
             s.deadLetterRecords == 0 ? nil : "dead letters: \(s.deadLetterRecords) (ingestd dead-letter list)"
@@ -49,7 +56,9 @@ extension AgentStatus {
             s.receivedDuplicatesTotal.flatMap { $0 == 0 ? nil : "duplicates: \($0) received again and not stored" }
         },
         .optionalString(K.uploadReason.stringValue, \.uploadReason) { s in
-            s.uploadReason.map { reason in "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason }
+            s.uploadReason.map { reason in
+                "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason
+            }
         },
         .optionalString(K.backingOffUntil.stringValue, \.backingOffUntil),
         .optionalInt(K.uploadRequests.stringValue, \.uploadRequests),
@@ -62,20 +71,25 @@ extension AgentStatus {
                 let reader = try JSONMembers(last, in: K.lastUpload.stringValue)
                 status.lastUpload = LastUpload(at: try reader.string("at"), outcome: try reader.string("outcome"))
             },
-            text: { s in s.lastUpload.map { "last upload: \($0.outcome) at \($0.at)" } }),
+            text: { s in s.lastUpload.map { "last upload: \($0.outcome) at \($0.at)" } }
+        ),
         Field(
-            key: K.inputs.stringValue, write: { .array($0.inputs.map(\.jsonValue)) },
+            key: K.inputs.stringValue,
+            write: { .array($0.inputs.map(\.jsonValue)) },
             read: { status, members in
                 status.inputs = try members.array(K.inputs.stringValue).map { try InputCounters.Snapshot(json: $0) }
             },
-            text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") }),
+            text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") }
+        ),
     ]
 
     private typealias K = CodingKeys
 
     /// ` (bad_json 2, missing_field 1)`, or nothing.
     private static func reasons(_ byReason: [String: Int64]) -> String {
-        byReason.isEmpty ? "" : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        byReason.isEmpty
+            ? ""
+            : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
     }
 
     var jsonValue: JSONValue { Self.fields.json(of: self) }
@@ -120,7 +134,8 @@ extension InputCounters.Snapshot {
 
     /// Its line in `ingestd status`, with one more line per followed file.
     var textLine: String {
-        "input \(name): \(linesRead) lines, \(accepted) accepted, \(rejected) rejected" + (position.map { ", position \($0)" } ?? "")
+        "input \(name): \(linesRead) lines, \(accepted) accepted, \(rejected) rejected"
+            + (position.map { ", position \($0)" } ?? "")
             + (disconnected ? ", device disconnected" : "") + (problem.map { ", \($0)" } ?? "")
             + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
     }

@@ -69,7 +69,13 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
-    public init(state: String, statistics: QueueStatistics, inputs: [InputCounters.Snapshot], pid: Int32, problem: String? = nil) {
+    public init(
+        state: String,
+        statistics: QueueStatistics,
+        inputs: [InputCounters.Snapshot],
+        pid: Int32,
+        problem: String? = nil
+    ) {
         self.state = state
         self.pid = pid
         updatedAt = isoNow()

@@ -27,31 +27,57 @@ struct JSONField<Root>: Sendable {
     }
 
     static func optionalInt(_ key: String, _ path: Path<Int64?>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
-        Self(key: key, write: { $0[keyPath: path].map(JSONValue.int) }, read: { $0[keyPath: path] = try $1.optionalInt(key) }, text: text)
+        Self(
+            key: key,
+            write: { $0[keyPath: path].map(JSONValue.int) },
+            read: { $0[keyPath: path] = try $1.optionalInt(key) },
+            text: text
+        )
     }
 
     static func string(_ key: String, _ path: Path<String>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
-        Self(key: key, write: { .string($0[keyPath: path]) }, read: { $0[keyPath: path] = try $1.string(key) }, text: text)
+        Self(
+            key: key,
+            write: { .string($0[keyPath: path]) },
+            read: { $0[keyPath: path] = try $1.string(key) },
+            text: text
+        )
     }
 
-    static func optionalString(_ key: String, _ path: Path<String?>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
+    static func optionalString(_ key: String, _ path: Path<String?>, text: (@Sendable (Root) -> String?)? = nil) -> Self
+    {
         Self(
-            key: key, write: { $0[keyPath: path].map(JSONValue.string) }, read: { $0[keyPath: path] = try $1.optionalString(key) },
-            text: text)
+            key: key,
+            write: { $0[keyPath: path].map(JSONValue.string) },
+            read: { $0[keyPath: path] = try $1.optionalString(key) },
+            text: text
+        )
     }
 
     /// A string that older files may lack: `absent` is what they meant.
     static func string(_ key: String, _ path: Path<String>, absent: String) -> Self {
-        Self(key: key, write: { .string($0[keyPath: path]) }, read: { $0[keyPath: path] = try $1.optionalString(key) ?? absent })
+        Self(
+            key: key,
+            write: { .string($0[keyPath: path]) },
+            read: { $0[keyPath: path] = try $1.optionalString(key) ?? absent }
+        )
     }
 
     static func optionalDouble(_ key: String, _ path: Path<Double?>) -> Self {
-        Self(key: key, write: { $0[keyPath: path].map(JSONValue.double) }, read: { $0[keyPath: path] = try $1.optionalDouble(key) })
+        Self(
+            key: key,
+            write: { $0[keyPath: path].map(JSONValue.double) },
+            read: { $0[keyPath: path] = try $1.optionalDouble(key) }
+        )
     }
 
     /// A flag that older files may lack (false).
     static func bool(_ key: String, _ path: Path<Bool>) -> Self {
-        Self(key: key, write: { .bool($0[keyPath: path]) }, read: { $0[keyPath: path] = try $1.optionalBool(key) ?? false })
+        Self(
+            key: key,
+            write: { .bool($0[keyPath: path]) },
+            read: { $0[keyPath: path] = try $1.optionalBool(key) ?? false }
+        )
     }
 
     /// Counts by name (`{"bad_json": 2}`).
@@ -61,8 +87,10 @@ struct JSONField<Root>: Sendable {
 
     static func optionalCounts(_ key: String, _ path: Path<[String: Int64]?>) -> Self {
         Self(
-            key: key, write: { $0[keyPath: path].map(JSONValue.counts) },
-            read: { $0[keyPath: path] = try $1.optionalObject(key) == nil ? nil : try $1.counts(key) })
+            key: key,
+            write: { $0[keyPath: path].map(JSONValue.counts) },
+            read: { $0[keyPath: path] = try $1.optionalObject(key) == nil ? nil : try $1.counts(key) }
+        )
     }
 }
 
@@ -119,7 +147,9 @@ struct JSONMembers {
     func int(_ key: String) throws -> Int64 { try required(key, "an integer", \.int64) }
     func optionalDouble(_ key: String) throws -> Double? { try optional(key, "a number", \.double) }
     func optionalBool(_ key: String) throws -> Bool? { try optional(key, "true or false", \.bool) }
-    func optionalObject(_ key: String) throws -> JSONValue? { try optional(key, "an object") { $0.members == nil ? nil : $0 } }
+    func optionalObject(_ key: String) throws -> JSONValue? {
+        try optional(key, "an object") { $0.members == nil ? nil : $0 }
+    }
     func array(_ key: String) throws -> [JSONValue] { try required(key, "an array", \.array) }
     func counts(_ key: String) throws -> [String: Int64] { try required(key, "an object of integers", \.counts) }
 }

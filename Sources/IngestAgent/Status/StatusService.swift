@@ -24,9 +24,15 @@ struct StatusService: Service {
 
     func run() async throws {
         notifier.ready()
-        logger.info("ingestd is ready", metadata: ["ingest.queue": "\(queue.configuration.location)", "ingest.inputs": "\(inputs.count)"])
+        logger.info(
+            "ingestd is ready",
+            metadata: ["ingest.queue": "\(queue.configuration.location)", "ingest.inputs": "\(inputs.count)"]
+        )
         let busyPeriod = min(statusIntervalMilliseconds, notifier.watchdogPingMilliseconds ?? .max)
-        let idlePeriod = min(max(statusIntervalMilliseconds, Self.idlePeriodMilliseconds), notifier.watchdogPingMilliseconds ?? .max)
+        let idlePeriod = min(
+            max(statusIntervalMilliseconds, Self.idlePeriodMilliseconds),
+            notifier.watchdogPingMilliseconds ?? .max
+        )
         var lastStats = monotonicSeconds()
         var lastActivity: Activity? = nil
         var quietRounds = 0
@@ -41,7 +47,10 @@ struct StatusService: Service {
             lastActivity = activity
             let period = quietRounds * busyPeriod >= Self.quietBeforeIdleMilliseconds ? idlePeriod : busyPeriod
             if let reason = wedgedReason() {
-                logger.error("Pipeline is not making progress; withholding the watchdog ping", metadata: ["ingest.reason": "\(reason)"])
+                logger.error(
+                    "Pipeline is not making progress; withholding the watchdog ping",
+                    metadata: ["ingest.reason": "\(reason)"]
+                )
             } else {
                 notifier.watchdog()
             }
@@ -90,11 +99,19 @@ struct StatusService: Service {
     func currentStatus(state: String) -> AgentStatus {
         do {
             let statistics = try queue.statistics()
-            var status = AgentStatus(state: state, statistics: statistics, inputs: inputs.map(\.snapshot), pid: getpid(), problem: unhealthyReason())
+            var status = AgentStatus(
+                state: state,
+                statistics: statistics,
+                inputs: inputs.map(\.snapshot),
+                pid: getpid(),
+                problem: unhealthyReason()
+            )
             if let upload = upload?.snapshot {
                 if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
                 status.uploadReason = upload.reason
-                if upload.state == .backingOff, let until = upload.until { status.backingOffUntil = isoTime(milliseconds: until) }
+                if upload.state == .backingOff, let until = upload.until {
+                    status.backingOffUntil = isoTime(milliseconds: until)
+                }
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
                 if status.problem == nil, upload.state == .error { status.problem = upload.reason }
@@ -102,7 +119,13 @@ struct StatusService: Service {
             }
             return status
         } catch {
-            return AgentStatus(state: "error", statistics: .empty, inputs: inputs.map(\.snapshot), pid: getpid(), problem: "\(error)")
+            return AgentStatus(
+                state: "error",
+                statistics: .empty,
+                inputs: inputs.map(\.snapshot),
+                pid: getpid(),
+                problem: "\(error)"
+            )
         }
     }
 
@@ -125,7 +148,8 @@ struct StatusService: Service {
         let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
         let now = wallClockMilliseconds()
         if let upload = upload?.snapshot, now > upload.aliveUntil {
-            return "the uploader has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"
+            return
+                "the uploader has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"
         }
         for input in inputs.map(\.snapshot) where !input.finished && !input.waitingForSpace {
             if now - input.heartbeatAt > limitMs {

@@ -17,7 +17,10 @@ struct AgentUploadHooks {
     /// The app handle, if the agent logs in.
     func makeApp() throws -> App? {
         guard let auth = configuration.auth, let upload = configuration.upload else { return nil }
-        var appConfiguration = AppConfiguration(baseURL: auth.baseURL, metadataDirectory: configuration.identityDirectory)
+        var appConfiguration = AppConfiguration(
+            baseURL: auth.baseURL,
+            metadataDirectory: configuration.identityDirectory
+        )
         var http = upload.http
         http.bearerToken = nil
         http.headers = [:]
@@ -33,7 +36,13 @@ struct AgentUploadHooks {
         hooks.requestHeaders = { [app, resets] in
             var headers = [("EdgeIngest-Session", resets.session)]
             if let app, let credentials {
-                headers.append(("Authorization", "Bearer " + (try AgentUploadHooks.accessToken(app: app, credentials: credentials, forceRefresh: false))))
+                headers.append(
+                    (
+                        "Authorization",
+                        "Bearer "
+                            + (try AgentUploadHooks.accessToken(app: app, credentials: credentials, forceRefresh: false))
+                    )
+                )
             }
             return headers
         }
@@ -79,9 +88,15 @@ struct AgentUploadHooks {
             target.encryptionKey = key  // the backup is as protected as the queue
             do {
                 let copied = try before.writeCopy(configuration: target)
-                logger.warning("Client reset: wrote a backup of the discarded records", metadata: ["ingest.backup": "\(target.filePath!)", "ingest.records": "\(copied)"])
+                logger.warning(
+                    "Client reset: wrote a backup of the discarded records",
+                    metadata: ["ingest.backup": "\(target.filePath!)", "ingest.records": "\(copied)"]
+                )
             } catch {
-                logger.error("Client reset: the backup of the discarded records failed", metadata: ["error": "\(error)"])
+                logger.error(
+                    "Client reset: the backup of the discarded records failed",
+                    metadata: ["error": "\(error)"]
+                )
             }
         }
         switch self.configuration.clientReset.mode {

@@ -33,7 +33,11 @@ struct CommandRunner {
         }
         guard let command = spec.command else {
             if let word = remaining.first {
-                return usageError(UsageError(word.hasPrefix("-") ? "Unknown option '\(word)'" : "Unexpected argument '\(word)'"), spec, path)
+                return usageError(
+                    UsageError(word.hasPrefix("-") ? "Unknown option '\(word)'" : "Unexpected argument '\(word)'"),
+                    spec,
+                    path
+                )
             }
             print(HelpText.full(spec, path: path))
             return 0

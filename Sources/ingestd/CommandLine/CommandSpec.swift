@@ -44,8 +44,22 @@ struct OptionSpec: Sendable {
         OptionSpec(name: name, valueName: nil, help: help)
     }
 
-    static func value(_ name: String, _ valueName: String, help: String, required: Bool = false, repeatable: Bool = false, default: String? = nil) -> OptionSpec {
-        OptionSpec(name: name, valueName: valueName, help: help, isRequired: required, isRepeatable: repeatable, defaultValue: `default`)
+    static func value(
+        _ name: String,
+        _ valueName: String,
+        help: String,
+        required: Bool = false,
+        repeatable: Bool = false,
+        default: String? = nil
+    ) -> OptionSpec {
+        OptionSpec(
+            name: name,
+            valueName: valueName,
+            help: help,
+            isRequired: required,
+            isRepeatable: repeatable,
+            defaultValue: `default`
+        )
     }
 
     var isFlag: Bool { valueName == nil }

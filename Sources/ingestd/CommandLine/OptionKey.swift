@@ -37,14 +37,21 @@ extension Option where Value == String {
 extension Option where Value == Int64 {
     /// `--name <valueName>`, a whole number.
     static func integer(
-        _ name: String, _ valueName: String, help: String, repeatable: Bool = false, default defaultValue: Int64? = nil
+        _ name: String,
+        _ valueName: String,
+        help: String,
+        repeatable: Bool = false,
+        default defaultValue: Int64? = nil
     ) -> Option {
         Option(
             spec: .value(name, valueName, help: help, repeatable: repeatable, default: defaultValue.map { String($0) }),
             defaultValue: defaultValue
         ) { text, spec throws(UsageError) in
             guard let number = Int64(text) else {
-                throw UsageError("The value '\(text)' is invalid for '\(spec.synopsis)': give a whole number.", option: spec)
+                throw UsageError(
+                    "The value '\(text)' is invalid for '\(spec.synopsis)': give a whole number.",
+                    option: spec
+                )
             }
             return number
         }

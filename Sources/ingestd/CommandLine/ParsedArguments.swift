@@ -35,14 +35,18 @@ struct ParsedArguments: Sendable {
                 throw UsageError("Unknown option '\(word)'")
             }
             if option.isFlag {
-                if let attached { throw UsageError("The option '--\(name)' does not take any value, but '\(attached)' was specified.") }
+                if let attached {
+                    throw UsageError("The option '--\(name)' does not take any value, but '\(attached)' was specified.")
+                }
                 flags.insert(name)
                 continue
             }
             let value: String
             if let attached {
                 // `--state-directory=$UNSET` must not mean "/".
-                guard !attached.isEmpty else { throw UsageError("Missing value for '\(option.synopsis)'", option: option) }
+                guard !attached.isEmpty else {
+                    throw UsageError("Missing value for '\(option.synopsis)'", option: option)
+                }
                 value = attached
             } else {
                 guard i < words.count, !words[i].hasPrefix("--") else {

@@ -1,7 +1,8 @@
 import EdgeIngestCore
-@testable import IngestAgent
 import Synchronization
 import Testing
+
+@testable import IngestAgent
 
 #if canImport(Glibc)
 import Glibc
@@ -99,8 +100,14 @@ import Glibc
             ranOn.withLock { $0[item] = currentThreadID() }
             // Busy a little after queueing, so that a woken thread
             // would take the next hop first.
-            if item == 1 { loop.enqueue(2); usleep(20_000) }
-            if item == 2 { loop.enqueue(3); usleep(20_000) }
+            if item == 1 {
+                loop.enqueue(2)
+                usleep(20_000)
+            }
+            if item == 2 {
+                loop.enqueue(3)
+                usleep(20_000)
+            }
         }
         #expect(await eventually { loop.threadStates.idle == 2 })
         loop.enqueue(1, deadline: JobLoop<Int>.now + 20_000_000)
@@ -215,7 +222,10 @@ import Glibc
         let running = Mutex(0)
         let mostAtOnce = Mutex(0)
         let servers = serving(loop, threads: 3) { _ in
-            let now = running.withLock { $0 += 1; return $0 }
+            let now = running.withLock {
+                $0 += 1
+                return $0
+            }
             mostAtOnce.withLock { $0 = max($0, now) }
             for _ in 0..<10_000 where mostAtOnce.withLock({ $0 }) < 3 { usleep(1_000) }
             running.withLock { $0 -= 1 }

@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// libpq (PostgreSQL's C client), loaded with `dlopen` the first time a
@@ -30,7 +30,8 @@ struct LibPQ: @unchecked Sendable {
     let setNoticeProcessor: @convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> OpaquePointer?
     let sendQueryParams:
         @convention(c) (
-            Connection?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?, CStrings?, UnsafePointer<Int32>?, UnsafePointer<Int32>?, Int32
+            Connection?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?, CStrings?, UnsafePointer<Int32>?,
+            UnsafePointer<Int32>?, Int32
         ) -> Int32
     let consumeInput: @convention(c) (Connection?) -> Int32
     let isBusy: @convention(c) (Connection?) -> Int32
@@ -68,8 +69,10 @@ struct LibPQ: @unchecked Sendable {
             return .failure(
                 PostgresError(
                     kind: .configuration,
-                    message: "libpq.so.5 (PostgreSQL's client library) is not installed: the postgresql sink needs it (apt-get install libpq5)"
-                ))
+                    message:
+                        "libpq.so.5 (PostgreSQL's client library) is not installed: the postgresql sink needs it (apt-get install libpq5)"
+                )
+            )
         }
         var missing: [String] = []
         func symbol<F>(_ name: String, as _: F.Type = F.self) -> F? {
@@ -79,18 +82,24 @@ struct LibPQ: @unchecked Sendable {
             }
             return unsafeBitCast(pointer, to: F.self)
         }
-        let connectdbParams: (@convention(c) (CStrings?, CStrings?, Int32) -> Connection?)? = symbol("PQconnectdbParams")
+        let connectdbParams: (@convention(c) (CStrings?, CStrings?, Int32) -> Connection?)? = symbol(
+            "PQconnectdbParams"
+        )
         let status: (@convention(c) (Connection?) -> Int32)? = symbol("PQstatus")
         let errorMessage: (@convention(c) (Connection?) -> CText?)? = symbol("PQerrorMessage")
         let finish: (@convention(c) (Connection?) -> Void)? = symbol("PQfinish")
         let socket: (@convention(c) (Connection?) -> Int32)? = symbol("PQsocket")
-        let setNoticeProcessor: (@convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> OpaquePointer?)? =
-            symbol("PQsetNoticeProcessor")
+        let setNoticeProcessor:
+            (@convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> OpaquePointer?)? =
+                symbol("PQsetNoticeProcessor")
         let sendQueryParams:
-            (@convention(c) (
-                Connection?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?, CStrings?, UnsafePointer<Int32>?, UnsafePointer<Int32>?,
-                Int32
-            ) -> Int32)? = symbol("PQsendQueryParams")
+            (
+                @convention(c) (
+                    Connection?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?, CStrings?, UnsafePointer<Int32>?,
+                    UnsafePointer<Int32>?,
+                    Int32
+                ) -> Int32
+            )? = symbol("PQsendQueryParams")
         let consumeInput: (@convention(c) (Connection?) -> Int32)? = symbol("PQconsumeInput")
         let isBusy: (@convention(c) (Connection?) -> Int32)? = symbol("PQisBusy")
         let getResult: (@convention(c) (Connection?) -> Result?)? = symbol("PQgetResult")
@@ -100,18 +109,39 @@ struct LibPQ: @unchecked Sendable {
         let ntuples: (@convention(c) (Result?) -> Int32)? = symbol("PQntuples")
         let getvalue: (@convention(c) (Result?, Int32, Int32) -> CText?)? = symbol("PQgetvalue")
         let clear: (@convention(c) (Result?) -> Void)? = symbol("PQclear")
-        guard let connectdbParams, let status, let errorMessage, let finish, let socket, let setNoticeProcessor, let sendQueryParams,
-            let consumeInput, let isBusy, let getResult, let resultStatus, let resultErrorField, let cmdTuples, let ntuples, let getvalue,
+        guard let connectdbParams, let status, let errorMessage, let finish, let socket, let setNoticeProcessor,
+            let sendQueryParams,
+            let consumeInput, let isBusy, let getResult, let resultStatus, let resultErrorField, let cmdTuples,
+            let ntuples, let getvalue,
             let clear
         else {
             return .failure(
-                PostgresError(kind: .configuration, message: "libpq.so.5 lacks \(missing.joined(separator: ", ")): install libpq5 from PostgreSQL 12 or later"))
+                PostgresError(
+                    kind: .configuration,
+                    message:
+                        "libpq.so.5 lacks \(missing.joined(separator: ", ")): install libpq5 from PostgreSQL 12 or later"
+                )
+            )
         }
         return .success(
             LibPQ(
-                connectdbParams: connectdbParams, status: status, errorMessage: errorMessage, finish: finish, socket: socket,
-                setNoticeProcessor: setNoticeProcessor, sendQueryParams: sendQueryParams, consumeInput: consumeInput, isBusy: isBusy,
-                getResult: getResult, resultStatus: resultStatus, resultErrorField: resultErrorField, cmdTuples: cmdTuples, ntuples: ntuples,
-                getvalue: getvalue, clear: clear))
+                connectdbParams: connectdbParams,
+                status: status,
+                errorMessage: errorMessage,
+                finish: finish,
+                socket: socket,
+                setNoticeProcessor: setNoticeProcessor,
+                sendQueryParams: sendQueryParams,
+                consumeInput: consumeInput,
+                isBusy: isBusy,
+                getResult: getResult,
+                resultStatus: resultStatus,
+                resultErrorField: resultErrorField,
+                cmdTuples: cmdTuples,
+                ntuples: ntuples,
+                getvalue: getvalue,
+                clear: clear
+            )
+        )
     }
 }

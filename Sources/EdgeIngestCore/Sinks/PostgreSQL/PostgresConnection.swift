@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// One libpq connection, used from one thread. Answers are awaited with a
@@ -47,18 +47,25 @@ final class PostgresConnection {
         let values = parameters.map { strdup($0.1) } + [nil]
         defer { (keywords + values).forEach { free($0) } }
         let connection = keywords.map { UnsafePointer($0) }.withUnsafeBufferPointer { k in
-            values.map { UnsafePointer($0) }.withUnsafeBufferPointer { v in pq.connectdbParams(k.baseAddress, v.baseAddress, 1) }
+            values.map { UnsafePointer($0) }.withUnsafeBufferPointer { v in
+                pq.connectdbParams(k.baseAddress, v.baseAddress, 1)
+            }
         }
-        guard let connection else { throw PostgresError(kind: .connection, message: "libpq could not allocate a connection") }
+        guard let connection else {
+            throw PostgresError(kind: .connection, message: "libpq could not allocate a connection")
+        }
         guard pq.status(connection) == LibPQ.connectionOK else {
             let message = pq.errorMessage(connection).map { String(cString: $0) } ?? "unknown error"
             pq.finish(connection)
             let shown = PostgresError.withoutSecrets(message, url: settings.url, password: settings.password)
             // A URL libpq cannot parse is fixed by editing it, not by retrying.
-            let unparsable = ["connection info string", "invalid URI", "invalid percent-encoded", "invalid connection option"].contains { message.contains($0) }
+            let unparsable = [
+                "connection info string", "invalid URI", "invalid percent-encoded", "invalid connection option",
+            ].contains { message.contains($0) }
             throw PostgresError(
                 kind: unparsable ? .configuration : .connection,
-                message: "cannot connect to \(redactedURL(settings.url)): \(PostgresError.oneLine(shown))" + (unparsable ? ": fix upload.url" : "")
+                message: "cannot connect to \(redactedURL(settings.url)): \(PostgresError.oneLine(shown))"
+                    + (unparsable ? ": fix upload.url" : "")
             )
         }
         handle = connection
@@ -81,7 +88,9 @@ final class PostgresConnection {
     func execute(_ sql: String, cStrings parameters: [[UInt8]?]) throws(PostgresError) -> Answer {
         precondition(parameters.allSatisfy { $0 == nil || $0?.last == 0 }, "parameters must end in NUL")
         let sent = withPointers(to: parameters) { pointers in
-            pointers.withUnsafeBufferPointer { pq.sendQueryParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0) }
+            pointers.withUnsafeBufferPointer {
+                pq.sendQueryParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
+            }
         }
         guard sent == 1 else { throw connectionError("sending a statement") }
         let deadline = monotonicMilliseconds() + Int64(timeoutMilliseconds)
@@ -101,8 +110,11 @@ final class PostgresConnection {
                 }
             } else if first == nil {
                 let state = pq.resultErrorField(result, LibPQ.fieldSQLState).map { String(cString: $0) }
-                let message = pq.resultErrorField(result, LibPQ.fieldPrimaryMessage).map { String(cString: $0) } ?? "no message"
-                first = state.map { PostgresError.server(sqlState: $0, primaryMessage: message) } ?? connectionError("reading the answer")
+                let message =
+                    pq.resultErrorField(result, LibPQ.fieldPrimaryMessage).map { String(cString: $0) } ?? "no message"
+                first =
+                    state.map { PostgresError.server(sqlState: $0, primaryMessage: message) }
+                    ?? connectionError("reading the answer")
             }
         }
         if let first { throw first }
@@ -116,7 +128,10 @@ final class PostgresConnection {
             if pq.isBusy(handle) == 0 { return }
             let left = deadline - monotonicMilliseconds()
             guard left > 0 else {
-                throw PostgresError(kind: .timeout, message: "PostgreSQL did not answer within \(timeoutMilliseconds) ms (upload.timeout_ms)")
+                throw PostgresError(
+                    kind: .timeout,
+                    message: "PostgreSQL did not answer within \(timeoutMilliseconds) ms (upload.timeout_ms)"
+                )
             }
             var descriptor = pollfd(fd: pq.socket(handle), events: Int16(POLLIN), revents: 0)
             _ = poll(&descriptor, 1, Int32(min(left, 1_000)))
@@ -125,7 +140,10 @@ final class PostgresConnection {
 
     private func connectionError(_ doing: String) -> PostgresError {
         let message = pq.errorMessage(handle).map { String(cString: $0) } ?? ""
-        return PostgresError(kind: .connection, message: "the PostgreSQL connection failed while \(doing): \(PostgresError.oneLine(message))")
+        return PostgresError(
+            kind: .connection,
+            message: "the PostgreSQL connection failed while \(doing): \(PostgresError.oneLine(message))"
+        )
     }
 }
 

@@ -60,7 +60,10 @@ package final class PostgresSink: BatchSink {
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         guard let type = types[batch.type] else {
-            return .hold(reason: "the postgresql sink has no declaration of record type '\(batch.type)': declare it under [types]")
+            return .hold(
+                reason:
+                    "the postgresql sink has no declaration of record type '\(batch.type)': declare it under [types]"
+            )
         }
         do throws(PostgresError) {
             let db = try open()
@@ -106,14 +109,19 @@ package final class PostgresSink: BatchSink {
             try db.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2",
                 [settings.schema, settings.table ?? type.name]
-            ).firstColumn)
+            ).firstColumn
+        )
         if existing.isEmpty {
             // RecordType.fields never holds _id: it is every record's primary key.
-            let definitions = ["\"_id\" text PRIMARY KEY"] + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
+            let definitions =
+                ["\"_id\" text PRIMARY KEY"]
+                + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
             _ = try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         } else {
             for field in type.fields where !existing.contains(field.name) {
-                _ = try db.execute("ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(sqlIdentifier(field.name)) \(Self.columnType(field.type))")
+                _ = try db.execute(
+                    "ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(sqlIdentifier(field.name)) \(Self.columnType(field.type))"
+                )
             }
         }
         let columns = ([RecordType.primaryKey] + type.fields.map(\.name)).map(sqlIdentifier).joined(separator: ", ")
@@ -151,7 +159,9 @@ package final class PostgresSink: BatchSink {
         case .timeout:
             return .retry(reason: error.message, retryAfterSeconds: nil)
         case .connection:
-            if refusedLogin(error.message) { return .hold(reason: error.message + ": fix upload.url or upload.password_file") }
+            if refusedLogin(error.message) {
+                return .hold(reason: error.message + ": fix upload.url or upload.password_file")
+            }
             return .retry(reason: error.message, retryAfterSeconds: nil)
         case .server(let state):
             let sqlClass = state.prefix(2)
@@ -170,8 +180,11 @@ package final class PostgresSink: BatchSink {
     /// has no such database or role. These are the server's FATAL messages
     /// in English: a server with another `lc_messages` makes them retries.
     static func refusedLogin(_ message: String) -> Bool {
-        ["password authentication failed", "no pg_hba.conf entry", "does not exist", "no password supplied", "authentication method"]
-            .contains { message.contains($0) }
+        [
+            "password authentication failed", "no pg_hba.conf entry", "does not exist", "no password supplied",
+            "authentication method",
+        ]
+        .contains { message.contains($0) }
     }
 
     static func columnType(_ type: FieldType) -> String {

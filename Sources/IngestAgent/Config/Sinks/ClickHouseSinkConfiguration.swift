@@ -12,7 +12,11 @@ struct ClickHouseSinkConfiguration: SinkConfiguration {
     var table: String?
     var deduplicationToken = true
 
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self? {
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
         let database = decoder.identifier(upload["database"], "upload.database")
         let table = decoder.identifier(upload["table"], "upload.table")
         let token = upload["deduplication_token"].flatMap { decoder.bool($0, "upload.deduplication_token") } ?? true
@@ -21,12 +25,21 @@ struct ClickHouseSinkConfiguration: SinkConfiguration {
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
         let target = (database.map { $0 + "." } ?? "") + (table ?? "<record type>")
-        return "ClickHouse \(upload.http.displayURL) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), deduplication token \(deduplicationToken ? "sent" : "off")"
+        return
+            "ClickHouse \(upload.http.displayURL) into \(target), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), deduplication token \(deduplicationToken ? "sent" : "off")"
     }
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
         let http = upload.http
         let (database, table, token) = (database, table, deduplicationToken)
-        return { try ClickHouseSink(settings: http, database: database, table: table, deduplicationToken: token, userAgent: userAgent) }
+        return {
+            try ClickHouseSink(
+                settings: http,
+                database: database,
+                table: table,
+                deduplicationToken: token,
+                userAgent: userAgent
+            )
+        }
     }
 }

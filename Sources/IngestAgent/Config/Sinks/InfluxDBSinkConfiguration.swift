@@ -11,12 +11,20 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
     var tags: [String] = []
     var timestamp: String?
 
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self? {
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
         let measurement = upload["measurement"].flatMap { decoder.string($0, "upload.measurement") }
-        if let measurement, measurement.isEmpty || measurement.hasPrefix("_") || measurement.contains(where: \.isNewline) {
+        if let measurement,
+            measurement.isEmpty || measurement.hasPrefix("_") || measurement.contains(where: \.isNewline)
+        {
             decoder.problem(
-                upload["measurement"], "upload.measurement",
-                "must be a name not starting with _ and without newlines, got \"\(measurement.prefix(40))\"")
+                upload["measurement"],
+                "upload.measurement",
+                "must be a name not starting with _ and without newlines, got \"\(measurement.prefix(40))\""
+            )
         }
         let tags = upload["tags"].map { decoder.strings($0, "upload.tags") } ?? []
         let timestamp = upload["timestamp"].flatMap { decoder.string($0, "upload.timestamp") }
@@ -27,15 +35,27 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
     func check(_ configuration: AgentConfiguration, upload: TOMLTable, _ decoder: inout ConfigurationDecoder) {
         let types = configuration.types
         for tag in tags where !types.contains(where: { $0.fields.contains { $0.name == tag } }) {
-            decoder.problem(upload["tags"], "upload.tags", "names '\(tag.prefix(40))', which no record type under [types] declares")
-        }
-        if let timestamp, !types.contains(where: { $0.fields.contains { $0.name == timestamp && $0.type == .timestamp } }) {
             decoder.problem(
-                upload["timestamp"], "upload.timestamp", "must name a field of type timestamp under [types], got '\(timestamp.prefix(40))'")
+                upload["tags"],
+                "upload.tags",
+                "names '\(tag.prefix(40))', which no record type under [types] declares"
+            )
+        }
+        if let timestamp,
+            !types.contains(where: { $0.fields.contains { $0.name == timestamp && $0.type == .timestamp } })
+        {
+            decoder.problem(
+                upload["timestamp"],
+                "upload.timestamp",
+                "must name a field of type timestamp under [types], got '\(timestamp.prefix(40))'"
+            )
         }
         if configuration.upload?.http.url.contains("precision=") == true {
             decoder.problem(
-                upload["url"], "upload.url", "must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself")
+                upload["url"],
+                "upload.url",
+                "must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself"
+            )
         }
     }
 
@@ -48,7 +68,13 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
         let (types, measurement, tags, timestamp) = (configuration.types, measurement, tags, timestamp)
         return {
             try LineProtocolSink(
-                settings: http, types: types, measurement: measurement, tags: tags, timestamp: timestamp, userAgent: userAgent)
+                settings: http,
+                types: types,
+                measurement: measurement,
+                tags: tags,
+                timestamp: timestamp,
+                userAgent: userAgent
+            )
         }
     }
 }

@@ -6,7 +6,11 @@ struct IngestSinkConfiguration: SinkConfiguration {
     static let name = "ingest"
     static let ownKeys: Set<String> = []
 
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self? {
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
         Self()
     }
 

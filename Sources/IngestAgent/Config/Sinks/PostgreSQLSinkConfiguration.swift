@@ -12,13 +12,25 @@ struct PostgreSQLSinkConfiguration: SinkConfiguration {
 
     let settings: PostgresSettings
 
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self? {
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
         guard let url = decoder.string(upload["url"], "upload.url"), !url.isEmpty else {
-            decoder.problem(upload["sink"], "upload.url", "is required with sink = \"postgresql\": a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\"")
+            decoder.problem(
+                upload["sink"],
+                "upload.url",
+                "is required with sink = \"postgresql\": a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\""
+            )
             return nil
         }
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
-            decoder.problem(upload["url"], "upload.url", "must be a libpq URL (postgresql://user@host:port/database) or key=value string, got \"\(redactedURL(url).prefix(40))\"")
+            decoder.problem(
+                upload["url"],
+                "upload.url",
+                "must be a libpq URL (postgresql://user@host:port/database) or key=value string, got \"\(redactedURL(url).prefix(40))\""
+            )
             return nil
         }
         var settings = PostgresSettings(url: url)
@@ -27,15 +39,24 @@ struct PostgreSQLSinkConfiguration: SinkConfiguration {
         if let v = upload["connect_timeout_ms"], let n = decoder.integer(v, "upload.connect_timeout_ms", min: 1) {
             settings.connectTimeoutMilliseconds = Int(n)
         }
-        if let v = upload["timeout_ms"], let n = decoder.integer(v, "upload.timeout_ms", min: 1) { settings.timeoutMilliseconds = Int(n) }
+        if let v = upload["timeout_ms"], let n = decoder.integer(v, "upload.timeout_ms", min: 1) {
+            settings.timeoutMilliseconds = Int(n)
+        }
         settings.password = decoder.secret(
-            upload["password_file"], "upload.password_file", credential: "postgres-password", environment: environment, required: false)
+            upload["password_file"],
+            "upload.password_file",
+            credential: "postgres-password",
+            environment: environment,
+            required: false
+        )
         return Self(settings: settings)
     }
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
         let target = (settings.schema.map { $0 + "." } ?? "") + (settings.table ?? "<record type>")
-        let password = settings.password != nil ? "set" : redactedURL(settings.url) != settings.url ? "in url" : "from libpq's defaults"
+        let password =
+            settings.password != nil
+            ? "set" : redactedURL(settings.url) != settings.url ? "in url" : "from libpq's defaults"
         return "\(settings) into \(target), \(upload.maxRecords) records per batch, password \(password)"
     }
 

@@ -16,9 +16,17 @@ struct SQLiteSinkConfiguration: SinkConfiguration {
         path.hasPrefix("/") ? path : stateDirectory + "/" + path
     }
 
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self? {
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
         guard let path = decoder.string(upload["path"], "upload.path"), !path.isEmpty else {
-            decoder.problem(upload["sink"], "upload.path", "is required with sink = \"sqlite\": the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\"")
+            decoder.problem(
+                upload["sink"],
+                "upload.path",
+                "is required with sink = \"sqlite\": the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\""
+            )
             return nil
         }
         return Self(path: path)

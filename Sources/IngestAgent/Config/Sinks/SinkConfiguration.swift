@@ -41,7 +41,11 @@ protocol SinkConfiguration: Sendable {
 
     /// Reads this sink's keys from `[upload]`; nil after a problem, which
     /// `decoder` holds.
-    static func decode(_ upload: TOMLTable, _ decoder: inout ConfigurationDecoder, environment: [String: String]) -> Self?
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self?
     /// Checks the sink's keys against the rest of the configuration (the
     /// record types its keys name). The default checks nothing.
     func check(_ configuration: AgentConfiguration, upload: TOMLTable, _ decoder: inout ConfigurationDecoder)

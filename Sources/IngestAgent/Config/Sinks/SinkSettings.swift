@@ -40,7 +40,8 @@ public struct SinkSettings: Sendable {
 
     /// Keys of `[upload]` that an HTTP sink reads.
     static let httpKeys: Set<String> = [
-        "url", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path", "client_certificate", "client_key", "proxy",
+        "url", "gzip", "connect_timeout_ms", "timeout_ms", "ca_file", "ca_path", "client_certificate", "client_key",
+        "proxy",
         "headers", "token_file",
     ]
 
