@@ -40,6 +40,15 @@ struct ConfigurationDecoder {
         return s
     }
 
+    /// A key of `[upload]` that `sink` cannot do without: a string, not empty.
+    mutating func requiredString(_ upload: TOMLTable, _ key: String, sink: String, what: String) -> String? {
+        guard let value = string(upload[key], "upload." + key), !value.isEmpty else {
+            problem(upload["sink"], "upload." + key, "is required with sink = \"\(sink)\": \(what)")
+            return nil
+        }
+        return value
+    }
+
     mutating func strings(_ value: TOMLValue, _ key: String) -> [String] {
         if case .string(let s) = value.kind { return [s] }
         guard case .array(let items) = value.kind else {

@@ -17,14 +17,8 @@ struct PostgreSQLSinkConfiguration: SinkConfiguration {
         _ decoder: inout ConfigurationDecoder,
         environment: [String: String]
     ) -> Self? {
-        guard let url = decoder.string(upload["url"], "upload.url"), !url.isEmpty else {
-            decoder.problem(
-                upload["sink"],
-                "upload.url",
-                "is required with sink = \"postgresql\": a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\""
-            )
-            return nil
-        }
+        let example = "a libpq URL, e.g. \"postgresql://ingest@127.0.0.1:5432/telemetry\""
+        guard let url = decoder.requiredString(upload, "url", sink: name, what: example) else { return nil }
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
             decoder.problem(
                 upload["url"],

@@ -21,15 +21,13 @@ struct SQLiteSinkConfiguration: SinkConfiguration {
         _ decoder: inout ConfigurationDecoder,
         environment: [String: String]
     ) -> Self? {
-        guard let path = decoder.string(upload["path"], "upload.path"), !path.isEmpty else {
-            decoder.problem(
-                upload["sink"],
-                "upload.path",
-                "is required with sink = \"sqlite\": the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\""
-            )
-            return nil
-        }
-        return Self(path: path)
+        decoder.requiredString(
+            upload,
+            "path",
+            sink: name,
+            what: "the archive file, e.g. \"/var/lib/ingestd/archive.sqlite\""
+        )
+        .map(Self.init(path:))
     }
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
