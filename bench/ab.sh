@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Two builds of ingestd interleaved (A B A B …), so that a slow hour on this
+# drifting VM slows both alike: the release build of the working tree (A)
+# against the release build of REV (B), on the same 1,000,000 WeatherSensor
+# readings, state on tmpfs (CPU, not fsync latency, is what differs between
+# builds). Two cases: stdin -> queue (ingest), and stdin -> queue -> loopback
+# receiver -> deleted (end to end). Prints per case the median CPU (user +
+# sys) and peak RSS of each build and the median of the per-pair CPU ratios
+# A/B (below 1: A is cheaper).
+#
+#   bench/ab.sh REV [PAIRS]     # e.g. bench/ab.sh 7b002ce 7; PAIRS default 7
+#
+# REV is built in a git worktree under /tmp (its own scratch folder); the
+# receiver is Tests/Support/ingest-test-server.py --fast. A run counts only
+# if it exits 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
+rev=${1:?"usage: bench/ab.sh REV [PAIRS]"}
+pairs=${2:-7}
+require_count PAIRS "$pairs"
+dir=/dev/shm/edgeingest-ab
+mkdir -p "$dir"
+old=/tmp/edgeingest-ab-$(git rev-parse --short "$rev")
+[ -d "$old" ] || git worktree add -q --detach "$old" "$rev"
+echo "building A (working tree) and B ($rev)" >&2
+swift build -c release --product ingestd >/dev/null
+(cd "$old" && swift build -c release --product ingestd --scratch-path "$old/.build-ab" >/dev/null)
+cp .build/release/ingestd "$dir/A"
+cp "$old/.build-ab/release/ingestd" "$dir/B"
+make_input "$dir/in.ndjson" 1000000
+base_config > "$dir/ingest.toml"
+start_receiver "$dir"
+{ base_config; printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"; } > "$dir/e2e.toml"
+machine_line
+echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case"
+
+# run BUILD CASE: one run; appends "cpu rss" to $dir/BUILD-CASE.txt.
+run() {
+    rm -rf "$dir/state-$1"
+    /usr/bin/time -f "%U %S %M" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$dir/state-$1" < "$dir/in.ndjson"
+    awk '{ printf "%.3f %.1f\n", $1 + $2, $3 / 1024 }' "$dir/time.txt" >> "$dir/$1-$2.txt"
+}
+
+for case in ingest e2e; do
+    rm -f "$dir/A-$case.txt" "$dir/B-$case.txt"
+    run A "$case" && run B "$case" && rm -f "$dir/A-$case.txt" "$dir/B-$case.txt"  # warm-up pair, not counted
+    for _ in $(seq "$pairs"); do
+        run A "$case"
+        run B "$case"
+    done
+    paste "$dir/A-$case.txt" "$dir/B-$case.txt" | awk -v c="$case" '
+        function median(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+            return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+        { a[NR] = $1; ar[NR] = $2; b[NR] = $3; br[NR] = $4; r[NR] = $1 / $3 }
+        END { printf "%s: CPU s A %.3f, B %.3f; peak RSS MB A %.1f, B %.1f; A/B CPU per pair: median %.3f\n", c, median(a, NR), median(b, NR), median(ar, NR), median(br, NR), median(r, NR) }'
+done
