@@ -1,4 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.3
+// The tools version and platforms are what CI builds and tests: Swift 6.3 on
+// Linux (Debian 12, amd64). An older Swift 6 or another platform may work
+// (ingestd's executors fall back to the platform's before 6.3) but is not
+// tested; lower these only together with a CI job that proves it.
 import PackageDescription
 
 import class Foundation.ProcessInfo
@@ -13,7 +17,6 @@ let executorSettings: [SwiftSetting] = platformExecutors ? [.define("PLATFORM_EX
 
 let package = Package(
     name: "EdgeIngest",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "EdgeIngest", targets: ["EdgeIngest"]),
         .executable(name: "ingestd", targets: ["ingestd"]),
