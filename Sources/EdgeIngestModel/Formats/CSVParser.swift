@@ -1,5 +1,3 @@
-import EdgeIngestModel
-
 /// Parses CSV lines (RFC 4180 quoting, one record per line) against a
 /// header row. Cells become untyped `.text` values, converted by the field
 /// types; an empty unquoted cell is null (absent), a quoted empty cell is

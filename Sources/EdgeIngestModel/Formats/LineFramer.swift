@@ -1,5 +1,3 @@
-import EdgeIngestModel
-
 /// Splits a byte stream into lines with bounded memory.
 ///
 /// A line longer than `maxLineBytes` is reported as ``Event/overlong`` and

@@ -1,5 +1,3 @@
-import EdgeIngestModel
-
 #if canImport(Glibc)
 import Glibc
 #endif

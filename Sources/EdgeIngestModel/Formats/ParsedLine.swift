@@ -1,5 +1,3 @@
-import EdgeIngestModel
-
 /// The fields of one parsed line: key bytes in a shared scratch buffer and
 /// values — a CSV cell's text, or where a JSON value sits in the line.
 /// Reused from line to line, so parsing allocates nothing per line.
