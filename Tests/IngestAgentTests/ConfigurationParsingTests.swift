@@ -131,14 +131,14 @@ import Testing
             Self.problems(
                 "[upload]\nsink = \"influxdb\"\nurl = \"http://h/write?precision=s\"\ntags = [\"site\"]\ntimestamp = \"deviceId\"\n"
             ) == [
+                "line 7: upload.url: must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself",
                 "line 8: upload.tags: names 'site', which no record type under [types] declares",
                 "line 9: upload.timestamp: must name a field of type timestamp under [types], got 'deviceId'",
-                "line 7: upload.url: must not set precision=: the influxdb sink sends nanoseconds and adds precision=ns itself",
             ]
         )
     }
 
-    @Test func problemsOfEverySectionAreCollectedWithLineAndKey() {
+    @Test func problemsOfEverySectionAreListedInTheOrderOfTheFile() {
         let problems = Self.problems(
             """
             [agent]
@@ -155,12 +155,34 @@ import Testing
         )
         #expect(
             problems == [
+                "line 6: agent.log_level: must be one of trace, debug, info, notice, warning, error, critical, got \"loud\"",
                 "line 7: agent.colour: unknown key: expected one of log_level, log_target, rejects_file, state_directory, stats_interval_seconds, status_interval_ms",
-                "line 11: inputs[0].device: a serial input needs its device, e.g. \"/dev/ttyUSB0\"",
                 "line 9: queue.max_bytes: must be at least 1024, got 10",
                 "line 10: queue.overflow_policy: must be one of block, drop_newest, drop_oldest, got \"spill\"",
-                "line 6: agent.log_level: must be one of trace, debug, info, notice, warning, error, critical, got \"loud\"",
+                "line 11: inputs[0].device: a serial input needs its device, e.g. \"/dev/ttyUSB0\"",
                 "line 14: upload.url: must start with http:// or https://, got \"ftp://h/\"",
+            ]
+        )
+    }
+
+    @Test func aLikelyMisspellingGetsADidYouMean() {
+        #expect(
+            Self.problems("[queue]\noverflow-policy = \"drop_oldest\"\ndurability = \"crashsafe\"\n") == [
+                "line 6: queue.overflow-policy: unknown key (did you mean \"overflow_policy\"?): expected one of commit_interval_ms, commit_max_records, durability, encryption_key_file, max_bytes, max_records, overflow_policy, path, schema_version",
+                "line 7: queue.durability: must be power_loss_safe or crash_safe, got \"crashsafe\" (did you mean \"crash_safe\"?)",
+            ]
+        )
+        #expect(
+            Self.problems("[upload]\nsink = \"clickhous\"\n") == [
+                "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, got \"clickhous\" (did you mean \"clickhouse\"?)"
+            ]
+        )
+    }
+
+    @Test func pathForPathsIsOneClearProblem() {
+        #expect(
+            Self.problems("[[inputs]]\nkind = \"file\"\npath = \"/var/log/a.ndjson\"\n") == [
+                "line 7: inputs[0].path: a file input takes paths, a list of paths or globs: paths = [\"/var/log/sensors/*.ndjson\"]"
             ]
         )
     }

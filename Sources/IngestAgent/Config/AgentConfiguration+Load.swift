@@ -39,7 +39,7 @@ extension AgentConfiguration {
         var decoder = ConfigurationDecoder()
         let configuration = decoder.decode(root, environment: environment)
         guard decoder.problems.isEmpty, let configuration else {
-            throw ConfigurationError(path: path, problems: decoder.problems)
+            throw ConfigurationError(path: path, problems: decoder.problemsByLine)
         }
         return configuration
     }

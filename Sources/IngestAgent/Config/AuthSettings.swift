@@ -80,7 +80,13 @@ extension ConfigurationDecoder {
                 credentials = .emailPassword(email: email, password: password)
             }
         default:
-            problem(t["provider"], "auth.provider", "must be anonymous, api-key or email-password, got \"\(provider)\"")
+            notOneOf(
+                t["provider"],
+                "auth.provider",
+                provider,
+                "must be anonymous, api-key or email-password",
+                choices: ["anonymous", "api-key", "email-password"]
+            )
         }
         guard let appID, let baseURL, let credentials else { return nil }
         return AuthSettings(appID: appID, baseURL: baseURL, credentials: credentials)
@@ -94,10 +100,13 @@ extension ConfigurationDecoder {
             if ClientResetSettings.modes.contains(mode) {
                 settings.mode = mode
             } else {
-                problem(
+                let modes = ClientResetSettings.modes
+                notOneOf(
                     v,
                     "client_reset.mode",
-                    "must be one of \(ClientResetSettings.modes.joined(separator: ", ")), got \"\(mode)\""
+                    mode,
+                    "must be one of \(modes.joined(separator: ", "))",
+                    choices: modes
                 )
             }
         }

@@ -16,17 +16,26 @@ extension ConfigurationDecoder {
             if let target = AgentConfiguration.LogTarget(rawValue: name) {
                 c.logTarget = target
             } else {
-                problem(v, "agent.log_target", "must be auto, journal or stderr, got \"\(name)\"")
+                notOneOf(
+                    v,
+                    "agent.log_target",
+                    name,
+                    "must be auto, journal or stderr",
+                    choices: ["auto", "journal", "stderr"]
+                )
             }
         }
         if let v = agent?["log_level"], let name = string(v, "agent.log_level") {
-            if ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(name) {
+            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+            if levels.contains(name) {
                 c.logLevel = name
             } else {
-                problem(
+                notOneOf(
                     v,
                     "agent.log_level",
-                    "must be one of trace, debug, info, notice, warning, error, critical, got \"\(name)\""
+                    name,
+                    "must be one of \(levels.joined(separator: ", "))",
+                    choices: levels
                 )
             }
         }

@@ -8,6 +8,10 @@ extension ConfigurationDecoder {
         "start_at_end",
     ])
     .union(httpInputKeys)
+    /// The one message for mistakes common enough to deserve one.
+    static let inputHints = [
+        "path": "a file input takes paths, a list of paths or globs: paths = [\"/var/log/sensors/*.ndjson\"]"
+    ]
     /// Keys only an HTTP input takes.
     static let httpInputKeys: Set<String> = [
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
@@ -18,13 +22,19 @@ extension ConfigurationDecoder {
     mutating func decodeInputs(_ value: TOMLValue?, types: [RecordType]) -> [InputSettings] {
         var inputs: [InputSettings] = []
         var names = Set<String>()
-        for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys) {
+        for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys, hints: Self.inputHints) {
             guard let kindName = string(t["kind"], key + ".kind") else {
                 problem(item, key + ".kind", "is required: stdin, file, serial or http")
                 continue
             }
             guard let kind = InputSettings.Kind(rawValue: kindName) else {
-                problem(t["kind"], key + ".kind", "must be stdin, file, serial or http, got \"\(kindName)\"")
+                notOneOf(
+                    t["kind"],
+                    key + ".kind",
+                    kindName,
+                    "must be stdin, file, serial or http",
+                    choices: ["stdin", "file", "serial", "http"]
+                )
                 continue
             }
             var input = InputSettings(kind: kind, name: kindName)
@@ -32,7 +42,7 @@ extension ConfigurationDecoder {
                 if let format = InputSettings.Format(rawValue: name) {
                     input.format = format
                 } else {
-                    problem(f, key + ".format", "must be ndjson or csv, got \"\(name)\"")
+                    notOneOf(f, key + ".format", name, "must be ndjson or csv", choices: ["ndjson", "csv"])
                 }
             }
             if let v = t["type"], let name = string(v, key + ".type") {
@@ -53,7 +63,7 @@ extension ConfigurationDecoder {
                 break
             case .file:
                 if let p = t["paths"] { input.paths = strings(p, key + ".paths") }
-                if input.paths.isEmpty {
+                if input.paths.isEmpty, t["path"] == nil {  // `path` has its own message
                     problem(t["paths"] ?? item, key + ".paths", "a file input needs at least one path or glob")
                 }
                 input.name = "file:" + input.paths.joined(separator: ",")

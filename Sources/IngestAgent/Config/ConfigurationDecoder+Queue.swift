@@ -22,14 +22,26 @@ extension ConfigurationDecoder {
             if let policy = OverflowPolicy(name: name) {
                 c.queue.overflowPolicy = policy
             } else {
-                problem(v, "queue.overflow_policy", "must be one of block, drop_newest, drop_oldest, got \"\(name)\"")
+                notOneOf(
+                    v,
+                    "queue.overflow_policy",
+                    name,
+                    "must be one of block, drop_newest, drop_oldest",
+                    choices: ["block", "drop_newest", "drop_oldest"]
+                )
             }
         }
         if let v = queue?["durability"], let name = string(v, "queue.durability") {
             if let durability = Durability(name: name) {
                 c.queue.durability = durability
             } else {
-                problem(v, "queue.durability", "must be power_loss_safe or crash_safe, got \"\(name)\"")
+                notOneOf(
+                    v,
+                    "queue.durability",
+                    name,
+                    "must be power_loss_safe or crash_safe",
+                    choices: ["power_loss_safe", "crash_safe"]
+                )
             }
         }
         if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) {

@@ -95,11 +95,8 @@ extension ConfigurationDecoder {
             problem(t[key], "upload.\(key)", "is for sink = \(sinks); this [upload] has sink = \"\(name)\"")
         }
         guard let kind = SinkSettings.kinds.first(where: { $0.name == name }) else {
-            problem(
-                t["sink"],
-                "upload.sink",
-                "must be one of \(SinkSettings.names.joined(separator: ", ")), got \"\(name.prefix(40))\""
-            )
+            let names = SinkSettings.names
+            notOneOf(t["sink"], "upload.sink", name, "must be one of \(names.joined(separator: ", "))", choices: names)
             return nil
         }
         if !kind.isOverHTTP {

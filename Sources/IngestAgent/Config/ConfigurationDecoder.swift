@@ -18,6 +18,13 @@ import Glibc
 struct ConfigurationDecoder {
     var problems: [ConfigurationProblem] = []
 
+    /// The problems in the order of the file (those without a line, such as
+    /// a required key that is missing, last), as `check-config` lists them.
+    var problemsByLine: [ConfigurationProblem] {
+        problems.enumerated().sorted { ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset) }
+            .map(\.element)
+    }
+
     mutating func problem(_ value: TOMLValue?, _ key: String, _ message: String) {
         problems.append(ConfigurationProblem(line: value?.line, key: key, message: message))
     }
@@ -155,7 +162,8 @@ struct ConfigurationDecoder {
     mutating func arrayOfTables(
         _ value: TOMLValue?,
         _ name: String,
-        known: Set<String>
+        known: Set<String>,
+        hints: [String: String] = [:]
     ) -> [(key: String, table: TOMLTable, item: TOMLValue)] {
         guard let value else { return [] }
         guard case .array(let items) = value.kind else {
@@ -169,23 +177,35 @@ struct ConfigurationDecoder {
                 problem(item, key, "must be a table")
                 continue
             }
-            rejectUnknown(t, known: known, prefix: key + ".", line: item.line)
+            rejectUnknown(t, known: known, prefix: key + ".", line: item.line, hints: hints)
             tables.append((key, t, item))
         }
         return tables
     }
 
-    mutating func rejectUnknown(_ table: TOMLTable?, known: Set<String>, prefix: String, line: Int? = nil) {
+    /// Each key of `table` not in `known` is a problem, with the closest
+    /// known key when one is likely meant; `hints` gives the whole message
+    /// for a mistake common enough to deserve one (`path` for `paths`).
+    mutating func rejectUnknown(
+        _ table: TOMLTable?,
+        known: Set<String>,
+        prefix: String,
+        line: Int? = nil,
+        hints: [String: String] = [:]
+    ) {
         guard let table else { return }
         for entry in table.entries where !known.contains(entry.key) {
-            problems.append(
-                ConfigurationProblem(
-                    line: entry.value.line,
-                    key: prefix + entry.key,
-                    message: "unknown key: expected one of \(known.sorted().joined(separator: ", "))"
-                )
-            )
+            let message =
+                hints[entry.key]
+                ?? "unknown key\(Suggestion.phrase(for: entry.key, among: known)): expected one of \(known.sorted().joined(separator: ", "))"
+            problems.append(ConfigurationProblem(line: entry.value.line, key: prefix + entry.key, message: message))
         }
+    }
+
+    /// A name that is none of `choices`: "must be one of …, got "x"", with
+    /// the closest choice when one is likely meant.
+    mutating func notOneOf(_ value: TOMLValue?, _ key: String, _ got: String, _ must: String, choices: [String]) {
+        problem(value, key, "\(must), got \"\(got.prefix(40))\"\(Suggestion.phrase(for: got, among: choices))")
     }
 }
 
