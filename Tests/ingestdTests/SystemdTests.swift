@@ -56,13 +56,19 @@ import Testing
         #expect(!result.stderr.contains("Rejected"), "with --log-target journal nothing is logged to stderr")
 
         let entries = try Journald.entries(matching: "INGEST_INPUT=\(name)", expecting: 2)
-        let rejected = try #require(entries.first { $0["MESSAGE"] as? String == "Rejected an input line" })
+        // The message itself says which line, why and what: the journal's default view shows it all.
+        let rejected = try #require(
+            entries.first {
+                $0["MESSAGE"] as? String
+                    == #"Rejected line 2 of \#(name): type_mismatch: field 'windSpeedInMph' must be an integer, got "fast""#
+            }
+        )
         #expect(rejected["PRIORITY"] as? String == "4")
         #expect(rejected["SYSLOG_IDENTIFIER"] as? String == "ingestd")
         #expect(rejected["INGEST_LINE"] as? String == "2")
         #expect(rejected["INGEST_REASON"] as? String == "type_mismatch")
         #expect(rejected["INGEST_DETAIL"] as? String == #"field 'windSpeedInMph' must be an integer, got "fast""#)
-        #expect((rejected["CODE_FILE"] as? String)?.hasSuffix("LineIngestor.swift") == true)
+        #expect((rejected["CODE_FILE"] as? String)?.hasSuffix("RejectionLog.swift") == true)
         #expect(rejected["CODE_LINE"] is String, "CODE_LINE must appear exactly once")
         #expect(rejected["CODE_FUNC"] is String)
         let reading = try #require(entries.first { $0["MESSAGE"] as? String == "Reading stdin" })
@@ -75,6 +81,31 @@ import Testing
         #expect(last["INGEST_ACCEPTED"] as? String == "1")
         #expect(last["INGEST_REJECTED"] as? String == "1")
         #expect(last["INGEST_REJECTED_TYPE_MISMATCH"] as? String == "1")
+    }
+
+    /// A flood of bad lines: the first ten of a reason are logged one by
+    /// one, the rest as one summary, so journald's own rate limit never
+    /// drops what matters; every line is still counted.
+    @Test(.enabled(if: canRunJournald, "needs root and /lib/systemd/systemd-journald"))
+    func aFloodOfRejectionsIsSummarizedInTheJournal() throws {
+        let journald = try Journald.startIfNeeded()
+        defer { journald?.stop() }
+        let name = "flood-\(UUID().uuidString.prefix(8))"
+        let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\nname = \"\(name)\"\n")
+        let input = (1...5_000).map { $0 % 1000 == 0 ? reading($0) : "{not json \($0)" }.joined(separator: "\n") + "\n"
+        let result = try fixture.run(["run", "--log-target", "journal"], stdin: Data(input.utf8))
+        #expect(result.status == 0, "\(result.stderr)")
+        let entries = try Journald.entries(matching: "INGEST_INPUT=\(name) INGEST_REASON=malformed_json", expecting: 11)
+        let messages = entries.compactMap { $0["MESSAGE"] as? String }
+        let oneByOne = messages.filter { $0.hasPrefix("Rejected line ") }
+        #expect(oneByOne.count == 10, "\(messages.count) entries")
+        #expect(oneByOne.first?.hasPrefix("Rejected line 1 of \(name): malformed_json: ") == true)
+        let summaries = messages.filter { $0.hasPrefix("… and ") }
+        #expect(summaries.count == 1)
+        #expect(
+            summaries.first?.hasPrefix("… and 4,985 more malformed_json rejections from \(name) in the last ") == true
+        )
+        #expect(try fixture.status()["rejected_total"] as? Int == 4_995)
     }
 }
 
@@ -166,7 +197,8 @@ final class Journald {
         for _ in 0..<50 {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/journalctl")
-            var arguments = ["-o", "json", "--no-pager", match]
+            // Several matches (space-separated, of different fields) must all hold.
+            var arguments = ["-o", "json", "--no-pager"] + match.split(separator: " ").map(String.init)
             for dir in ["/run/log/journal", "/var/log/journal"] where FileManager.default.fileExists(atPath: dir) {
                 arguments = ["-D", dir] + arguments
                 break

@@ -148,6 +148,10 @@ import Testing
         #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 0 })
         #expect(agent.terminate() == 0)
         #expect(try backend.stats()["duplicates"] as? Int == 0)
+        // The journal (here stderr) says when uploads recovered, and how long the trouble lasted.
+        let resumed = agent.stderr.split(separator: "\n").filter { $0.contains("Uploads resumed after ") }
+        #expect(resumed.count == 1, "\(agent.stderr.suffix(2000))")
+        #expect(resumed.first?.contains(" records waiting") == true)
     }
 
     @Test func aBatchOutOfRetriesBecomesDeadLettersNotLoss() throws {

@@ -26,6 +26,8 @@ package final class Uploader: Sendable {
     /// queue again when no commit woke it: commits always wake it, so this
     /// is only a safety net, kept rare so an idle agent sleeps.
     static let idleRecheckMilliseconds = 10_000
+    /// Since when (monotonic ms) uploads have failed or been held; nil while they succeed.
+    private let troubleSince = Mutex<Int64?>(nil)
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
     /// Builds the sink on the upload thread; nil: the ingest protocol to
@@ -251,10 +253,26 @@ package final class Uploader: Sendable {
         state.update { $0.connected = true }
         storedSinceReset.store(true, ordering: .relaxed)
         recordLastUpload("stored \(count)")
+        if let since = troubleSince.withLock({ $0.take() }) {
+            let waiting = (try? queue.statistics().queuedRecords).map { LogText.grouped($0) } ?? "?"
+            let after = LogText.duration(milliseconds: monotonicMilliseconds() - since)
+            logger.notice(
+                "Uploads resumed after \(after); \(waiting) records waiting",
+                metadata: ["ingest.trouble_ms": "\(monotonicMilliseconds() - since)", "ingest.queued": "\(waiting)"]
+            )
+        }
+    }
+
+    /// Notes when uploading started to fail or was held, for the recovery
+    /// message (the first failure of a streak counts).
+    private func troubleStarted() {
+        let now = monotonicMilliseconds()
+        troubleSince.withLock { if $0 == nil { $0 = now } }
     }
 
     /// Shows a backoff in the state, and reports and logs it when due.
     private func announce(_ wait: LeaseDelivery.RetryWait) {
+        troubleStarted()
         let until = wallClockMilliseconds() + Int64(wait.delayMilliseconds)
         state.update {
             $0.state = .backingOff
@@ -329,6 +347,7 @@ package final class Uploader: Sendable {
     }
 
     private func holdFor(_ reason: String) -> LeaseResult {
+        troubleStarted()
         if state.snapshot.reason != reason {
             logger.error(
                 "Uploading is held: everything stays queued until this is fixed",
@@ -345,6 +364,7 @@ package final class Uploader: Sendable {
     }
 
     private func waitForUser(reason: String, report: EdgeIngestError?) -> LeaseResult {
+        troubleStarted()
         if state.snapshot.state != .waitingForUser {
             logger.error(
                 "Uploading waits for the user to log in again; everything stays queued",

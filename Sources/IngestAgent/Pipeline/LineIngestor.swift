@@ -25,6 +25,8 @@ struct LineIngestor {
     private var pendingRejections: [String: Int64] = [:]
     private var pendingLines = 0
     private var lastCommit = monotonicSeconds()
+    /// Rejected lines in the journal, a flood cut to a summary.
+    private var rejectionLog: RejectionLog
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
@@ -57,6 +59,7 @@ struct LineIngestor {
         self.rejects = rejects
         self.commitMaxRecords = commitMaxRecords
         self.committer = committer
+        rejectionLog = RejectionLog(input: settings.name, logger: logger)
         framer = LineFramer(
             delimiter: settings.delimiter,
             maxLineBytes: settings.maxLineBytes,
@@ -90,6 +93,7 @@ struct LineIngestor {
 
     /// Submits what is pending and waits until everything submitted is durable.
     mutating func flushAndWait() throws {
+        rejectionLog.flushAll()
         try flush()
         try committer.drain()
     }
@@ -107,6 +111,7 @@ struct LineIngestor {
 
     /// Commits what is pending if the commit interval has passed.
     mutating func flushIfDue(intervalSeconds: Double) throws {
+        rejectionLog.flushExpired()
         if pendingLines > 0, monotonicSeconds() - lastCommit >= intervalSeconds { try flush() }
     }
 
@@ -189,13 +194,7 @@ struct LineIngestor {
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {
         pendingRejections[rejection.reason, default: 0] += 1
-        logger.warning(
-            "Rejected an input line",
-            metadata: [
-                "ingest.input": "\(settings.name)", "ingest.line": "\(line)", "ingest.reason": "\(rejection.reason)",
-                "ingest.detail": "\(rejection.message)",
-            ]
-        )
+        rejectionLog.rejected(rejection, line: line)
         rejects?.append(input: settings.name, line: line, rejection: rejection, raw: raw, rawLength: rawLength)
     }
 }
