@@ -99,6 +99,20 @@ public struct Agent: Sendable {
             logger: logger
         )
         services.append(.init(service: status))
+        // Last to start, first to stop: scrapes see a running agent.
+        if let metrics = configuration.metrics {
+            let idle = Int32(InputContext.idleHeartbeat(watchdogMicroseconds: notifier.watchdogMicroseconds))
+            services.append(
+                .init(
+                    service: try MetricsService(
+                        settings: metrics,
+                        status: status,
+                        idleMilliseconds: idle,
+                        logger: logger
+                    )
+                )
+            )
+        }
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
         let group = ServiceGroup(configuration: groupConfiguration)

@@ -33,6 +33,7 @@ import Testing
         ("[[inputs]]", ConfigurationDecoder.inputKeys), ("[upload]", ConfigurationDecoder.uploadKeys),
         ("[auth]", ConfigurationDecoder.authKeys), ("[client_reset]", ConfigurationDecoder.clientResetKeys),
         ("[[migrations]]", ConfigurationDecoder.migrationKeys),
+        ("[metrics]", ConfigurationDecoder.metricsKeys),
     ])
     func everyAcceptedKeyIsDocumented(section: String, accepted: Set<String>) {
         let documented = Self.keys(inSection: section)

@@ -49,7 +49,7 @@ extension ConfigurationDecoder {
     /// The sections a configuration file may have; each is decoded by the
     /// file named after it (`ConfigurationDecoder+Queue.swift`, …).
     static let sections: Set<String> = [
-        "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations",
+        "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations", "metrics",
     ]
 
     /// The whole file: every section, then the checks that span sections.
@@ -79,6 +79,7 @@ extension ConfigurationDecoder {
         }
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
+        c.metrics = decodeMetrics(table(root["metrics"], "metrics"))
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.queue.schemaVersion)
         if c.upload != nil, let upload { c.sink.configuration.check(c, upload: upload, &self) }
         if c.auth != nil, c.upload == nil {

@@ -39,6 +39,8 @@ public struct AgentConfiguration: Sendable {
     public var sink: SinkSettings = .ingestProtocol
     /// Log in to the backend (an `[auth]` section) instead of a static token.
     public var auth: AuthSettings?
+    /// `/metrics`, `/health` and `/ready` over HTTP (`[metrics]`); nil: not served.
+    public var metrics: MetricsSettings?
     /// What a client reset demanded by the backend does.
     public var clientReset = ClientResetSettings()
 

@@ -12,6 +12,16 @@ struct HTTPServerResponse: Sendable {
         self.body = body
     }
 
+    /// A plain-text answer.
+    static func text(
+        _ status: Int,
+        _ text: String,
+        contentType: String = "text/plain; charset=utf-8",
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headers: [("Content-Type", contentType)] + headers, body: Array(text.utf8))
+    }
+
     /// A JSON answer; `fields` are written in order (strings escaped).
     static func json(
         _ status: Int,

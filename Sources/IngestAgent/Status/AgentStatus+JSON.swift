@@ -29,40 +29,92 @@ extension AgentStatus {
                 status.pid = pid
             }
         ),
-        .string(K.state.stringValue, \.state),
+        Field(
+            key: K.state.stringValue,
+            write: { .string($0.state) },
+            read: { $0.state = try $1.string(K.state.stringValue) },
+            metrics: [
+                MetricFamily(
+                    name: "ingestd_state",
+                    kind: .gauge,
+                    help: "1 for the agent's current state (the uploader's phase, or stopped); 0 for the others."
+                ) { s in
+                    (stateNames.contains(s.state) ? stateNames : stateNames + [s.state]).map {
+                        .init(labels: [("state", $0)], value: $0 == s.state ? 1 : 0)
+                    }
+                }
+            ]
+        ),
         .string(K.updatedAt.stringValue, \.updatedAt),
         .string(K.openState.stringValue, \.openState, absent: "open"),
         .optionalString(K.problem.stringValue, \.problem, text: { $0.problem.map { "problem:  \($0)" } }),
         .int(K.queuedRecords.stringValue, \.queuedRecords) { s in
             "queued:   \(s.queuedRecords) records, \(s.queuedBytes) bytes"
                 + (s.oldestAgeWholeSeconds.map { ", oldest \($0) s" } ?? "")
-        },
-        .int(K.queuedBytes.stringValue, \.queuedBytes),
-        .optionalDouble(K.oldestAgeSeconds.stringValue, \.oldestAgeSeconds),
-        .int(K.acceptedTotal.stringValue, \.acceptedTotal) { "accepted: \($0.acceptedTotal)" },
+        }
+        .exported("ingestd_queued_records", .gauge, help: "Readings in the queue, not yet confirmed by the sink."),
+        .int(K.queuedBytes.stringValue, \.queuedBytes)
+            .exported("ingestd_queued_bytes", .gauge, help: "Bytes of the readings in the queue (encoded records)."),
+        .optionalDouble(K.oldestAgeSeconds.stringValue, \.oldestAgeSeconds)
+            .exported("ingestd_oldest_queued_age_seconds", .gauge, help: "Age of the oldest queued reading."),
+        .int(K.acceptedTotal.stringValue, \.acceptedTotal) { "accepted: \($0.acceptedTotal)" }
+            .exported(
+                "ingestd_accepted_records_total",
+                .counter,
+                help: "Readings validated and committed to the queue."
+            ),
         .int(K.rejectedTotal.stringValue, \.rejectedTotal) {
             "rejected: \($0.rejectedTotal)" + reasons($0.rejectedByReason)
         },
-        .counts(K.rejectedByReason.stringValue, \.rejectedByReason),
-        .int(K.uploadedTotal.stringValue, \.uploadedTotal) { "uploaded: \($0.uploadedTotal)" },
+        .counts(K.rejectedByReason.stringValue, \.rejectedByReason)
+            .exported(
+                "ingestd_rejected_records_total",
+                .counter,
+                help: "Input lines refused, by reason.",
+                label: "reason"
+            ),
+        .int(K.uploadedTotal.stringValue, \.uploadedTotal) { "uploaded: \($0.uploadedTotal)" }
+            .exported(
+                "ingestd_uploaded_records_total",
+                .counter,
+                help: "Readings the sink confirmed, deleted from the queue."
+            ),
         .int(K.droppedTotal.stringValue, \.droppedTotal) {
             "dropped:  \($0.droppedTotal)" + reasons($0.droppedByReason)
         },
-        .counts(K.droppedByReason.stringValue, \.droppedByReason),
+        .counts(K.droppedByReason.stringValue, \.droppedByReason)
+            .exported(
+                "ingestd_dropped_records_total",
+                .counter,
+                help: "Readings dropped from the queue, by reason.",
+                label: "reason"
+            ),
         .int(K.deadLetterRecords.stringValue, \.deadLetterRecords) { s in
             s.deadLetterRecords == 0 ? nil : "dead letters: \(s.deadLetterRecords) (ingestd dead-letter list)"
-        },
+        }
+        .exported("ingestd_dead_letter_records", .gauge, help: "Records in the dead-letter table."),
         .optionalInt(K.receivedDuplicatesTotal.stringValue, \.receivedDuplicatesTotal) { s in
             s.receivedDuplicatesTotal.flatMap { $0 == 0 ? nil : "duplicates: \($0) received again and not stored" }
-        },
+        }
+        .exported(
+            "ingestd_received_duplicates_total",
+            .counter,
+            help: "Records an HTTP input received again (same _id) and did not store again."
+        ),
         .optionalString(K.uploadReason.stringValue, \.uploadReason) { s in
             s.uploadReason.map { reason in
                 "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason
             }
         },
         .optionalString(K.backingOffUntil.stringValue, \.backingOffUntil),
-        .optionalInt(K.uploadRequests.stringValue, \.uploadRequests),
-        .optionalInt(K.uploadResends.stringValue, \.uploadResends),
+        .optionalInt(K.uploadRequests.stringValue, \.uploadRequests)
+            .exported("ingestd_upload_requests_total", .counter, help: "Batches sent to the sink, re-sends included."),
+        .optionalInt(K.uploadResends.stringValue, \.uploadResends)
+            .exported(
+                "ingestd_upload_resends_total",
+                .counter,
+                help: "Batches sent again after a failure (same _ids)."
+            ),
         Field(
             key: K.lastUpload.stringValue,
             write: { $0.lastUpload.map { .object([("at", .string($0.at)), ("outcome", .string($0.outcome))]) } },
@@ -79,11 +131,20 @@ extension AgentStatus {
             read: { status, members in
                 status.inputs = try members.array(K.inputs.stringValue).map { try InputCounters.Snapshot(json: $0) }
             },
-            text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") }
+            text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") },
+            metrics: InputCounters.Snapshot.metrics
         ),
     ]
 
     private typealias K = CodingKeys
+
+    /// The states `ingestd_state` always lists (an unknown one is added).
+    private static let stateNames = [
+        "idle", "uploading", "backing_off", "error", "waiting_for_user", "client_reset", "stopped",
+    ]
+
+    /// `/metrics`: every counter and gauge of the status.
+    public var prometheusText: String { Self.fields.prometheusText(of: self) }
 
     /// ` (bad_json 2, missing_field 1)`, or nothing.
     private static func reasons(_ byReason: [String: Int64]) -> String {
@@ -138,5 +199,35 @@ extension InputCounters.Snapshot {
             + (position.map { ", position \($0)" } ?? "")
             + (disconnected ? ", device disconnected" : "") + (problem.map { ", \($0)" } ?? "")
             + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
+    }
+}
+
+extension InputCounters.Snapshot {
+    /// Each input's counters in `/metrics`, labelled with its name.
+    static let metrics: [MetricFamily<AgentStatus>] = [
+        perInput("ingestd_input_lines_read_total", "Lines an input read.") { $0.linesRead },
+        perInput("ingestd_input_accepted_records_total", "Readings an input had committed.") { $0.accepted },
+        MetricFamily(
+            name: "ingestd_input_rejected_records_total",
+            kind: .counter,
+            help: "Lines an input refused, by reason."
+        ) {
+            status in
+            status.inputs.flatMap { input in
+                input.rejectedByReason.sorted { $0.key < $1.key }.map {
+                    .init(labels: [("input", input.name), ("reason", $0.key)], value: Double($0.value))
+                }
+            }
+        },
+    ]
+
+    private static func perInput(
+        _ name: String,
+        _ help: String,
+        _ value: @escaping @Sendable (InputCounters.Snapshot) -> Int64
+    ) -> MetricFamily<AgentStatus> {
+        MetricFamily(name: name, kind: .counter, help: help) { status in
+            status.inputs.map { .init(labels: [("input", $0.name)], value: Double(value($0))) }
+        }
     }
 }

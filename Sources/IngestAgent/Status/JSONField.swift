@@ -21,9 +21,39 @@ struct JSONField<Root>: Sendable {
     /// Its line in `ingestd status` (without indentation), or nil when it
     /// has none or nothing to show.
     var text: (@Sendable (Root) -> String?)?
+    /// Its number, for fields that have one (what ``exported(_:_:help:)`` reads).
+    var number: (@Sendable (Root) -> Double?)? = nil
+    /// Its counts by name, for fields that have them.
+    var counts: (@Sendable (Root) -> [String: Int64])? = nil
+    /// The metrics it gives `/metrics` (``MetricFamily``).
+    var metrics: [MetricFamily<Root>] = []
+
+    init(
+        key: String,
+        write: @escaping @Sendable (Root) -> JSONValue?,
+        read: @escaping @Sendable (inout Root, JSONMembers) throws -> Void,
+        text: (@Sendable (Root) -> String?)? = nil,
+        number: (@Sendable (Root) -> Double?)? = nil,
+        counts: (@Sendable (Root) -> [String: Int64])? = nil,
+        metrics: [MetricFamily<Root>] = []
+    ) {
+        self.key = key
+        self.write = write
+        self.read = read
+        self.text = text
+        self.number = number
+        self.counts = counts
+        self.metrics = metrics
+    }
 
     static func int(_ key: String, _ path: Path<Int64>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
-        Self(key: key, write: { .int($0[keyPath: path]) }, read: { $0[keyPath: path] = try $1.int(key) }, text: text)
+        Self(
+            key: key,
+            write: { .int($0[keyPath: path]) },
+            read: { $0[keyPath: path] = try $1.int(key) },
+            text: text,
+            number: { Double($0[keyPath: path]) }
+        )
     }
 
     static func optionalInt(_ key: String, _ path: Path<Int64?>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
@@ -31,7 +61,8 @@ struct JSONField<Root>: Sendable {
             key: key,
             write: { $0[keyPath: path].map(JSONValue.int) },
             read: { $0[keyPath: path] = try $1.optionalInt(key) },
-            text: text
+            text: text,
+            number: { $0[keyPath: path].map(Double.init) }
         )
     }
 
@@ -67,7 +98,8 @@ struct JSONField<Root>: Sendable {
         Self(
             key: key,
             write: { $0[keyPath: path].map(JSONValue.double) },
-            read: { $0[keyPath: path] = try $1.optionalDouble(key) }
+            read: { $0[keyPath: path] = try $1.optionalDouble(key) },
+            number: { $0[keyPath: path] }
         )
     }
 
@@ -82,7 +114,12 @@ struct JSONField<Root>: Sendable {
 
     /// Counts by name (`{"bad_json": 2}`).
     static func counts(_ key: String, _ path: Path<[String: Int64]>) -> Self {
-        Self(key: key, write: { .counts($0[keyPath: path]) }, read: { $0[keyPath: path] = try $1.counts(key) })
+        Self(
+            key: key,
+            write: { .counts($0[keyPath: path]) },
+            read: { $0[keyPath: path] = try $1.counts(key) },
+            counts: { $0[keyPath: path] }
+        )
     }
 
     static func optionalCounts(_ key: String, _ path: Path<[String: Int64]?>) -> Self {

@@ -37,7 +37,7 @@ struct StatusService: Service {
         var lastActivity: Activity? = nil
         var quietRounds = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let status = currentStatus(state: (upload?.snapshot.state ?? .idle).name)
+            let status = liveStatus()
             writeStatus(status)
             notifier.status(status.summary)
             // Nothing moved for a while: the agent is idle and this loop
@@ -95,6 +95,9 @@ struct StatusService: Service {
         writeStatus(status)
         logStats(status)
     }
+
+    /// The running agent's status now (what status.json gets next).
+    func liveStatus() -> AgentStatus { currentStatus(state: (upload?.snapshot.state ?? .idle).name) }
 
     func currentStatus(state: String) -> AgentStatus {
         do {
