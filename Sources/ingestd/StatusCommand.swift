@@ -34,6 +34,15 @@ struct StatusCommand: IngestdCommand {
         let statusPath: String
         if options.configPath == nil, let stateDirectory = options.stateDirectory {
             statusPath = stateDirectory + "/status.json"
+        } else if options.configPath == nil, access(options.resolvedPath(environment: environment), R_OK) != 0 {
+            // No configuration to read (a box where only the package's
+            // agent runs, as another user): look where agents keep their state.
+            let reason = String(cString: strerror(errno))
+            statusPath = try Self.findStatus(
+                configPath: options.resolvedPath(environment: environment),
+                unreadableBecause: reason,
+                environment
+            )
         } else {
             do {
                 statusPath = try options.load(environment: environment).statusPath
@@ -62,6 +71,41 @@ struct StatusCommand: IngestdCommand {
         }
         if !running { throw ExitCodes.notRunning }
         if status.state == "error" || status.problem != nil { throw ExitCodes.unhealthy }
+    }
+
+    /// The newest status file among the state directories an agent uses
+    /// without a configuration saying otherwise: systemd's
+    /// `$STATE_DIRECTORY`, the package's /var/lib/ingestd, then the user's
+    /// (`$XDG_STATE_HOME/ingestd`, `~/.local/state/ingestd`).
+    static func findStatus(
+        configPath: String,
+        unreadableBecause reason: String,
+        _ environment: [String: String]
+    ) throws -> String {
+        var directories: [String] = []
+        for directory in [
+            environment["STATE_DIRECTORY"].flatMap { $0.split(separator: ":").first.map(String.init) },
+            "/var/lib/ingestd",
+            AgentConfiguration.defaultStateDirectory(environment: environment),
+        ] {
+            if let directory, !directory.isEmpty, !directories.contains(directory) { directories.append(directory) }
+        }
+        var newest: (path: String, modified: Int)?
+        for directory in directories {
+            var info = stat()
+            let path = directory + "/status.json"
+            guard stat(path, &info) == 0 else { continue }
+            if Int(info.st_mtim.tv_sec) > (newest?.modified ?? .min) { newest = (path, Int(info.st_mtim.tv_sec)) }
+        }
+        guard let newest else {
+            printError(
+                "No configuration at '\(configPath)' (\(reason)) and no status file in "
+                    + directories.joined(separator: ", ")
+                    + ": pass --config FILE (the agent's configuration) or --state-directory DIR (its state directory)."
+            )
+            throw ExitCodes.notRunning
+        }
+        return newest.path
     }
 
     private func printHuman(_ s: AgentStatus, running: Bool) {

@@ -142,3 +142,38 @@ import Testing
         #expect(result.stderr.hasPrefix("Cannot create the directory '/proc/none'"))
     }
 }
+
+/// `ingestd status` on a box whose configuration it cannot read (the
+/// package's agent runs as its own user): it finds the state, or says which
+/// option to pass.
+@Suite struct StatusWithoutConfigurationTests {
+    @Test func statusFindsTheAgentsStateWithoutItsConfiguration() throws {
+        let fixture = try AgentFixture()
+        #expect(try fixture.run(["run"], stdin: Data((reading(1) + "\n").utf8)).status == 0)
+        var environment = IngestdBinary.environment
+        environment["CONFIGURATION_DIRECTORY"] = fixture.dir.file("no-such-dir")
+        environment["STATE_DIRECTORY"] = fixture.stateDirectory
+        let result = try IngestdBinary.run(["status"], environment: environment)
+        #expect(result.status == 3, "not running: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("ingestd: not running, state stopped"), "\(result.stdout)")
+        #expect(result.stdout.contains("  accepted: 1"))
+    }
+
+    @Test(.enabled(if: !FileManager.default.fileExists(atPath: "/var/lib/ingestd/status.json")))
+    func withNothingToFindStatusSaysWhichOptionToPass() throws {
+        let dir = try TemporaryDirectory()
+        var environment = IngestdBinary.environment
+        environment["CONFIGURATION_DIRECTORY"] = dir.file("etc")
+        environment["HOME"] = dir.file("home")
+        environment["XDG_STATE_HOME"] = nil
+        let result = try IngestdBinary.run(["status"], environment: environment)
+        #expect(result.status == 3)
+        #expect(
+            result.stderr.contains(
+                "No configuration at '\(dir.file("etc"))/ingestd.toml' (No such file or directory) and no status file in "
+            ),
+            "\(result.stderr)"
+        )
+        #expect(result.stderr.contains("pass --config FILE (the agent's configuration) or --state-directory DIR"))
+    }
+}
