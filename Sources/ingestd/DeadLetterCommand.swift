@@ -8,18 +8,23 @@ import Glibc
 enum DeadLetterCommand {
     static let spec = CommandSpec(
         name: "dead-letter",
-        abstract: "List, export or replay records the backend refused one by one.",
+        abstract: "List, export, replay or purge records the backend refused one by one.",
         discussion: """
             Dead letters are records a backend refused (isolated by bisecting a rejected \
             batch, or rejected in a 2xx body, or out of retries). They are kept with the \
-            reason, never retried automatically. These commands open the queue, so stop \
-            the agent first (systemctl stop ingestd): a running agent holds it.
+            reason, never retried automatically. list and export read the queue, also \
+            while the agent runs; replay and purge change it, so stop the agent first \
+            (systemctl stop ingestd): a running agent holds it.
             """,
-        subcommands: [List.spec, Export.spec, Replay.spec]
+        subcommands: [List.spec, Export.spec, Replay.spec, Purge.spec]
     )
 
     static func openQueue(_ options: ConfigurationOptions) throws -> DurableQueue {
         try openAgentQueue(options).1
+    }
+
+    static func openQueueForReading(_ options: ConfigurationOptions) throws -> DurableQueue {
+        try openAgentQueueForReading(options).1
     }
 
     struct List: IngestdCommand {
@@ -43,7 +48,7 @@ enum DeadLetterCommand {
         }
 
         func run() throws {
-            let letters = try DeadLetterCommand.openQueue(options).deadLetters()
+            let letters = try DeadLetterCommand.openQueueForReading(options).deadLetters()
             print("\(letters.count) dead letter\(letters.count == 1 ? "" : "s")")
             for letter in letters.prefix(limit) {
                 print("  #\(letter.number)  \(letter.recordID)  \(letter.type)  \(letter.reason)")
@@ -71,7 +76,7 @@ enum DeadLetterCommand {
         }
 
         func run() throws {
-            let letters = try DeadLetterCommand.openQueue(options).deadLetters()
+            let letters = try DeadLetterCommand.openQueueForReading(options).deadLetters()
             let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             // An existing file keeps its mode through O_CREAT: the records are private.
             guard fd >= 0, fchmod(fd, 0o600) == 0 else {
@@ -132,6 +137,90 @@ enum DeadLetterCommand {
             let queue = try DeadLetterCommand.openQueue(options)
             let n = try queue.replayDeadLetters(all ? nil : Set(numbers))
             print("Replayed \(n) dead letter\(n == 1 ? "" : "s") into the queue.")
+        }
+    }
+
+    struct Purge: IngestdCommand {
+        static let spec = CommandSpec(
+            name: "purge",
+            abstract: "Delete dead letters for good (export them first if they may be needed).",
+            discussion: """
+                On a terminal it asks before deleting (--yes does not ask); in a script \
+                the options are the confirmation. Exits 0 with the number deleted, 1 when \
+                the question is answered no.
+
+                Examples:
+                  ingestd dead-letter purge --older-than 30d
+                  ingestd dead-letter export --out refused.ndjson && ingestd dead-letter purge --all --yes
+                """,
+            options: ConfigurationOptions.specs + [allFlag.spec, olderThanOption.spec, yesFlag.spec],
+            command: Purge.self
+        )
+        static let allFlag = Flag("all", help: "Delete every dead letter.")
+        static let olderThanOption = Option<String>(
+            "older-than",
+            "age",
+            help: "Delete those refused longer ago than this: 90s, 30m, 12h or 7d."
+        )
+        static let yesFlag = Flag("yes", help: "Do not ask on a terminal.")
+
+        let options: ConfigurationOptions
+        /// Milliseconds; nil with --all.
+        let olderThan: Int64?
+        let yes: Bool
+
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            options = ConfigurationOptions(arguments)
+            yes = arguments[Self.yesFlag]
+            let all = arguments[Self.allFlag]
+            let age = arguments[Self.olderThanOption]
+            switch (all, age) {
+            case (true, nil): olderThan = nil
+            case (false, let age?):
+                guard let milliseconds = Self.milliseconds(age) else {
+                    throw UsageError(
+                        "--older-than takes a number with s, m, h or d (90s, 30m, 12h, 7d), got '\(age)'.",
+                        option: Self.olderThanOption.spec
+                    )
+                }
+                olderThan = milliseconds
+            case (true, _?): throw UsageError("--all and --older-than exclude each other.")
+            case (false, nil): throw UsageError("Say which: --all, or --older-than AGE (e.g. 7d).")
+            }
+        }
+
+        /// "90s", "30m", "12h", "7d" in milliseconds.
+        static func milliseconds(_ text: String) -> Int64? {
+            guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0 else { return nil }
+            let scale: Int64
+            switch unit {
+            case "s": scale = 1_000
+            case "m": scale = 60_000
+            case "h": scale = 3_600_000
+            case "d": scale = 86_400_000
+            default: return nil
+            }
+            let (product, overflow) = n.multipliedReportingOverflow(by: scale)
+            return overflow ? nil : product
+        }
+
+        func run() throws {
+            let queue = try DeadLetterCommand.openQueue(options)
+            let cutoff = olderThan.map { wallClockMilliseconds() - $0 }
+            let chosen = try queue.deadLetters().filter { letter in cutoff.map { letter.failedAt < $0 } ?? true }
+            guard !chosen.isEmpty else {
+                print("No dead letters to delete.")
+                return
+            }
+            if !yes, isatty(0) == 1, isatty(2) == 1 {
+                printErrorInline("Delete \(chosen.count) dead letter\(chosen.count == 1 ? "" : "s") for good? [y/N] ")
+                guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    printError("Nothing deleted.")
+                    throw ExitCodes.unhealthy
+                }
+            }
+            let n = try queue.purgeDeadLetters(failedBefore: cutoff)
+            print("Deleted \(n) dead letter\(n == 1 ? "" : "s").")
         }
     }
 }

@@ -42,7 +42,7 @@ enum Ingestd {
             being committed before a stop); 78 configuration error.
             """,
         subcommands: [
-            RunCommand.spec, CheckConfigCommand.spec, StatusCommand.spec, DeadLetterCommand.spec,
+            RunCommand.spec, CheckConfigCommand.spec, StatusCommand.spec, QueueCommand.spec, DeadLetterCommand.spec,
             ExportCommand.spec, ImportCommand.spec, ResetCommand.spec, HashSecretCommand.spec,
         ]
     )

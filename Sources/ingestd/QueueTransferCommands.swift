@@ -17,10 +17,23 @@ func openAgentQueue(_ options: ConfigurationOptions) throws -> (AgentConfigurati
     return (configuration, try openQueue(configuration.queueConfiguration))
 }
 
-/// Opens a queue, turning failures into a message and an exit code.
-func openQueue(_ queueConfiguration: QueueConfiguration) throws -> DurableQueue {
+/// Opens the agent's queue to read it, also while the agent runs (no lock,
+/// nothing written: ``DurableQueue/openForReading(_:logger:)``).
+func openAgentQueueForReading(_ options: ConfigurationOptions) throws -> (AgentConfiguration, DurableQueue) {
+    let configuration: AgentConfiguration
     do {
-        return try DurableQueue.open(queueConfiguration)
+        configuration = try options.load(environment: processEnvironment())
+    } catch {
+        printError("\(error)")
+        throw ExitCodes.configError
+    }
+    return (configuration, try openQueue(configuration.queueConfiguration, readOnly: true))
+}
+
+/// Opens a queue, turning failures into a message and an exit code.
+func openQueue(_ queueConfiguration: QueueConfiguration, readOnly: Bool = false) throws -> DurableQueue {
+    do {
+        return try readOnly ? DurableQueue.openForReading(queueConfiguration) : DurableQueue.open(queueConfiguration)
     } catch {
         printError("\(error)")
         throw ExitCodes.forError(error)

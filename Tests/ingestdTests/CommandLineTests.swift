@@ -58,7 +58,7 @@ import Testing
         }
         #expect(
             listed.map { $0.split(separator: " ")[0] } == [
-                "run", "check-config", "status", "dead-letter", "export", "import", "reset", "hash-secret",
+                "run", "check-config", "status", "queue", "dead-letter", "export", "import", "reset", "hash-secret",
             ]
         )
         #expect(help.contains("See 'ingestd help <subcommand>' for detailed help."))
@@ -136,10 +136,21 @@ import Testing
         try "[types.T]\nv = \"int\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         // A state directory that cannot exist: opening the queue is an I/O error (74).
         let result = try IngestdBinary.run([
-            "dead-letter", "list", "--config", config, "--state-directory", "/proc/none/state",
+            "dead-letter", "replay", "--all", "--config", config, "--state-directory", "/proc/none/state",
         ])
         #expect(result.status == 74, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("Cannot create the directory '/proc/none'"))
+        // Reading commands never create a queue: they say there is none.
+        let list = try IngestdBinary.run([
+            "dead-letter", "list", "--config", config, "--state-directory", "/proc/none/state",
+        ])
+        #expect(list.status == 74, "\(list.stderr)")
+        #expect(
+            list.stderr.hasPrefix(
+                "No queue at '/proc/none/state/queue.sqlite' (No such file or directory): has the agent run with this configuration?"
+            ),
+            "\(list.stderr)"
+        )
     }
 }
 

@@ -57,3 +57,62 @@ import Testing
         #expect(after["uploaded_total"] as? Int == 100)
     }
 }
+
+/// Issue 21: the queue and its dead letters can be looked at while the
+/// agent runs; dead letters can be purged.
+@Suite(.serialized) struct LiveInspectionTests {
+    @Test func deadLettersAndQueuedReadingsCanBeReadWhileTheAgentRuns() throws {
+        let backend = try TestBackend(["--poison", "POISON"])
+        let fixture = try UploadTests.fixture(backend, "max_records = 100", linger: 300)
+        let (agent, _) = try UploadTests.stream(
+            fixture,
+            backend,
+            UploadTests.readings(0..<10, poison: 4, device: "POISON"),
+            expected: 9
+        )
+        // The agent still runs and holds the queue: the readers do not need it stopped.
+        #expect(agent.process.isRunning)
+        let list = try fixture.run(["dead-letter", "list"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.hasPrefix("1 dead letter\n"), "\(list.stdout)")
+        let out = fixture.dir.file("dead.ndjson")
+        #expect(try fixture.run(["dead-letter", "export", "--out", out]).status == 0)
+        #expect(try String(contentsOfFile: out, encoding: .utf8).contains("POISON"))
+        let stats = try fixture.run(["queue", "stats"])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains("  dead letters: 1\n"), "\(stats.stdout)")
+        #expect(stats.stdout.contains("  uploaded:     9\n"), "\(stats.stdout)")
+        // A change still needs the queue to itself.
+        let purge = try fixture.run(["dead-letter", "purge", "--all"])
+        #expect(purge.status == 74 && purge.stderr.contains("is in use"), "\(purge.stderr)")
+        #expect(agent.terminate() == 0)
+        #expect(
+            try fixture.run(["dead-letter", "purge", "--older-than", "1d"]).stdout == "No dead letters to delete.\n"
+        )
+        let purged = try fixture.run(["dead-letter", "purge", "--all"])
+        #expect(purged.status == 0 && purged.stdout == "Deleted 1 dead letter.\n", "\(purged.stderr)")
+        #expect(try fixture.run(["dead-letter", "list"]).stdout == "0 dead letters\n")
+        #expect(try fixture.run(["dead-letter", "purge"]).status == 64, "purge needs --all or --older-than")
+        #expect(try fixture.run(["dead-letter", "purge", "--older-than", "7 days"]).status == 64)
+    }
+
+    @Test func peekShowsTheOldestQueuedReadingsOfAType() throws {
+        let fixture = try AgentFixture("[metrics]\nlisten = \"127.0.0.1:0\"\n")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write((1...5).map { reading($0) }.joined(separator: "\n") + "\n")
+        #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 5 })
+        let peek = try fixture.run(["queue", "peek", "--type", "WeatherSensor", "--limit", "3"])
+        #expect(peek.status == 0, "\(peek.stderr)")
+        let lines = peek.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.first?.contains(#""windSpeedInMph":1"#) == true, "\(peek.stdout)")
+        #expect(lines.allSatisfy { $0.hasPrefix(#"{"_id":""#) })
+        #expect(try fixture.run(["queue", "peek", "--type", "Nope"]).status == 64)
+        #expect(agent.terminate() == 0)
+        // Nothing was taken: all five are still queued.
+        #expect(try fixture.status()["queued_records"] as? Int == 5)
+    }
+}

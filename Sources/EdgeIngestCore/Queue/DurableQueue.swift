@@ -83,11 +83,32 @@ public final class DurableQueue: Sendable {
         throws -> DurableQueue
     {
         let configuration = try configuration.validated()
-        return try QueueRegistry.shared.open(key: registryKey(for: configuration.location)) { key in
+        let key = registryKey(for: configuration.location) + (configuration.readOnly ? "#read-only" : "")
+        return try QueueRegistry.shared.open(key: key) { key in
             try DurableQueue(configuration: configuration, logger: logger, registryKey: key)
         } mismatch: { existing in
             existing.configuration.settingsDiffering(from: configuration)
         }
+    }
+
+    /// Opens an existing queue file to read it while an agent may be
+    /// appending to and uploading from it: no lock is taken and nothing is
+    /// written (no migration, compaction or key set-up). Reads see the last
+    /// commit; anything that would write fails. For `ingestd queue stats`,
+    /// `queue peek` and `dead-letter list|export` on a running agent.
+    ///
+    /// ```swift
+    /// let queue = try DurableQueue.openForReading(configuration)
+    /// print(try queue.statistics().queuedRecords)
+    /// ```
+    public static func openForReading(
+        _ configuration: QueueConfiguration,
+        logger: Logger = Logger(label: "edgeingest.queue")
+    ) throws -> DurableQueue {
+        var configuration = configuration
+        configuration.readOnly = true
+        configuration.shouldCompactOnLaunch = nil
+        return try open(configuration, logger: logger)
     }
 
     private init(configuration: QueueConfiguration, logger: Logger, registryKey: String) throws {
@@ -105,6 +126,19 @@ public final class DurableQueue: Sendable {
                 db: SQLiteConnection(path: ":memory:", displayName: name),
                 isFile: false,
                 durability: configuration.durability
+            )
+        case .file(let path) where configuration.readOnly:
+            guard access(path, R_OK) == 0 else {
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "No queue at '\(path)' (\(String(cString: strerror(errno)))): has the agent run with this configuration?"
+                )
+            }
+            store = try QueueStore(
+                db: SQLiteConnection(path: path, displayName: path, readOnly: true),
+                isFile: true,
+                durability: configuration.durability,
+                readOnly: true
             )
         case .file(let path):
             try QueueFile.prepare(path: path)
@@ -188,6 +222,7 @@ public final class DurableQueue: Sendable {
             return
         }
         let cipher = try PayloadCipher(key: key, queueName: name)
+        if stored == nil, configuration.readOnly { return }  // nothing is encrypted yet: nothing to open
         if let stored {
             guard stored == cipher.keyCheck else {
                 throw EdgeIngestError(
@@ -216,7 +251,7 @@ public final class DurableQueue: Sendable {
                 "The queue \(configuration.location) holds records of schema version \(stored), newer than the configured \(configuration.schemaVersion). Open it with schema version \(stored) or higher; nothing was changed."
             )
         }
-        if stored < configuration.schemaVersion {
+        if stored < configuration.schemaVersion, !configuration.readOnly {
             try store.db.transaction {
                 if let block = configuration.migrationBlock {
                     try migrate(store, configuration: configuration, block: block)

@@ -74,6 +74,9 @@ public struct QueueConfiguration: Sendable {
     /// ``EdgeIngestError/Code/queueCorrupt`` and the file is left untouched.
     public var quarantineCorruptFile = false
 
+    /// Set by ``DurableQueue/openForReading(_:logger:)``: no lock, nothing written.
+    package var readOnly = false
+
     /// Whether to run SQLite's `quick_check` over the whole file at open
     /// (O(file size); see docs/QUEUE.md for its cost). The default is false:
     /// the header, format and schema are always checked.

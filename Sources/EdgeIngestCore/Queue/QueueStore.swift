@@ -49,11 +49,22 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     }
 
     /// Brings the database to the current format and prepares statements.
-    init(db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
+    /// `readOnly`: a connection for inspection; the file is not switched to
+    /// WAL or migrated (it must be in the current format already).
+    init(db: SQLiteConnection, isFile: Bool, durability: Durability, readOnly: Bool = false) throws {
         self.db = db
         syncsEveryCommit = isFile && durability == .powerLossSafe
-        try QueueStore.configure(db, isFile: isFile, durability: durability)
-        try QueueStore.migrate(db)
+        try QueueStore.configure(db, isFile: isFile && !readOnly, durability: durability)
+        if readOnly {
+            guard try db.integer("PRAGMA user_version") == QueueFormat.currentVersion else {
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "The queue '\(db.displayName)' is in an older format: start the agent once (it converts the file) before inspecting it."
+                )
+            }
+        } else {
+            try QueueStore.migrate(db)
+        }
         insertSegment = try db.prepare(
             "INSERT INTO segments(type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         )

@@ -10,9 +10,14 @@ final class SQLiteConnection {
     let role: String
 
     /// Opens (creating if needed) a database. `path` may be `:memory:`.
-    init(path: String, displayName: String, role: String = "queue") throws {
+    /// `readOnly` opens an existing file for reading only (alongside a
+    /// writer in another process: WAL lets readers see its last commit).
+    init(path: String, displayName: String, role: String = "queue", readOnly: Bool = false) throws {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags =
+            readOnly
+            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let detail = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
