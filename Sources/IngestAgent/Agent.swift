@@ -64,6 +64,7 @@ public struct Agent: Sendable {
                 queue: queue,
                 counters: inputCounters,
                 rejects: rejects,
+                rejectionLog: RejectionLog(input: settings.name, logger: logger),
                 commitMaxRecords: configuration.commitMaxRecords,
                 commitIntervalMilliseconds: configuration.commitIntervalMilliseconds,
                 logger: logger,

@@ -91,11 +91,22 @@ struct StatusCommand: IngestdCommand {
             if let directory, !directory.isEmpty, !directories.contains(directory) { directories.append(directory) }
         }
         var newest: (path: String, modified: Int)?
+        var unreadable: [String] = []
         for directory in directories {
             var info = stat()
             let path = directory + "/status.json"
             guard stat(path, &info) == 0 else { continue }
+            guard access(path, R_OK) == 0 else {
+                unreadable.append(path)
+                continue
+            }
             if Int(info.st_mtim.tv_sec) > (newest?.modified ?? .min) { newest = (path, Int(info.st_mtim.tv_sec)) }
+        }
+        if newest == nil, let path = unreadable.first {
+            printError(
+                "The status file '\(path)' is not readable by this user: run `ingestd status` as the agent's user or with sudo."
+            )
+            throw ExitCodes.ioError
         }
         guard let newest else {
             printError(

@@ -182,7 +182,7 @@ import Testing
     @Test func pathForPathsIsOneClearProblem() {
         #expect(
             Self.problems("[[inputs]]\nkind = \"file\"\npath = \"/var/log/a.ndjson\"\n") == [
-                "line 7: inputs[0].path: a file input takes paths, a list of paths or globs: paths = [\"/var/log/sensors/*.ndjson\"]"
+                "line 7: inputs[0].path: not a key: a file input takes paths, a list of paths or globs (paths = [\"/var/log/sensors/*.ndjson\"]); a serial input takes device"
             ]
         )
     }

@@ -33,7 +33,7 @@ import Testing
 
     @Test func theMessageSaysWhichLineWhyAndWhat() {
         let capture = Capture()
-        var log = RejectionLog(input: "stdin", logger: capture.logger)
+        let log = RejectionLog(input: "stdin", logger: capture.logger)
         log.rejected(Self.malformed, line: 5020, now: 0)
         #expect(
             capture.messages.withLock { $0 } == [
@@ -44,7 +44,7 @@ import Testing
 
     @Test func aFloodOfOneReasonIsCutToTenAndASummaryPerWindow() {
         let capture = Capture()
-        var log = RejectionLog(input: "stdin", logger: capture.logger)
+        let log = RejectionLog(input: "stdin", logger: capture.logger)
         for line in 1...5_000 { log.rejected(Self.malformed, line: line, now: Double(line) / 1000) }
         // Another reason has its own ten.
         for line in 1...12 { log.rejected(Self.mismatch, line: line, now: 5) }
@@ -67,7 +67,7 @@ import Testing
 
     @Test func aRejectionAfterTheWindowSummarizesTheOldOne() {
         let capture = Capture()
-        var log = RejectionLog(input: "file:/a", logger: capture.logger)
+        let log = RejectionLog(input: "file:/a", logger: capture.logger)
         for line in 1...11 { log.rejected(Self.malformed, line: line, now: 0) }
         log.rejected(Self.malformed, line: 12, now: 60)
         #expect(
@@ -80,7 +80,7 @@ import Testing
 
     @Test func nothingSuppressedNeedsNoSummary() {
         let capture = Capture()
-        var log = RejectionLog(input: "stdin", logger: capture.logger)
+        let log = RejectionLog(input: "stdin", logger: capture.logger)
         for line in 1...10 { log.rejected(Self.malformed, line: line, now: 0) }
         log.flushAll(now: 100)
         #expect(capture.messages.withLock { $0 }.count == 10)

@@ -140,3 +140,31 @@ import Testing
         #expect(Set(devices) == Set((0..<written).map { "L\($0)" }))
     }
 }
+
+/// A flood of bad lines across the files one input follows: one limit per
+/// input (not per file), and the summary is logged when the agent stops.
+@Suite struct FileInputRejectionLogTests {
+    @Test func floodsAcrossFilesShareOneLimitAndTheSummaryComesAtTheStop() throws {
+        let inputs = try TemporaryDirectory()
+        let fixture = try FileInputTests.fixture(inputs.path)
+        for name in ["a", "b", "c"] {
+            try Data((1...15).map { "{bad \($0)\n" }.joined().utf8).write(
+                to: URL(fileURLWithPath: inputs.file("\(name).ndjson"))
+            )
+        }
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        #expect(eventually { (try? fixture.status())?["rejected_total"] as? Int == 45 })
+        #expect(agent.terminate() == 0)
+        let lines = agent.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.contains("Rejected line ") }.count == 10, "\(agent.stderr.suffix(3000))")
+        let summaries = lines.filter { $0.contains("… and ") }
+        #expect(summaries.count == 1, "\(agent.stderr.suffix(3000))")
+        #expect(
+            summaries.first?.contains("… and 35 more malformed_json rejections from file:\(inputs.path)/*.ndjson")
+                == true
+        )
+    }
+}

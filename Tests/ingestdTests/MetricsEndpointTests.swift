@@ -62,8 +62,11 @@ import Testing
     }
 
     @Test func readyFailsOnceTheBacklogIsOlderThanItsBound() throws {
-        // No [upload]: readings stay queued and age.
-        let fixture = try AgentFixture("[metrics]\nlisten = \"127.0.0.1:0\"\nready_max_age_s = 1\n")
+        // A backend that refuses connections: readings stay queued and age
+        // while the uploader backs off (not held, so only their age says it).
+        let fixture = try AgentFixture(
+            "[metrics]\nlisten = \"127.0.0.1:0\"\nready_max_age_s = 1\n[upload]\nurl = \"http://127.0.0.1:9/ingest/v1/batches\"\n"
+        )
         let agent = try RunningAgent(
             arguments: ["run", "--config", fixture.configPath],
             environment: IngestdBinary.environment
@@ -81,6 +84,19 @@ import Testing
         #expect(answer.text.hasPrefix("not ready: the oldest queued reading is "), "\(answer.text)")
         #expect(answer.text.contains("(ready_max_age_s = 1)"))
         #expect(try httpRequest("GET", base + "/health").status == 200, "an old backlog is not a hang")
+        #expect(agent.terminate() == 0)
+    }
+
+    @Test func anAgentThatOnlyQueuesStaysReadyHoweverOldItsQueue() throws {
+        let fixture = try AgentFixture("[metrics]\nlisten = \"127.0.0.1:0\"\nready_max_age_s = 1\n")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        let base = try Self.metricsBase(agent)
+        agent.write(reading(1) + "\n")
+        #expect(eventually { (try? fixture.status())?["oldest_age_seconds"] as? Double ?? 0 > 2 })
+        #expect(try httpRequest("GET", base + "/ready").status == 200)
         #expect(agent.terminate() == 0)
     }
 

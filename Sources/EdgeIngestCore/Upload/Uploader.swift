@@ -158,6 +158,8 @@ package final class Uploader: Sendable {
         /// Why no credentials could be had, to report with the wait for the user.
         var credentialsError: EdgeIngestError?
         var action = delivery.start(now: monotonicMilliseconds())
+        /// Whether the sink stored any part of this lease.
+        var storedAny = false
         while true {
             switch action {
             case .send(let batch):
@@ -200,7 +202,10 @@ package final class Uploader: Sendable {
                         )
                     )
                 }
-                if outcome.isStored { recordStored(batch.range.count) }
+                if outcome.isStored {
+                    recordStored(batch.range.count)
+                    storedAny = true
+                }
                 let step = delivery.answered(
                     outcome,
                     sentBytes: payload.count,
@@ -227,6 +232,7 @@ package final class Uploader: Sendable {
                     $0.reason = nil
                     $0.until = nil
                 }
+                if storedAny { logRecovery() }  // not after a lease that only became dead letters
                 return .acknowledged
             case .release(let release):
                 try queue.release(lease)
@@ -253,14 +259,18 @@ package final class Uploader: Sendable {
         state.update { $0.connected = true }
         storedSinceReset.store(true, ordering: .relaxed)
         recordLastUpload("stored \(count)")
-        if let since = troubleSince.withLock({ $0.take() }) {
-            let waiting = (try? queue.statistics().queuedRecords).map { LogText.grouped($0) } ?? "?"
-            let after = LogText.duration(milliseconds: monotonicMilliseconds() - since)
-            logger.notice(
-                "Uploads resumed after \(after); \(waiting) records waiting",
-                metadata: ["ingest.trouble_ms": "\(monotonicMilliseconds() - since)", "ingest.queued": "\(waiting)"]
-            )
-        }
+    }
+
+    /// After an acknowledgement: if uploads had failed or been held, says
+    /// that they resumed, after how long, and how much is left.
+    private func logRecovery() {
+        guard let since = troubleSince.withLock({ $0.take() }) else { return }
+        let waiting = (try? queue.statistics().queuedRecords).map { LogText.grouped($0) } ?? "?"
+        let trouble = monotonicMilliseconds() - since
+        logger.notice(
+            "Uploads resumed after \(LogText.duration(milliseconds: trouble)); \(waiting) records waiting",
+            metadata: ["ingest.trouble_ms": "\(trouble)", "ingest.queued": "\(waiting)"]
+        )
     }
 
     /// Notes when uploading started to fail or was held, for the recovery

@@ -10,7 +10,8 @@ extension ConfigurationDecoder {
     .union(httpInputKeys)
     /// The one message for mistakes common enough to deserve one.
     static let inputHints = [
-        "path": "a file input takes paths, a list of paths or globs: paths = [\"/var/log/sensors/*.ndjson\"]"
+        "path":
+            "not a key: a file input takes paths, a list of paths or globs (paths = [\"/var/log/sensors/*.ndjson\"]); a serial input takes device"
     ]
     /// Keys only an HTTP input takes.
     static let httpInputKeys: Set<String> = [

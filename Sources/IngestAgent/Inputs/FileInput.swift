@@ -109,6 +109,7 @@ struct FileInput: Service {
             switch Readiness.wait(fd: -1, stop: stop, timeoutMs: Int32(settings.pollIntervalMilliseconds)) {
             case .stopped:
                 for file in followed.values { try file.ingestor.flush() }
+                context.rejectionLog.flushAll()  // the summary of a flood the stop cut short
                 try committer.drain()
                 logger.info("Stopped following files", metadata: ["ingest.input": "\(settings.name)"])
                 return

@@ -10,6 +10,8 @@ struct InputContext: Sendable {
     let queue: DurableQueue
     let counters: InputCounters
     let rejects: RejectsFile?
+    /// The input's rejected lines in the journal, shared by its streams.
+    let rejectionLog: RejectionLog
     let commitMaxRecords: Int
     let commitIntervalMilliseconds: Int
     let logger: Logger
@@ -53,7 +55,8 @@ struct InputContext: Sendable {
             rejects: rejects,
             commitMaxRecords: commitMaxRecords,
             startOffset: startOffset,
-            committer: committer
+            committer: committer,
+            rejectionLog: rejectionLog
         )
     }
 

@@ -25,8 +25,8 @@ struct LineIngestor {
     private var pendingRejections: [String: Int64] = [:]
     private var pendingLines = 0
     private var lastCommit = monotonicSeconds()
-    /// Rejected lines in the journal, a flood cut to a summary.
-    private var rejectionLog: RejectionLog
+    /// Rejected lines in the journal, a flood cut to a summary (the input's one log).
+    private let rejectionLog: RejectionLog
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
@@ -51,7 +51,8 @@ struct LineIngestor {
         rejects: RejectsFile?,
         commitMaxRecords: Int,
         startOffset: Int64 = 0,
-        committer: QueueCommitter
+        committer: QueueCommitter,
+        rejectionLog: RejectionLog
     ) {
         self.settings = settings
         self.counters = counters
@@ -59,7 +60,7 @@ struct LineIngestor {
         self.rejects = rejects
         self.commitMaxRecords = commitMaxRecords
         self.committer = committer
-        rejectionLog = RejectionLog(input: settings.name, logger: logger)
+        self.rejectionLog = rejectionLog
         framer = LineFramer(
             delimiter: settings.delimiter,
             maxLineBytes: settings.maxLineBytes,

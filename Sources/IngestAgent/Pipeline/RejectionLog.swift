@@ -1,5 +1,6 @@
 import EdgeIngestCore
 import Logging
+import Synchronization
 
 /// Logs an input's rejected lines so that the journal's default view says
 /// what happened: the message itself names the line, the input, the reason
@@ -11,17 +12,18 @@ import Logging
 /// Debian) never drops the messages that matter. Every rejected line is
 /// still counted and written to the rejects file.
 ///
-/// Not thread-safe: one input's ``LineIngestor`` owns it.
-struct RejectionLog {
+/// One per input, shared by its streams (a file input's followed files), so
+/// the limit holds per input and reason however many files it follows.
+final class RejectionLog: Sendable {
     /// Lines of one reason logged one by one per window.
     static let burst = 10
     static let windowSeconds = 60.0
 
     let input: String
     let logger: Logger
-    private var windows: [String: Window] = [:]
+    private let windows = Mutex<[String: Window]>([:])
 
-    private struct Window {
+    private struct Window: Sendable {
         var start: Double
         var logged = 0
         var suppressed = 0
@@ -32,42 +34,52 @@ struct RejectionLog {
         self.logger = logger
     }
 
-    mutating func rejected(_ rejection: LineRejection, line: Int, now: Double = monotonicSeconds()) {
-        var window = windows[rejection.reason] ?? Window(start: now)
-        if now - window.start >= Self.windowSeconds {
-            summarize(rejection.reason, window, now: now)
-            window = Window(start: now)
+    func rejected(_ rejection: LineRejection, line: Int, now: Double = monotonicSeconds()) {
+        let (logIt, ended) = windows.withLock { windows -> (Bool, Window?) in
+            var window = windows[rejection.reason] ?? Window(start: now)
+            var ended: Window?
+            if now - window.start >= Self.windowSeconds {
+                ended = window
+                window = Window(start: now)
+            }
+            let logIt = window.logged < Self.burst
+            if logIt { window.logged += 1 } else { window.suppressed += 1 }
+            windows[rejection.reason] = window
+            return (logIt, ended)
         }
-        if window.logged < Self.burst {
-            window.logged += 1
-            logger.warning(
-                "Rejected line \(line) of \(input): \(rejection.reason): \(rejection.message)",
-                metadata: [
-                    "ingest.input": "\(input)", "ingest.line": "\(line)", "ingest.reason": "\(rejection.reason)",
-                    "ingest.detail": "\(rejection.message)",
-                ]
-            )
-        } else {
-            window.suppressed += 1
-        }
-        windows[rejection.reason] = window
+        if let ended { summarize(rejection.reason, ended, now: now) }
+        guard logIt else { return }
+        logger.warning(
+            "Rejected line \(line) of \(input): \(rejection.reason): \(rejection.message)",
+            metadata: [
+                "ingest.input": "\(input)", "ingest.line": "\(line)", "ingest.reason": "\(rejection.reason)",
+                "ingest.detail": "\(rejection.message)",
+            ]
+        )
     }
 
     /// Logs the summary of every window that has ended (call it now and
     /// then, also while no lines come).
-    mutating func flushExpired(now: Double? = nil) {
-        guard !windows.isEmpty else { return }  // the common case: no clock read
-        let now = now ?? monotonicSeconds()
-        for (reason, window) in windows where now - window.start >= Self.windowSeconds {
-            summarize(reason, window, now: now)
-            windows[reason] = nil
+    func flushExpired(now: Double? = nil) {
+        let ended = windows.withLock { windows -> [(String, Window)] in
+            guard !windows.isEmpty else { return [] }  // the common case: no clock read
+            let now = now ?? monotonicSeconds()
+            let ended = windows.filter { now - $0.value.start >= Self.windowSeconds }
+            for reason in ended.keys { windows[reason] = nil }
+            return ended.sorted { $0.key < $1.key }
         }
+        guard !ended.isEmpty else { return }
+        let time = now ?? monotonicSeconds()
+        for (reason, window) in ended { summarize(reason, window, now: time) }
     }
 
-    /// Logs every pending summary (the input ends).
-    mutating func flushAll(now: Double = monotonicSeconds()) {
-        for (reason, window) in windows.sorted(by: { $0.key < $1.key }) { summarize(reason, window, now: now) }
-        windows.removeAll()
+    /// Logs every pending summary (the input stops or ends).
+    func flushAll(now: Double = monotonicSeconds()) {
+        let pending = windows.withLock { windows in
+            defer { windows.removeAll() }
+            return windows.sorted { $0.key < $1.key }
+        }
+        for (reason, window) in pending { summarize(reason, window, now: now) }
     }
 
     private func summarize(_ reason: String, _ window: Window, now: Double) {
