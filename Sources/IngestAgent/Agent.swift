@@ -19,10 +19,12 @@ public struct Agent: Sendable {
         self.logger = logger
     }
 
-    /// Runs until every input has finished (stdin at end of input) or a
-    /// termination signal arrives. Everything read is committed before it
-    /// returns.
-    public func run() async throws {
+    /// Runs until every input has finished (stdin at end of input), a
+    /// termination signal arrives, or `reload` reads a new configuration
+    /// (then it returns ``AgentExit/reload(_:)`` for the caller to run
+    /// again). Everything read is committed before it returns.
+    @discardableResult
+    public func run(reload: Reload? = nil) async throws -> AgentExit {
         // The status file lives here even when the queue is elsewhere.
         try QueueFile.makeDirectories(configuration.stateDirectory)
         let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
@@ -97,7 +99,8 @@ public struct Agent: Sendable {
             notifier: notifier,
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
             statsIntervalSeconds: configuration.statsIntervalSeconds,
-            logger: logger
+            logger: logger,
+            reload: reload
         )
         services.append(.init(service: status))
         // Last to start, first to stop: scrapes see a running agent.
@@ -114,11 +117,28 @@ public struct Agent: Sendable {
                 )
             )
         }
+        // First to stop: no reload starts once the agent is stopping.
+        let shutDown = GroupShutdown()
+        if let reload {
+            services.append(
+                .init(
+                    service: ReloadService(reload: reload, notifier: notifier, logger: logger) {
+                        await shutDown.trigger()
+                    }
+                )
+            )
+        }
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.gracefulShutdownSignals = [.sigterm, .sigint]
         let group = ServiceGroup(configuration: groupConfiguration)
         finiteInputs.attach(group)
-        defer { status.writeFinalStatus() }
+        shutDown.attach(group)
+        defer { if reload?.acceptedConfiguration == nil { status.writeFinalStatus() } }
         try await group.run()
+        if let next = reload?.acceptedConfiguration {
+            logger.notice("Restarting the services with the new configuration")
+            return .reload(next)
+        }
+        return .stopped
     }
 }

@@ -58,33 +58,64 @@ struct RunCommand: IngestdCommand {
         let environment = processEnvironment()
         var configuration: AgentConfiguration
         do {
-            configuration = try options.load(environment: environment)
+            configuration = try configured(environment: environment)
         } catch {
             printError("\(error)")
             throw ExitCodes.forError(error)
         }
+        let logger = bootstrapLogging(configuration, environment: environment)
+        // SIGHUP asks for a reload (ExecReload= in the unit), for the life of
+        // the process: a burst coalesces into one request, and one that comes
+        // while the agent restarts is answered after (never lost, never a kill).
+        let (requests, forward) = await Reload.hangupRequests()
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await forward() }
+            defer { group.cancelAll() }
+            while true {
+                let reload = Reload(requests: requests) { try configured(environment: environment) }
+                let exit: AgentExit
+                do {
+                    exit = try await Agent(configuration: configuration, logger: logger).run(reload: reload)
+                } catch {
+                    logger.critical("ingestd stopped on an error", metadata: ["error": "\(error)"])
+                    if configuration.logTarget != .stderr { printError("ingestd: \(error)") }
+                    throw ExitCodes.forError(error)
+                }
+                guard case .reload(let next) = exit else { return }
+                if next.logLevel != configuration.logLevel || next.logTarget != configuration.logTarget {
+                    logger.warning("agent.log_level and agent.log_target change only with a restart, not a reload")
+                }
+                configuration = next
+            }
+        }
+    }
+
+    /// The configuration file with this command's options applied (also
+    /// what a reload reads).
+    private func configured(environment: [String: String]) throws -> AgentConfiguration {
+        var configuration = try options.load(environment: environment)
         if let queuePath { configuration.queuePath = queuePath }
         if let logTarget { configuration.logTarget = AgentConfiguration.LogTarget(rawValue: logTarget)! }
         for i in configuration.inputs.indices where configuration.inputs[i].kind == .stdin {
             if let format { configuration.inputs[i].format = InputSettings.Format(rawValue: format)! }
             if let type {
                 guard configuration.types.contains(where: { $0.name == type }) else {
-                    printError(
-                        "--type '\(type)' names no declared record type (declared: \(configuration.types.map(\.name).joined(separator: ", ")))."
+                    throw ConfigurationError(
+                        path: options.resolvedPath(environment: environment),
+                        problems: [
+                            ConfigurationProblem(
+                                line: nil,
+                                key: "--type",
+                                message:
+                                    "'\(type)' names no declared record type (declared: \(configuration.types.map(\.name).joined(separator: ", ")))"
+                            )
+                        ]
                     )
-                    throw ExitCodes.configError
                 }
                 configuration.inputs[i].type = type
             }
         }
-        let logger = bootstrapLogging(configuration, environment: environment)
-        do {
-            try await Agent(configuration: configuration, logger: logger).run()
-        } catch {
-            logger.critical("ingestd stopped on an error", metadata: ["error": "\(error)"])
-            if configuration.logTarget != .stderr { printError("ingestd: \(error)") }
-            throw ExitCodes.forError(error)
-        }
+        return configuration
     }
 
     private func bootstrapLogging(_ configuration: AgentConfiguration, environment: [String: String]) -> Logger {

@@ -4,6 +4,12 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     public var key: String
     public var message: String
 
+    public init(line: Int?, key: String, message: String) {
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
     public var description: String {
         (line.map { "line \($0): " } ?? "") + (key.isEmpty ? "" : "\(key): ") + message
     }
@@ -13,6 +19,11 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var path: String
     public var problems: [ConfigurationProblem]
+
+    public init(path: String, problems: [ConfigurationProblem]) {
+        self.path = path
+        self.problems = problems
+    }
 
     public var description: String {
         let head = problems.count == 1 ? "1 problem" : "\(problems.count) problems"

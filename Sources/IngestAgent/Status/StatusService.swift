@@ -21,6 +21,8 @@ struct StatusService: Service {
     let statusIntervalMilliseconds: Int
     let statsIntervalSeconds: Int
     let logger: Logger
+    /// Set when the agent may reload: its shutdown then is a reload's, not a stop's.
+    var reload: Reload? = nil
 
     func run() async throws {
         notifier.ready()
@@ -64,7 +66,8 @@ struct StatusService: Service {
                 break
             }
         }
-        notifier.stopping()
+        // A reload says RELOADING=1 instead, and READY=1 when the agent runs again.
+        if reload?.acceptedConfiguration == nil { notifier.stopping() }
     }
 
     /// The status file's cadence while nothing changes (capped by the

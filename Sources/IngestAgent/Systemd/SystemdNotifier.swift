@@ -20,6 +20,8 @@ public struct SystemdNotifier: Sendable {
 
     public func ready() { send("READY=1") }
     public func stopping() { send("STOPPING=1") }
+    /// A reload began; READY=1 says it ended (sd_notify(3)).
+    public func reloading() { send("RELOADING=1") }
     public func watchdog() { send("WATCHDOG=1") }
 
     /// Sets the one-line status `systemctl status` shows.

@@ -1,0 +1,54 @@
+import Synchronization
+import UnixSignals
+
+/// A reload asked for with SIGHUP (`systemctl reload ingestd`), as one run
+/// of the agent sees it: the requests, how to read the configuration anew,
+/// and — once one was read without problems — the configuration the next
+/// run starts with.
+///
+/// The requests are a stream that keeps at most one waiting request, so a
+/// burst of signals coalesces, and a signal that comes while the agent is
+/// restarting is answered by one more reload afterwards, never lost.
+///
+/// ```swift
+/// let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+/// // SIGHUP → request.yield()
+/// let reload = Reload(requests: requests) { try loadConfiguration() }
+/// if case .reload(let next) = try await Agent(configuration: configuration, logger: logger).run(reload: reload) { … }
+/// ```
+public final class Reload: Sendable {
+    let requests: AsyncStream<Void>
+    let load: @Sendable () throws -> AgentConfiguration
+    private let accepted = Mutex<AgentConfiguration?>(nil)
+
+    public init(requests: AsyncStream<Void>, load: @escaping @Sendable () throws -> AgentConfiguration) {
+        self.requests = requests
+        self.load = load
+    }
+
+    /// The configuration a reload read and accepted; nil while none did.
+    var acceptedConfiguration: AgentConfiguration? { accepted.withLock { $0 } }
+
+    func accept(_ configuration: AgentConfiguration) { accepted.withLock { $0 = configuration } }
+}
+
+/// How a run of the agent ended.
+public enum AgentExit: Sendable {
+    /// Its inputs ended or it was told to stop.
+    case stopped
+    /// A reload read a new configuration: run again with it.
+    case reload(AgentConfiguration)
+}
+
+extension Reload {
+    /// Reload requests from SIGHUP, for the life of the process: the stream
+    /// (at most one request waiting, so a burst coalesces), and `forward`,
+    /// which moves each signal into it until its task is cancelled. Call it
+    /// before the agent starts: the signal is trapped from then on (before,
+    /// a SIGHUP would end the process).
+    public static func hangupRequests() async -> (requests: AsyncStream<Void>, forward: @Sendable () async -> Void) {
+        let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        return (requests, { for await _ in hangups { request.yield() } })
+    }
+}
