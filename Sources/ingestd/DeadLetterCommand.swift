@@ -24,7 +24,7 @@ enum DeadLetterCommand {
     }
 
     static func openQueueForReading(_ options: ConfigurationOptions) throws -> DurableQueue {
-        try openAgentQueueForReading(options).1
+        try openAgentQueue(options, readOnly: true).1
     }
 
     struct List: IngestdCommand {
@@ -34,17 +34,19 @@ enum DeadLetterCommand {
             options: ConfigurationOptions.specs + [limitOption.spec],
             command: List.self
         )
-        static let limitOption = Option.integer("limit", "limit", help: "Show at most this many.", default: 50)
+        static let limitOption = Option.integer(
+            "limit",
+            "limit",
+            help: "Show at most this many.",
+            default: 50,
+            in: 0...Int64(Int32.max)
+        )
         let options: ConfigurationOptions
         let limit: Int
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
-            let limit = try arguments.value(Self.limitOption) ?? 50
-            guard limit >= 0, limit <= Int32.max else {
-                throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).")
-            }
-            self.limit = Int(limit)
+            limit = Int(try arguments.value(Self.limitOption) ?? 50)
         }
 
         func run() throws {

@@ -30,7 +30,7 @@ enum QueueCommand {
         init(_ arguments: ParsedArguments) { options = ConfigurationOptions(arguments) }
 
         func run() throws {
-            let (configuration, queue) = try openAgentQueueForReading(options)
+            let (configuration, queue) = try openAgentQueue(options, readOnly: true)
             let s = try queue.statistics()
             let age = s.oldestEnqueuedAt.map { ", oldest \(max(0, wallClockMilliseconds() - $0) / 1000) s" } ?? ""
             print("queue \(configuration.resolvedQueuePath): \(s.fileBytes) bytes on disk")
@@ -64,7 +64,13 @@ enum QueueCommand {
             command: Peek.self
         )
         static let typeOption = Option<String>("type", "type", help: "Only readings of this record type.")
-        static let limitOption = Option.integer("limit", "n", help: "Print at most this many.", default: 10)
+        static let limitOption = Option.integer(
+            "limit",
+            "n",
+            help: "Print at most this many.",
+            default: 10,
+            in: 0...Int64(Int32.max)
+        )
 
         let options: ConfigurationOptions
         let type: String?
@@ -73,15 +79,11 @@ enum QueueCommand {
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
             type = arguments[Self.typeOption]
-            let limit = try arguments.value(Self.limitOption) ?? 10
-            guard limit >= 0, limit <= Int32.max else {
-                throw UsageError("--limit must be from 0 to \(Int32.max), got \(limit).", option: Self.limitOption.spec)
-            }
-            self.limit = Int(limit)
+            limit = Int(try arguments.value(Self.limitOption) ?? 10)
         }
 
         func run() throws {
-            let (configuration, queue) = try openAgentQueueForReading(options)
+            let (configuration, queue) = try openAgentQueue(options, readOnly: true)
             if let type, !configuration.types.contains(where: { $0.name == type }) {
                 printError(
                     "No record type '\(type)' in the configuration: one of \(configuration.types.map(\.name).joined(separator: ", "))."

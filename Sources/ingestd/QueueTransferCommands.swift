@@ -5,21 +5,13 @@ import IngestAgent
 import Glibc
 #endif
 
-/// Opens the agent's queue for a command run while the agent is stopped.
-func openAgentQueue(_ options: ConfigurationOptions) throws -> (AgentConfiguration, DurableQueue) {
-    let configuration: AgentConfiguration
-    do {
-        configuration = try options.load(environment: processEnvironment())
-    } catch {
-        printError("\(error)")
-        throw ExitCodes.configError
-    }
-    return (configuration, try openQueue(configuration.queueConfiguration))
-}
-
-/// Opens the agent's queue to read it, also while the agent runs (no lock,
+/// Opens the agent's queue for a command run while the agent is stopped,
+/// or with `readOnly` to read it, also while the agent runs (no lock,
 /// nothing written: ``DurableQueue/openForReading(_:logger:)``).
-func openAgentQueueForReading(_ options: ConfigurationOptions) throws -> (AgentConfiguration, DurableQueue) {
+func openAgentQueue(
+    _ options: ConfigurationOptions,
+    readOnly: Bool = false
+) throws -> (AgentConfiguration, DurableQueue) {
     let configuration: AgentConfiguration
     do {
         configuration = try options.load(environment: processEnvironment())
@@ -27,7 +19,7 @@ func openAgentQueueForReading(_ options: ConfigurationOptions) throws -> (AgentC
         printError("\(error)")
         throw ExitCodes.configError
     }
-    return (configuration, try openQueue(configuration.queueConfiguration, readOnly: true))
+    return (configuration, try openQueue(configuration.queueConfiguration, readOnly: readOnly))
 }
 
 /// Opens a queue, turning failures into a message and an exit code.

@@ -12,32 +12,24 @@ extension ConfigurationDecoder {
     /// for unknown keys, before the other sections, as it always has).
     mutating func decodeAgent(_ agent: TOMLTable?, into c: inout AgentConfiguration) {
         c.rejectsFile = string(agent?["rejects_file"], "agent.rejects_file").flatMap { $0.isEmpty ? nil : $0 }
-        if let v = agent?["log_target"], let name = string(v, "agent.log_target") {
-            if let target = AgentConfiguration.LogTarget(rawValue: name) {
-                c.logTarget = target
-            } else {
-                notOneOf(
-                    v,
-                    "agent.log_target",
-                    name,
-                    "must be auto, journal or stderr",
-                    choices: ["auto", "journal", "stderr"]
-                )
-            }
+        if let target = choice(
+            agent?["log_target"],
+            "agent.log_target",
+            "must be auto, journal or stderr",
+            choices: ["auto", "journal", "stderr"],
+            AgentConfiguration.LogTarget.init(rawValue:)
+        ) {
+            c.logTarget = target
         }
-        if let v = agent?["log_level"], let name = string(v, "agent.log_level") {
-            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-            if levels.contains(name) {
-                c.logLevel = name
-            } else {
-                notOneOf(
-                    v,
-                    "agent.log_level",
-                    name,
-                    "must be one of \(levels.joined(separator: ", "))",
-                    choices: levels
-                )
-            }
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        if let level = choice(
+            agent?["log_level"],
+            "agent.log_level",
+            "must be one of \(levels.joined(separator: ", "))",
+            choices: levels,
+            { levels.contains($0) ? $0 : nil }
+        ) {
+            c.logLevel = level
         }
         if let v = agent?["stats_interval_seconds"], let n = integer(v, "agent.stats_interval_seconds", min: 0) {
             c.statsIntervalSeconds = Int(n)

@@ -18,31 +18,24 @@ extension ConfigurationDecoder {
         c.queuePath = string(queue?["path"], "queue.path")
         if let v = queue?["max_bytes"] { c.queue.maxBytes = integer(v, "queue.max_bytes", min: 1024) }
         if let v = queue?["max_records"] { c.queue.maxRecords = integer(v, "queue.max_records", min: 1) }
-        if let v = queue?["overflow_policy"], let name = string(v, "queue.overflow_policy") {
-            if let policy = OverflowPolicy(name: name) {
-                c.queue.overflowPolicy = policy
-            } else {
-                notOneOf(
-                    v,
-                    "queue.overflow_policy",
-                    name,
-                    "must be one of block, drop_newest, drop_oldest",
-                    choices: ["block", "drop_newest", "drop_oldest"]
-                )
-            }
+        let policies = ["block", "drop_newest", "drop_oldest"]
+        if let policy = choice(
+            queue?["overflow_policy"],
+            "queue.overflow_policy",
+            "must be one of \(policies.joined(separator: ", "))",
+            choices: policies,
+            OverflowPolicy.init(name:)
+        ) {
+            c.queue.overflowPolicy = policy
         }
-        if let v = queue?["durability"], let name = string(v, "queue.durability") {
-            if let durability = Durability(name: name) {
-                c.queue.durability = durability
-            } else {
-                notOneOf(
-                    v,
-                    "queue.durability",
-                    name,
-                    "must be power_loss_safe or crash_safe",
-                    choices: ["power_loss_safe", "crash_safe"]
-                )
-            }
+        if let durability = choice(
+            queue?["durability"],
+            "queue.durability",
+            "must be power_loss_safe or crash_safe",
+            choices: ["power_loss_safe", "crash_safe"],
+            Durability.init(name:)
+        ) {
+            c.queue.durability = durability
         }
         if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) {
             c.queue.schemaVersion = n

@@ -202,6 +202,22 @@ struct ConfigurationDecoder {
         }
     }
 
+    /// A name parsed by `parse`; when it is none of `choices`, a problem
+    /// ("must be …, got "x"", with the closest choice when one is likely
+    /// meant) and nil.
+    mutating func choice<T>(
+        _ value: TOMLValue?,
+        _ key: String,
+        _ must: String,
+        choices: [String],
+        _ parse: (String) -> T?
+    ) -> T? {
+        guard let value, let name = string(value, key) else { return nil }
+        if let parsed = parse(name) { return parsed }
+        notOneOf(value, key, name, must, choices: choices)
+        return nil
+    }
+
     /// A name that is none of `choices`: "must be one of …, got "x"", with
     /// the closest choice when one is likely meant.
     mutating func notOneOf(_ value: TOMLValue?, _ key: String, _ got: String, _ must: String, choices: [String]) {

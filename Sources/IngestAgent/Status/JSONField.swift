@@ -28,24 +28,6 @@ struct JSONField<Root>: Sendable {
     /// The metrics it gives `/metrics` (``MetricFamily``).
     var metrics: [MetricFamily<Root>] = []
 
-    init(
-        key: String,
-        write: @escaping @Sendable (Root) -> JSONValue?,
-        read: @escaping @Sendable (inout Root, JSONMembers) throws -> Void,
-        text: (@Sendable (Root) -> String?)? = nil,
-        number: (@Sendable (Root) -> Double?)? = nil,
-        counts: (@Sendable (Root) -> [String: Int64])? = nil,
-        metrics: [MetricFamily<Root>] = []
-    ) {
-        self.key = key
-        self.write = write
-        self.read = read
-        self.text = text
-        self.number = number
-        self.counts = counts
-        self.metrics = metrics
-    }
-
     static func int(_ key: String, _ path: Path<Int64>, text: (@Sendable (Root) -> String?)? = nil) -> Self {
         Self(
             key: key,

@@ -35,13 +35,14 @@ extension Option where Value == String {
 }
 
 extension Option where Value == Int64 {
-    /// `--name <valueName>`, a whole number.
+    /// `--name <valueName>`, a whole number (within `range`, when given).
     static func integer(
         _ name: String,
         _ valueName: String,
         help: String,
         repeatable: Bool = false,
-        default defaultValue: Int64? = nil
+        default defaultValue: Int64? = nil,
+        in range: ClosedRange<Int64>? = nil
     ) -> Option {
         Option(
             spec: .value(name, valueName, help: help, repeatable: repeatable, default: defaultValue.map { String($0) }),
@@ -50,6 +51,12 @@ extension Option where Value == Int64 {
             guard let number = Int64(text) else {
                 throw UsageError(
                     "The value '\(text)' is invalid for '\(spec.synopsis)': give a whole number.",
+                    option: spec
+                )
+            }
+            if let range, !range.contains(number) {
+                throw UsageError(
+                    "--\(spec.name) must be from \(range.lowerBound) to \(range.upperBound), got \(number).",
                     option: spec
                 )
             }
