@@ -79,6 +79,8 @@ public struct Agent: Sendable {
             case .file: service = FileInput(context: context, firstStart: firstStart)
             case .serial: service = SerialInput(context: context)
             case .http: service = try HTTPInput(context: context, stateDirectory: configuration.stateDirectory)
+            case .socket:
+                service = try SocketInput(context: context, path: configuration.socketPath(of: settings))
             }
             // Only stdin ends by itself; with nothing but stdin inputs, the
             // agent ends after the last of them (FiniteInputs says why it

@@ -8,6 +8,8 @@ enum ExitCodes {
     static let usageError = ExitCode(64)
     static let dataError = ExitCode(65)
     static let ioError = ExitCode(74)
+    /// Try again later (`send`: the agent stopped before confirming everything).
+    static let tempFail = ExitCode(75)
     static let configError = ExitCode(78)
 
     /// The exit code for an error that ends `run`.

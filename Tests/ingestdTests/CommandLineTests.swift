@@ -58,7 +58,8 @@ import Testing
         }
         #expect(
             listed.map { $0.split(separator: " ")[0] } == [
-                "run", "check-config", "status", "queue", "dead-letter", "export", "import", "reset", "hash-secret",
+                "run", "send", "check-config", "status", "queue", "dead-letter", "export", "import", "reset",
+                "hash-secret",
             ]
         )
         #expect(help.contains("See 'ingestd help <subcommand>' for detailed help."))

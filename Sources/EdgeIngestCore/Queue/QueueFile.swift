@@ -76,7 +76,7 @@ package enum QueueFile {
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
     }
 
-    static func parentDirectory(of path: String) -> String {
+    package static func parentDirectory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

@@ -15,7 +15,7 @@ package struct LineFramer {
     let delimiter: UInt8
     let maxLineBytes: Int
     /// Number of the next line (1-based).
-    private(set) var nextLineNumber = 1
+    package private(set) var nextLineNumber = 1
     /// Offset just after the last complete line.
     private(set) var committedOffset: Int64
     private var pending: [UInt8] = []

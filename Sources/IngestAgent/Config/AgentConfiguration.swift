@@ -54,6 +54,8 @@ public struct AgentConfiguration: Sendable {
     public var clientResetBackupDirectory: String {
         clientReset.backupDirectory ?? stateDirectory + "/client-reset-backups"
     }
+    /// A socket input's socket: its `socket` key, else `<state_directory>/ingestd.sock`.
+    public func socketPath(of input: InputSettings) -> String { input.socket ?? stateDirectory + "/ingestd.sock" }
     /// The status file `ingestd status` reads.
     public var statusPath: String { stateDirectory + "/status.json" }
 

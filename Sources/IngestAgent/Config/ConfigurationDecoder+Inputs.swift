@@ -5,6 +5,7 @@ import EdgeIngestCore
 extension ConfigurationDecoder {
     static let inputKeys = Set([
         "kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms",
+        "socket", "socket_group",
         "start_at_end",
     ])
     .union(httpInputKeys)
@@ -25,7 +26,7 @@ extension ConfigurationDecoder {
         var names = Set<String>()
         for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys, hints: Self.inputHints) {
             guard let kindName = string(t["kind"], key + ".kind") else {
-                problem(item, key + ".kind", "is required: stdin, file, serial or http")
+                problem(item, key + ".kind", "is required: stdin, file, serial, http or socket")
                 continue
             }
             guard let kind = InputSettings.Kind(rawValue: kindName) else {
@@ -33,8 +34,8 @@ extension ConfigurationDecoder {
                     t["kind"],
                     key + ".kind",
                     kindName,
-                    "must be stdin, file, serial or http",
-                    choices: ["stdin", "file", "serial", "http"]
+                    "must be stdin, file, serial, http or socket",
+                    choices: ["stdin", "file", "serial", "http", "socket"]
                 )
                 continue
             }
@@ -74,6 +75,10 @@ extension ConfigurationDecoder {
                     problem(item, key + ".device", "a serial input needs its device, e.g. \"/dev/ttyUSB0\"")
                 }
                 input.name = "serial:" + (input.device ?? "?")
+            case .socket:
+                input.socket = string(t["socket"], key + ".socket")
+                input.socketGroup = string(t["socket_group"], key + ".socket_group")
+                input.name = "socket:" + (input.socket ?? "ingestd.sock")
             case .http:
                 input.http = decodeHTTPInput(t, key: key, item: item)
                 input.name = "http:" + (input.http?.listen ?? "?")
@@ -84,6 +89,11 @@ extension ConfigurationDecoder {
             if kind != .http {
                 for name in Self.httpInputKeys.sorted() where t[name] != nil {
                     problem(t[name], key + "." + name, "applies only to an http input (kind = \"http\")")
+                }
+            }
+            if kind != .socket {
+                for name in ["socket", "socket_group"] where t[name] != nil {
+                    problem(t[name], key + "." + name, "applies only to a socket input (kind = \"socket\")")
                 }
             }
             if let v = t["baud"], let n = integer(v, key + ".baud", min: 50) {

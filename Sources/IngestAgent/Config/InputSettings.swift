@@ -2,7 +2,7 @@ import EdgeIngestCore
 
 /// One configured input.
 public struct InputSettings: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http }
+    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http, socket }
     public enum Format: String, Sendable, Hashable { case ndjson, csv }
 
     public var kind: Kind
@@ -26,6 +26,12 @@ public struct InputSettings: Sendable, Hashable {
     public var startAtEnd = false
     /// A name for logs and status; the default is derived from the kind and path.
     public var name: String
+    /// socket: the Unix socket `ingestd send` writes to. The default is
+    /// `<state_directory>/ingestd.sock` (``AgentConfiguration/socketPath(of:)``).
+    public var socket: String?
+    /// socket: the group the socket is given (mode 0660), so its members may
+    /// send; nil leaves it to the agent's user (mode 0600).
+    public var socketGroup: String?
     /// http: the server's settings.
     public var http: HTTPInputSettings?
 

@@ -5,7 +5,7 @@ import ServiceLifecycle
 /// What every input needs: its settings, the record types, the queue, its
 /// counters, the rejects file, and how to batch commits.
 struct InputContext: Sendable {
-    let settings: InputSettings
+    var settings: InputSettings
     let types: [RecordType]
     let queue: DurableQueue
     let counters: InputCounters

@@ -105,6 +105,13 @@ struct LineIngestor {
         return taken
     }
 
+    /// Lines handed on so far (accepted, refused or blank): after
+    /// ``flushAndWait()``, every one of them is committed or counted.
+    var linesHandled: Int { framer.nextLineNumber - 1 }
+
+    /// Told of each refused line as it is refused (a socket input tells its client).
+    var onReject: ((_ line: Int, _ rejection: LineRejection) -> Void)?
+
     /// Whether read lines wait for a commit. An idle input with nothing
     /// pending can sleep until its next heartbeat instead of the commit
     /// interval.
@@ -196,6 +203,7 @@ struct LineIngestor {
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {
         pendingRejections[rejection.reason, default: 0] += 1
         rejectionLog.rejected(rejection, line: line)
+        onReject?(line, rejection)
         rejects?.append(input: settings.name, line: line, rejection: rejection, raw: raw, rawLength: rawLength)
     }
 }

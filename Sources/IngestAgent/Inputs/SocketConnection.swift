@@ -1,0 +1,149 @@
+import EdgeIngestCore
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `ingestd send` on a ``SocketInput``: reads its header and lines,
+/// commits them, and tells the sender what is committed and refused.
+/// Runs on the connection's own thread.
+struct SocketConnection {
+    let fd: Int32
+    let context: InputContext
+    let stop: StopSignal
+
+    static var magic: String { SocketProtocol.magic }
+    static let maxHeaderBytes = 512
+
+    func serve() {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var pending: [UInt8] = []
+        // The header: one short line, within the idle heartbeat.
+        while !pending.contains(UInt8(ascii: "\n")) {
+            guard pending.count < Self.maxHeaderBytes, case .readable = wait(), let n = read(into: &buffer), n > 0
+            else {
+                answer("ERROR expected a first line '\(Self.magic)' (ingestd send writes it)")
+                return
+            }
+            pending += buffer[0..<n]
+        }
+        let newline = pending.firstIndex(of: UInt8(ascii: "\n"))!
+        let header = String(decoding: pending[..<newline], as: UTF8.self)
+        let rest = Array(pending[(newline + 1)...])
+        let settings: InputSettings
+        switch parse(header) {
+        case .success(let parsed): settings = parsed
+        case .failure(let problem):
+            answer("ERROR \(problem.message)")
+            return
+        }
+        var connection = context
+        connection.settings = settings
+        do {
+            try stream(connection, first: rest, buffer: &buffer)
+        } catch {
+            answer("ERROR \(error)")
+            context.logger.error(
+                "A sender's readings could not be committed",
+                metadata: ["ingest.input": "\(settings.name)", "error": "\(error)"]
+            )
+        }
+    }
+
+    private func stream(_ connection: InputContext, first: [UInt8], buffer: inout [UInt8]) throws {
+        var ingestor = connection.makeIngestor(committer: connection.makeCommitter(stop: stop))
+        let fd = self.fd
+        var rejected = 0
+        ingestor.onReject = { line, rejection in
+            rejected += 1
+            SocketInput.write(fd, "REJECTED \(line) \(rejection.reason) \(Self.oneLine(rejection.message))\n")
+        }
+        if !first.isEmpty {
+            try first.withUnsafeBytes { try ingestor.feed($0) }
+        }
+        while true {
+            switch wait() {
+            case .stopped:
+                try ingestor.flushAndWait()
+                answer("COMMITTED \(ingestor.linesHandled)")
+                answer("ERROR the agent is stopping: send the lines after \(ingestor.linesHandled) again")
+                return
+            case .timeout:
+                continue
+            case .readable:
+                break
+            }
+            guard let n = read(into: &buffer) else {
+                try ingestor.flushAndWait()
+                answer("COMMITTED \(ingestor.linesHandled)")
+                return  // the sender went away
+            }
+            if n == 0 {
+                try ingestor.finish()
+                answer("COMMITTED \(ingestor.linesHandled)")
+                answer("DONE \(ingestor.linesHandled) \(rejected)")
+                return
+            }
+            try buffer.withUnsafeBytes { try ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            try ingestor.flushAndWait()
+            answer("COMMITTED \(ingestor.linesHandled)")
+        }
+    }
+
+    /// The input's settings with what the header overrides.
+    private func parse(_ header: String) -> Result<InputSettings, HeaderProblem> {
+        let words = header.split(separator: " ")
+        guard words.count >= 2, words[0] + " " + words[1] == Self.magic else {
+            return .failure(HeaderProblem("expected a first line '\(Self.magic)' (ingestd send writes it)"))
+        }
+        var settings = context.settings
+        for word in words.dropFirst(2) {
+            let parts = word.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else {
+                return .failure(HeaderProblem("'\(word.prefix(40))' in the header is not name=value"))
+            }
+            switch parts[0] {
+            case "type": settings.type = String(parts[1])
+            case "format":
+                guard let format = InputSettings.Format(rawValue: String(parts[1])) else {
+                    return .failure(HeaderProblem("format must be ndjson or csv, got '\(parts[1].prefix(40))'"))
+                }
+                settings.format = format
+            default:
+                return .failure(
+                    HeaderProblem("unknown header field '\(parts[0].prefix(40))': type and format are known")
+                )
+            }
+        }
+        return .success(settings)
+    }
+
+    private func wait() -> Readiness {
+        Readiness.wait(fd: fd, stop: stop, timeoutMs: context.waitMilliseconds(pending: false))
+    }
+
+    /// Reads a chunk; nil on an error (the sender went away).
+    private func read(into buffer: inout [UInt8]) -> Int? {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            return n < 0 ? nil : n
+        }
+    }
+
+    private func answer(_ line: String) { SocketInput.write(fd, line + "\n") }
+
+    struct HeaderProblem: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    static func oneLine(_ text: String) -> String { String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 }) }
+}
+
+/// What `ingestd send` and a ``SocketInput`` say to each other first.
+public enum SocketProtocol {
+    /// The first line a sender writes, before ` type=…` and ` format=…`.
+    public static let magic = "EDGEINGEST-SEND 1"
+}

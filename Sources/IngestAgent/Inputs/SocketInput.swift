@@ -1,0 +1,189 @@
+import EdgeIngestCore
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Unix socket sensor scripts stream readings to with `ingestd send`
+/// (docs/PROTOCOL.md, "The local socket"): the service's answer to "pipe
+/// a script into the agent", and durable end to end, as the agent tells
+/// the sender which lines are committed.
+///
+/// A connection sends one header line, `EDGEINGEST-SEND 1`, optionally
+/// followed by ` type=NAME` and ` format=ndjson|csv`, then its lines, and
+/// shuts down its writing side at the end. The agent answers, one line
+/// each: `REJECTED <line> <reason> <message>` as lines are refused,
+/// `COMMITTED <n>` once the first n lines are committed (or refused and
+/// counted), and `DONE <lines> <accepted> <rejected>` after the last, then
+/// closes. `ERROR <message>` answers a bad header.
+///
+/// The socket is the one systemd passes (socket activation, `LISTEN_FDS`,
+/// `ingestd.socket`) or one the agent binds at `socket` (mode 0600, or 0660
+/// with `socket_group`).
+struct SocketInput: Service {
+    let context: InputContext
+    let path: String
+    let listenFD: Int32
+    /// Whether the agent bound (and so removes) the socket file.
+    let ownsFile: Bool
+    static let maxConnections = 16
+
+    init(context: InputContext, path: String) throws {
+        self.context = context
+        self.path = path
+        let environment = ["LISTEN_PID", "LISTEN_FDS"].reduce(into: [String: String]()) { out, name in
+            out[name] = getenv(name).map { String(cString: $0) }
+        }
+        if let passed = Self.activatedSocket(environment) {
+            listenFD = passed
+            ownsFile = false
+        } else {
+            listenFD = try Self.bind(path: path, group: context.settings.socketGroup)
+            ownsFile = true
+        }
+        context.logger.info(
+            "Listening for ingestd send",
+            metadata: ["ingest.input": "\(context.settings.name)", "ingest.socket": "\(path)"]
+        )
+    }
+
+    func run() async throws {
+        defer {
+            context.counters.update { $0.finished = true }
+            close(listenFD)
+            if ownsFile { unlink(path) }
+        }
+        try await runBlockingLoop { [self] stop in acceptLoop(stop: stop) }
+    }
+
+    private func acceptLoop(stop: StopSignal) {
+        let active = Mutex(0)
+        let finished = ActiveConnections()
+        while true {
+            switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: context.waitMilliseconds(pending: false)) {
+            case .stopped:
+                finished.wait()  // connections commit what they read and answer
+                return
+            case .timeout:
+                context.counters.heartbeat()
+                continue
+            case .readable:
+                break
+            }
+            let fd = accept(listenFD, nil, nil)
+            guard fd >= 0 else { continue }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let admitted = active.withLock { count -> Bool in
+                guard count < Self.maxConnections else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                Self.write(fd, "ERROR too many senders at once (\(Self.maxConnections)): try again\n")
+                close(fd)
+                continue
+            }
+            finished.enter()
+            let started = BlockingThread.detach { [self] in
+                SocketConnection(fd: fd, context: context, stop: stop).serve()
+                active.withLock { $0 -= 1 }
+                close(fd)
+                finished.leave()
+            }
+            if !started {
+                active.withLock { $0 -= 1 }
+                finished.leave()
+                close(fd)
+            }
+        }
+    }
+
+    /// The first socket systemd passed (`LISTEN_PID` is this process), if any.
+    static func activatedSocket(_ environment: [String: String]) -> Int32? {
+        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
+            let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count >= 1
+        else { return nil }
+        return 3  // SD_LISTEN_FDS_START
+    }
+
+    /// Binds and listens at `path` (an old socket file there is replaced).
+    static func bind(path: String, group: String?) throws -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else {
+            throw AgentError(
+                .listenFailed,
+                "The socket path '\(path)' is longer than \(capacity - 1) bytes: choose a shorter one."
+            )
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        try QueueFile.makeDirectories(QueueFile.parentDirectory(of: path))
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else {
+            throw AgentError(.listenFailed, "Cannot make a socket: \(String(cString: strerror(errno))).")
+        }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw AgentError(.listenFailed, "Cannot listen on the socket '\(path)': \(reason).")
+        }
+        if let group {
+            guard let entry = getgrnam(group) else {
+                close(fd)
+                throw AgentError(
+                    .listenFailed,
+                    "The socket_group '\(group)' does not exist: create it (addgroup --system \(group))."
+                )
+            }
+            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0, chmod(path, 0o660) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw AgentError(.listenFailed, "Cannot give the socket '\(path)' to group '\(group)': \(reason).")
+            }
+        } else {
+            _ = chmod(path, 0o600)
+        }
+        return fd
+    }
+
+    /// Writes all of `text` (a short answer); a sender that went away is not an error.
+    static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+/// Counts connections under way, so that a stop waits for them.
+final class ActiveConnections: Sendable {
+    private let count = Mutex(0)
+
+    func enter() { count.withLock { $0 += 1 } }
+    func leave() { count.withLock { $0 -= 1 } }
+
+    /// Returns once every connection has ended.
+    func wait() {
+        while count.withLock({ $0 }) > 0 { usleep(20_000) }
+    }
+}
