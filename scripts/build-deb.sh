@@ -51,6 +51,7 @@ pkg="$work/ingestd"
 
 install -D -m 0755 "$binary" "$pkg/usr/bin/ingestd"
 install -D -m 0644 systemd/ingestd.service "$pkg/lib/systemd/system/ingestd.service"
+install -D -m 0644 systemd/ingestd.socket "$pkg/lib/systemd/system/ingestd.socket"
 install -D -m 0644 etc/ingestd.toml "$pkg/etc/ingestd/ingestd.toml"
 install -D -m 0644 systemd/ingestd-serial.conf "$pkg/usr/share/doc/ingestd/examples/ingestd-serial.conf"
 install -D -m 0644 README.md "$pkg/usr/share/doc/ingestd/README.md"

@@ -56,10 +56,20 @@ done
 [ -n "$address" ] || { echo "full-loop: the backend did not report its address within 10 s (log: $work/backend.log)" >&2; exit 1; }
 before=$(rows)
 
-# The example configuration, with its stdin input, plus where to upload.
+# The example configuration (its socket input), plus where to upload; the
+# readings go in with `ingestd send`, which returns once they are committed.
 { cat "$root/etc/ingestd.toml"; printf '\n[upload]\nurl = "http://%s/ingest/v1/batches"\nlinger_ms = 50\n' "$address"; } >"$work/edge.toml"
-echo "full-loop: $n readings -> edge ingestd ($work/edge) -> backend ingestd ($address) -> $archive" >&2
-"$root/scripts/sample-sensor.sh" "$n" | "$bin" run --config "$work/edge.toml" --state-directory "$work/edge" --log-target stderr 2>>"$work/edge.log"
+echo "full-loop: $n readings -> ingestd send -> edge ingestd ($work/edge) -> backend ingestd ($address) -> $archive" >&2
+"$bin" run --config "$work/edge.toml" --state-directory "$work/edge" --log-target stderr 2>>"$work/edge.log" &
+edge=$!
+trap 'kill "$edge" "$backend" 2>/dev/null || true; wait "$edge" "$backend" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    kill -0 "$edge" 2>/dev/null || { echo "full-loop: the edge agent did not start:" >&2; tail -5 "$work/edge.log" >&2; exit 1; }
+    [ -S "$work/edge/ingestd.sock" ] && break
+    sleep 0.1
+done
+"$root/scripts/sample-sensor.sh" "$n" | "$bin" send --config "$work/edge.toml" --state-directory "$work/edge" ||
+    { echo "full-loop: ingestd send failed (log: $work/edge.log)" >&2; exit 1; }
 
 # The backend archives within its linger time; wait for it.
 want=$((before + n))
@@ -68,6 +78,9 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 got=$(rows)
+# Stop the edge agent (it writes its final status) before reading its queue.
+kill "$edge" 2>/dev/null || true
+wait "$edge" 2>/dev/null || true
 edge_queued=$(field "$work/edge" "$work/edge.toml" queued_records | cut -d' ' -f1)
 backend_queued=$(field "$work/backend" "$work/backend.toml" queued_records | cut -d' ' -f1)
 echo "full-loop: edge queue $edge_queued, backend queue $backend_queued, archive $got rows" >&2

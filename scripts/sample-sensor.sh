@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A stand-in sensor: prints N WeatherSensor readings as NDJSON (default 5),
 # one every INTERVAL seconds (default 0). Pipe it into ingestd:
-#   scripts/sample-sensor.sh 5 | ingestd run --config etc/ingestd.toml
+#   scripts/sample-sensor.sh 5 | ingestd send --config etc/ingestd.toml   # to a running agent
+#   scripts/sample-sensor.sh 5 | ingestd run --config FILE                # an agent with a stdin input
 n=${1:-5}
 interval=${2:-0}
 for ((i = 0; i < n; i++)); do

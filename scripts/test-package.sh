@@ -122,25 +122,31 @@ ok "man page installed"
 inside '[ "$(stat -c %a /etc/ingestd/credentials)" = 700 ]' || fail "/etc/ingestd/credentials is not 0700"
 inside 'ingestd check-config --config /etc/ingestd/ingestd.toml >/dev/null' || fail "check-config refuses the installed configuration"
 ok "check-config accepts /etc/ingestd/ingestd.toml"
-inside 'systemd-analyze verify /lib/systemd/system/ingestd.service' || fail "systemd-analyze verify found problems in the installed unit"
-ok "systemd-analyze verify /lib/systemd/system/ingestd.service"
+inside 'systemd-analyze verify /lib/systemd/system/ingestd.service /lib/systemd/system/ingestd.socket' || fail "systemd-analyze verify found problems in the installed units"
+ok "systemd-analyze verify ingestd.service ingestd.socket"
 
 readings='{"deviceId":"pkg-1","temperatureInFahrenheit":61.5,"barometricPressureInHg":29.6,"windSpeedInMph":4}
 {"deviceId":"pkg-2","temperatureInFahrenheit":62.5,"barometricPressureInHg":29.7,"windSpeedInMph":5}
 not json
 {"deviceId":"pkg-3","temperatureInFahrenheit":63.5,"barometricPressureInHg":29.8,"windSpeedInMph":6}'
-inside "mkdir -p -m 0700 /var/lib/ingestd && printf '%s\n' '$readings' | STATE_DIRECTORY=/var/lib/ingestd ingestd run --config /etc/ingestd/ingestd.toml --log-target stderr 2>/tmp/run.log" ||
-    { inside 'cat /tmp/run.log' >&2; fail "the installed ingestd did not take piped readings"; }
+# The installed configuration's socket input, as a service would run it: the
+# agent in the background, readings sent with `ingestd send` (exit 65: one
+# line is refused, the three others are committed), then a graceful stop.
+inside "mkdir -p -m 0700 /var/lib/ingestd && export STATE_DIRECTORY=/var/lib/ingestd && { ingestd run --config /etc/ingestd/ingestd.toml --log-target stderr 2>/tmp/run.log & agent=\$!; }
+    for i in \$(seq 100); do [ -S /var/lib/ingestd/ingestd.sock ] && break; sleep 0.1; done
+    rc=0; printf '%s\n' '$readings' | ingestd send --config /etc/ingestd/ingestd.toml 2>/tmp/send.log || rc=\$?
+    kill -TERM \$agent; wait \$agent; [ \$rc = 65 ] && grep -q '^line 3: malformed_json' /tmp/send.log" ||
+    { inside 'cat /tmp/run.log /tmp/send.log' >&2; fail "the installed ingestd did not take readings from ingestd send"; }
 status="$(inside 'rc=0; STATE_DIRECTORY=/var/lib/ingestd ingestd status --config /etc/ingestd/ingestd.toml --json || rc=$?; [ $rc = 3 ]')" || fail "ingestd status did not report a stopped agent (exit 3)"
 printf '%s' "$status" | grep -Eq '"accepted_total" *: *3([^0-9]|$)' || fail "status does not count 3 accepted readings: $status"
 printf '%s' "$status" | grep -Eq '"rejected_total" *: *1([^0-9]|$)' || fail "status does not count 1 rejected line: $status"
 inside '[ -s /var/lib/ingestd/queue.sqlite ]' || fail "no queue file in /var/lib/ingestd"
-ok "3 readings queued and 1 bad line rejected by the installed binary"
+ok "3 readings sent with ingestd send queued, 1 bad line refused and reported, by the installed binary"
 
 inside 'umask 077 && echo secret > /etc/ingestd/credentials/upload-token' || fail "cannot place a credential"
 inside 'dpkg -r ingestd >/dev/null' || fail "dpkg -r failed"
-inside 'grep -qx "stop ingestd.service" /tmp/systemctl.log' || fail "dpkg -r did not stop the service"
-inside '[ ! -e /usr/bin/ingestd ] && [ ! -e /lib/systemd/system/ingestd.service ] && [ ! -e /usr/share/man/man8/ingestd.8.gz ]' || fail "dpkg -r left the package's files"
+inside 'grep -qx "stop ingestd.service" /tmp/systemctl.log && grep -qx "stop ingestd.socket" /tmp/systemctl.log' || fail "dpkg -r did not stop the service and its socket"
+inside '[ ! -e /usr/bin/ingestd ] && [ ! -e /lib/systemd/system/ingestd.service ] && [ ! -e /lib/systemd/system/ingestd.socket ] && [ ! -e /usr/share/man/man8/ingestd.8.gz ]' || fail "dpkg -r left the package's files"
 inside '[ -f /etc/ingestd/ingestd.toml ] && [ -s /etc/ingestd/credentials/upload-token ] && [ -s /var/lib/ingestd/queue.sqlite ]' ||
     fail "dpkg -r removed the configuration, a credential or the queue (only a purge may)"
 inside '[ "$(dpkg-query -W -f "\${Status}" ingestd)" = "deinstall ok config-files" ]' || fail "after dpkg -r the package is not in config-files state"

@@ -32,6 +32,14 @@ struct CheckConfigCommand: IngestdCommand {
                 "  queue: \(configuration.resolvedQueuePath), overflow \(configuration.queue.overflowPolicy), durability \(configuration.queue.durability)"
             )
             print("  upload: \(configuration.uploadSummary)")
+            // A configuration meant for the service (under /etc, or read by
+            // systemd's unit) with a stdin input: stdin is /dev/null there.
+            let forTheService = path.hasPrefix("/etc/") || environment["CONFIGURATION_DIRECTORY"] != nil
+            if forTheService, let stdin = configuration.inputs.first(where: { $0.kind == .stdin }) {
+                printError(
+                    "warning: input '\(stdin.name)' reads stdin, which is /dev/null when ingestd runs as a service: it would end at once. Use kind = \"socket\" (sensor.py | ingestd send) or a file input."
+                )
+            }
         } catch {
             printError("\(error)")
             throw ExitCodes.configError

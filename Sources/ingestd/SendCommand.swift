@@ -119,14 +119,16 @@ struct SendCommand: IngestdCommand {
         throw ExitCodes.tempFail
     }
 
-    /// --socket, else the configuration's socket input, else the package's.
+    /// --socket; else the configuration's socket input: its `socket`, or
+    /// the default in the state directory if that exists, else the one
+    /// systemd's ingestd.socket makes (an agent the package runs).
     private func resolvedSocket() -> String {
         if let socketPath { return socketPath }
-        if let configuration = try? options.load(environment: processEnvironment()),
+        guard let configuration = try? options.load(environment: processEnvironment()),
             let input = configuration.inputs.first(where: { $0.kind == .socket })
-        {
-            return configuration.socketPath(of: input)
-        }
+        else { return Self.packagedSocket }
+        let path = configuration.socketPath(of: input)
+        if input.socket != nil || access(path, F_OK) == 0 || access(Self.packagedSocket, F_OK) != 0 { return path }
         return Self.packagedSocket
     }
 

