@@ -53,8 +53,13 @@ struct SocketInput: Service {
     func run() async throws {
         defer {
             context.counters.update { $0.finished = true }
-            close(listenFD)
-            if ownsFile { unlink(path) }
+            // A socket systemd passed stays open: after a reload the agent
+            // takes it again (LISTEN_FDS still names it), and senders wait
+            // in its backlog meanwhile.
+            if ownsFile {
+                close(listenFD)
+                unlink(path)
+            }
         }
         try await runBlockingLoop { [self] stop in acceptLoop(stop: stop) }
     }
