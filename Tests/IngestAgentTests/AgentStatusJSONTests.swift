@@ -1,5 +1,6 @@
 import EdgeIngestCore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import IngestAgent
@@ -47,6 +48,10 @@ import Testing
         status.uploadRequests = 7
         status.uploadResends = 2
         status.receivedDuplicatesTotal = 6
+        var latency = UploadLatency()
+        latency.record(seconds: 0.02)
+        latency.record(seconds: 1.5)
+        status.uploadLatency = latency
         return status
     }
 
@@ -169,5 +174,30 @@ import Testing
                 "  queued:   0 records, 0 bytes", "  accepted: 0", "  rejected: 0", "  uploaded: 0", "  dropped:  0",
             ]
         )
+    }
+
+    /// /metrics of a status with every member set: Prometheus's own checker
+    /// accepts it (histogram included), when it is installed.
+    @Test func theFullStatusIsValidPrometheusText() throws {
+        let text = Self.full().prometheusText
+        let lines = Set(text.split(separator: "\n").map(String.init))
+        for expected in [
+            "# TYPE ingestd_upload_duration_seconds histogram",
+            #"ingestd_upload_duration_seconds_bucket{le="0.01"} 0"#,
+            #"ingestd_upload_duration_seconds_bucket{le="0.025"} 1"#,
+            #"ingestd_upload_duration_seconds_bucket{le="2.5"} 2"#,
+            #"ingestd_upload_duration_seconds_bucket{le="+Inf"} 2"#,
+            "ingestd_upload_duration_seconds_sum 1.52",
+            "ingestd_upload_duration_seconds_count 2",
+            #"ingestd_dropped_records_total{reason="exported"} 1"#,
+            "ingestd_received_duplicates_total 6",
+        ] {
+            #expect(lines.contains(expected), "\(expected) missing from:\n\(text)")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") else { return }
+        let dir = try TemporaryDirectory()
+        try text.write(toFile: dir.file("metrics.txt"), atomically: true, encoding: .utf8)
+        let check = try runTool("/bin/sh", ["-c", "/usr/bin/promtool check metrics < '\(dir.file("metrics.txt"))'"])
+        #expect(check.status == 0, "\(check.output)")
     }
 }

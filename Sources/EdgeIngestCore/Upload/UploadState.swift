@@ -14,6 +14,8 @@ public final class UploadState: Sendable {
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0
+        /// How long the sink took to answer each request.
+        public var latency = UploadLatency()
         /// Whether a batch was stored by the backend since the start.
         public var connected = false
         /// When the uploader promised its next sign of life (ms since the

@@ -192,6 +192,11 @@ package final class Uploader: Sendable {
                 if let offlineReason {
                     outcome = .retry(reason: offlineReason, retryAfterSeconds: nil)
                 } else {
+                    let started = monotonicSeconds()
+                    defer {
+                        let took = monotonicSeconds() - started
+                        state.update { $0.latency.record(seconds: took) }
+                    }
                     outcome = sink.deliver(
                         SinkBatch(
                             type: lease.segments[0].type,

@@ -116,6 +116,54 @@ extension AgentStatus {
                 help: "Batches sent again after a failure (same _ids)."
             ),
         Field(
+            key: K.uploadLatency.stringValue,
+            write: { status in
+                status.uploadLatency.map {
+                    .object([
+                        ("count", .int($0.count)), ("counts", .array($0.counts.map(JSONValue.int))),
+                        ("sumSeconds", .double($0.sumSeconds)),
+                    ])
+                }
+            },
+            read: { status, members in
+                guard let value = try members.optionalObject(K.uploadLatency.stringValue) else { return }
+                let reader = try JSONMembers(value, in: K.uploadLatency.stringValue)
+                var latency = UploadLatency()
+                latency.count = try reader.int("count")
+                latency.counts = try reader.array("counts").map { item in
+                    guard let n = item.int64 else { throw reader.wrong("counts", "an array of integers") }
+                    return n
+                }
+                latency.sumSeconds = try reader.optionalDouble("sumSeconds") ?? 0
+                status.uploadLatency = latency
+            },
+            metrics: [
+                MetricFamily(
+                    name: "ingestd_upload_duration_seconds",
+                    kind: .histogram,
+                    help: "How long the sink took to answer each batch (re-sends included)."
+                ) { status in
+                    guard let latency = status.uploadLatency else { return [] }
+                    var samples: [MetricFamily<AgentStatus>.Sample] = []
+                    var cumulative: Int64 = 0
+                    for (bound, count) in zip(UploadLatency.boundsSeconds, latency.counts) {
+                        cumulative += count
+                        samples.append(
+                            .init(
+                                suffix: "_bucket",
+                                labels: [("le", MetricFamily<AgentStatus>.number(bound))],
+                                value: Double(cumulative)
+                            )
+                        )
+                    }
+                    samples.append(.init(suffix: "_bucket", labels: [("le", "+Inf")], value: Double(latency.count)))
+                    samples.append(.init(suffix: "_sum", value: latency.sumSeconds))
+                    samples.append(.init(suffix: "_count", value: Double(latency.count)))
+                    return samples
+                }
+            ]
+        ),
+        Field(
             key: K.lastUpload.stringValue,
             write: { $0.lastUpload.map { .object([("at", .string($0.at)), ("outcome", .string($0.outcome))]) } },
             read: { status, members in

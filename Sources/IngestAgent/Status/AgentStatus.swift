@@ -40,6 +40,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// been received before (clients re-sending batches), since the queue
     /// was created.
     public var receivedDuplicatesTotal: Int64?
+    /// How long the sink took to answer each request since the start.
+    public var uploadLatency: UploadLatency?
 
     public struct LastUpload: Codable, Sendable, Equatable {
         public var at: String
@@ -66,6 +68,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case uploadRequests = "upload_requests"
         case uploadResends = "upload_resends"
         case receivedDuplicatesTotal = "received_duplicates_total"
+        case uploadLatency = "upload_latency"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.

@@ -3,9 +3,11 @@
 /// status). Fields of the status table carry theirs (``JSONField/metrics``),
 /// so status.json, the status text and `/metrics` come from one place.
 struct MetricFamily<Root>: Sendable {
-    enum Kind: String, Sendable { case counter, gauge }
+    enum Kind: String, Sendable { case counter, gauge, histogram }
 
     struct Sample: Sendable {
+        /// `_bucket`, `_sum` or `_count` for a histogram's samples.
+        var suffix = ""
         var labels: [(name: String, value: String)] = []
         var value: Double
     }
@@ -22,7 +24,7 @@ struct MetricFamily<Root>: Sendable {
         guard !samples.isEmpty else { return }
         out += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
         for sample in samples {
-            out += name
+            out += name + sample.suffix
             if !sample.labels.isEmpty {
                 out +=
                     "{" + sample.labels.map { "\($0.name)=\"\(Self.escaped($0.value))\"" }.joined(separator: ",") + "}"

@@ -120,6 +120,7 @@ struct StatusService: Service {
                 }
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
+                status.uploadLatency = upload.latency
                 if status.problem == nil, upload.state == .error { status.problem = upload.reason }
                 status.openState = AgentStatus.openState(upload: upload)
             }
