@@ -29,8 +29,7 @@ final class HTTPServer: Sendable {
     let maxConnections: Int
     let handler: any HTTPHandler
     let logger: Logger
-    private let active = Mutex(0)
-    private let finished = DispatchGroup()
+    private let connections: ConnectionThreads
 
     /// Binds `address` ("host:port", "[v6]:port" or ":port" for every
     /// interface) and starts listening.
@@ -74,6 +73,7 @@ final class HTTPServer: Sendable {
         boundAddress = HTTPServer.localAddress(fd) ?? address
         self.limits = limits
         self.maxConnections = maxConnections
+        connections = ConnectionThreads(limit: maxConnections)
         self.handler = handler
         self.logger = logger
     }
@@ -90,7 +90,7 @@ final class HTTPServer: Sendable {
             heartbeat()
             switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: idleMilliseconds) {
             case .stopped:
-                finished.wait()
+                connections.waitForAll()
                 return
             case .timeout:
                 continue
@@ -111,28 +111,9 @@ final class HTTPServer: Sendable {
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is not in Swift's Glibc module
             let peer = HTTPServer.describe(&storage) ?? "?"
-            let admitted = active.withLock { count -> Bool in
-                guard count < maxConnections else { return false }
-                count += 1
-                return true
-            }
-            guard admitted else {
+            guard connections.start(fd, { [self] in serveConnection(fd, peer: peer, stop: stop) }) else {
                 refuseBusy(fd)
                 continue
-            }
-            finished.enter()
-            let started = BlockingThread.detach { [self] in
-                serveConnection(fd, peer: peer, stop: stop)
-                // The slot is free before the client sees the close: a client
-                // that reconnects at once is never counted twice.
-                active.withLock { $0 -= 1 }
-                close(fd)
-                finished.leave()
-            }
-            if !started {
-                active.withLock { $0 -= 1 }
-                finished.leave()
-                refuseBusy(fd)
             }
         }
     }

@@ -65,12 +65,11 @@ struct SocketInput: Service {
     }
 
     private func acceptLoop(stop: StopSignal) {
-        let active = Mutex(0)
-        let finished = ActiveConnections()
+        let connections = ConnectionThreads(limit: Self.maxConnections)
         while true {
             switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: context.waitMilliseconds(pending: false)) {
             case .stopped:
-                finished.wait()  // connections commit what they read and answer
+                connections.waitForAll()  // senders' lines are committed and answered first
                 return
             case .timeout:
                 context.counters.heartbeat()
@@ -81,27 +80,11 @@ struct SocketInput: Service {
             let fd = accept(listenFD, nil, nil)
             guard fd >= 0 else { continue }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let admitted = active.withLock { count -> Bool in
-                guard count < Self.maxConnections else { return false }
-                count += 1
-                return true
-            }
-            guard admitted else {
+            guard connections.start(fd, { [self] in SocketConnection(fd: fd, context: context, stop: stop).serve() })
+            else {
                 Self.write(fd, "ERROR too many senders at once (\(Self.maxConnections)): try again\n")
                 close(fd)
                 continue
-            }
-            finished.enter()
-            let started = BlockingThread.detach { [self] in
-                SocketConnection(fd: fd, context: context, stop: stop).serve()
-                active.withLock { $0 -= 1 }
-                close(fd)
-                finished.leave()
-            }
-            if !started {
-                active.withLock { $0 -= 1 }
-                finished.leave()
-                close(fd)
             }
         }
     }
@@ -177,18 +160,5 @@ struct SocketInput: Service {
             if n <= 0 { return }
             offset += n
         }
-    }
-}
-
-/// Counts connections under way, so that a stop waits for them.
-final class ActiveConnections: Sendable {
-    private let count = Mutex(0)
-
-    func enter() { count.withLock { $0 += 1 } }
-    func leave() { count.withLock { $0 -= 1 } }
-
-    /// Returns once every connection has ended.
-    func wait() {
-        while count.withLock({ $0 }) > 0 { usleep(20_000) }
     }
 }

@@ -1,0 +1,47 @@
+import Dispatch
+import EdgeIngestCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serves each accepted connection on a thread of its own, at most `limit`
+/// at a time, and lets a stopping server wait until every one has ended.
+/// The HTTP input and the socket input accept this way.
+final class ConnectionThreads: Sendable {
+    let limit: Int
+    private let active = Mutex(0)
+    private let finished = DispatchGroup()
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Runs `serve` on a new thread, then closes `fd`. False when `limit`
+    /// connections are served already or no thread could be made: nothing
+    /// ran, and `fd` is the caller's to refuse and close.
+    func start(_ fd: Int32, _ serve: @escaping @Sendable () -> Void) -> Bool {
+        let admitted = active.withLock { count -> Bool in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else { return false }
+        finished.enter()
+        let started = BlockingThread.detach { [self] in
+            serve()
+            // The slot is free before the client sees the close: a client
+            // that reconnects at once is never counted twice.
+            active.withLock { $0 -= 1 }
+            close(fd)
+            finished.leave()
+        }
+        if !started {
+            active.withLock { $0 -= 1 }
+            finished.leave()
+        }
+        return started
+    }
+
+    /// Returns once every connection started has ended.
+    func waitForAll() { finished.wait() }
+}
