@@ -38,14 +38,7 @@ enum QueueCommand {
             print("  dead letters: \(s.deadLetterRecords)")
             print("  appended:     \(s.appendedTotal)")
             print("  uploaded:     \(s.acknowledgedTotal)")
-            print("  dropped:      \(s.droppedTotal)" + Self.reasons(s.droppedByReason))
-        }
-
-        static func reasons(_ byReason: [String: Int64]) -> String {
-            byReason.isEmpty
-                ? ""
-                : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-                    + ")"
+            print("  dropped:      \(s.droppedTotal)" + AgentStatus.reasons(s.droppedByReason))
         }
     }
 

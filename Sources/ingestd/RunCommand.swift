@@ -27,7 +27,7 @@ struct RunCommand: IngestdCommand {
         "target",
         help: "Where logs go: auto (the journal when stderr is the journal), journal or stderr."
     )
-    static let formatOption = Option<String>("format", "format", help: "The stdin input's format: ndjson or csv.")
+    static let formatOption = Option.format(help: "The stdin input's format: ndjson or csv.")
     static let typeOption = Option<String>(
         "type",
         "type",
@@ -37,20 +37,17 @@ struct RunCommand: IngestdCommand {
     let options: ConfigurationOptions
     let queuePath: String?
     let logTarget: String?
-    let format: String?
+    let format: InputSettings.Format?
     let type: String?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
         queuePath = arguments[Self.queuePathOption]
         logTarget = arguments[Self.logTargetOption]
-        format = arguments[Self.formatOption]
+        format = try arguments.value(Self.formatOption)
         type = arguments[Self.typeOption]
         if let logTarget, AgentConfiguration.LogTarget(rawValue: logTarget) == nil {
             throw UsageError("--log-target must be auto, journal or stderr, got '\(logTarget)'.")
-        }
-        if let format, InputSettings.Format(rawValue: format) == nil {
-            throw UsageError("--format must be ndjson or csv, got '\(format)'.")
         }
     }
 
@@ -97,7 +94,7 @@ struct RunCommand: IngestdCommand {
         if let queuePath { configuration.queuePath = queuePath }
         if let logTarget { configuration.logTarget = AgentConfiguration.LogTarget(rawValue: logTarget)! }
         for i in configuration.inputs.indices where configuration.inputs[i].kind == .stdin {
-            if let format { configuration.inputs[i].format = InputSettings.Format(rawValue: format)! }
+            if let format { configuration.inputs[i].format = format }
             if let type {
                 guard configuration.types.contains(where: { $0.name == type }) else {
                     throw ConfigurationError(

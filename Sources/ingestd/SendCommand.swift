@@ -39,22 +39,19 @@ struct SendCommand: IngestdCommand {
         "type",
         help: "The record type of readings that carry no _type (default: the input's)."
     )
-    static let formatOption = Option<String>("format", "format", help: "ndjson or csv (default: the input's).")
+    static let formatOption = Option.format(help: "ndjson or csv (default: the input's).")
     static let packagedSocket = "/run/ingestd/ingestd.sock"
 
     let options: ConfigurationOptions
     let socketPath: String?
     let type: String?
-    let format: String?
+    let format: InputSettings.Format?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         options = ConfigurationOptions(arguments)
         socketPath = arguments[Self.socketOption]
         type = arguments[Self.typeOption]
-        format = arguments[Self.formatOption]
-        if let format, InputSettings.Format(rawValue: format) == nil {
-            throw UsageError("--format must be ndjson or csv, got '\(format)'.", option: Self.formatOption.spec)
-        }
+        format = try arguments.value(Self.formatOption)
         if let type, type.contains(where: { $0 == " " || $0 == "\n" }) {
             throw UsageError("--type must be a record type's name, got '\(type)'.", option: Self.typeOption.spec)
         }
@@ -66,8 +63,8 @@ struct SendCommand: IngestdCommand {
         defer { close(fd) }
         var header = SocketProtocol.magic
         if let type { header += " type=" + type }
-        if let format { header += " format=" + format }
-        guard writeAll(fd, Array((header + "\n").utf8)) else {
+        if let format { header += " format=" + format.rawValue }
+        guard UnixSocket.sendAll(fd, Array((header + "\n").utf8)) else {
             printError("ingestd send: the agent at '\(path)' closed the connection at once.")
             throw ExitCodes.tempFail
         }
@@ -97,8 +94,7 @@ struct SendCommand: IngestdCommand {
                     stdinOpen = false
                     shutdown(fd, Int32(SHUT_WR))  // end of input: the agent commits the rest and says DONE
                 } else {
-                    session.sentBytes += n
-                    guard writeAll(fd, Array(buffer[0..<n])) else { break }
+                    guard UnixSocket.sendAll(fd, Array(buffer[0..<n])) else { break }
                 }
             }
         }
@@ -133,14 +129,9 @@ struct SendCommand: IngestdCommand {
     }
 
     private func connect(_ path: String) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard var address = UnixSocket.address(path) else {
             printError("ingestd send: the socket path '\(path)' is too long.")
             throw ExitCodes.usageError
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         let connected = withUnsafePointer(to: &address) {
@@ -159,18 +150,6 @@ struct SendCommand: IngestdCommand {
         return fd
     }
 
-    private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
-    }
 }
 
 /// What the agent has said to one `send`.
@@ -178,7 +157,6 @@ struct SendSession {
     var committed = 0
     var done: (lines: Int, rejected: Int)?
     var failed = false
-    var sentBytes = 0
 
     mutating func handle(_ answer: String) {
         let words = answer.split(separator: " ", maxSplits: 3)

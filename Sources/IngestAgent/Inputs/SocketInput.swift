@@ -99,17 +99,11 @@ struct SocketInput: Service {
 
     /// Binds and listens at `path` (an old socket file there is replaced).
     static func bind(path: String, group: String?) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else {
+        guard var address = UnixSocket.address(path) else {
             throw AgentError(
                 .listenFailed,
-                "The socket path '\(path)' is longer than \(capacity - 1) bytes: choose a shorter one."
+                "The socket path '\(path)' is longer than \(UnixSocket.maxPathBytes) bytes: choose a shorter one."
             )
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
         }
         try QueueFile.makeDirectories(QueueFile.parentDirectory(of: path))
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -149,16 +143,5 @@ struct SocketInput: Service {
     }
 
     /// Writes all of `text` (a short answer); a sender that went away is not an error.
-    static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
-    }
+    static func write(_ fd: Int32, _ text: String) { UnixSocket.sendAll(fd, Array(text.utf8)) }
 }

@@ -49,15 +49,6 @@ package enum AgentExecutors {
         dispatchMain()
         #endif
     }
-
-    /// Which executors this build runs on: `ingestd` (its own) or `platform`.
-    package static var kind: String {
-        #if compiler(>=6.3) && !PLATFORM_EXECUTORS
-        "ingestd"
-        #else
-        "platform"
-        #endif
-    }
 }
 
 #if compiler(>=6.3) && !PLATFORM_EXECUTORS

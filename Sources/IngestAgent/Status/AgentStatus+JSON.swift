@@ -194,8 +194,8 @@ extension AgentStatus {
     /// `/metrics`: every counter and gauge of the status.
     public var prometheusText: String { Self.fields.prometheusText(of: self) }
 
-    /// ` (bad_json 2, missing_field 1)`, or nothing.
-    private static func reasons(_ byReason: [String: Int64]) -> String {
+    /// ` (bad_json 2, missing_field 1)`, or nothing (also `queue stats`'s).
+    public static func reasons(_ byReason: [String: Int64]) -> String {
         byReason.isEmpty
             ? ""
             : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"

@@ -1,3 +1,5 @@
+import IngestAgent
+
 /// Options and arguments declared once, as typed keys: the declaration gives
 /// the parser and `--help` their ``OptionSpec``, and the command reads its
 /// value through the same key, so a misspelled name does not compile and a
@@ -61,6 +63,18 @@ extension Option where Value == Int64 {
                 )
             }
             return number
+        }
+    }
+}
+
+extension Option where Value == InputSettings.Format {
+    /// `--format <format>`: ndjson or csv (`run`'s stdin input, `send`'s stream).
+    static func format(help: String) -> Option {
+        Option(spec: .value("format", "format", help: help), defaultValue: nil) { text, spec throws(UsageError) in
+            guard let format = InputSettings.Format(rawValue: text) else {
+                throw UsageError("--format must be ndjson or csv, got '\(text)'.", option: spec)
+            }
+            return format
         }
     }
 }
