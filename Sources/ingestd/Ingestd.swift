@@ -37,15 +37,15 @@ enum Ingestd {
             else /etc/ingestd/ingestd.toml. etc/ingestd.toml in the source tree documents every key.
 
             Exit codes: 0 success; 1 unhealthy (status); 3 agent not running (status); \
-            64 bad command-line usage; 65 bad data (a damaged queue file; lines `send` \
-            had refused); 74 I/O error (queue unavailable; readings that a full disk \
+            64 bad command-line usage; 65 bad data (a damaged queue file, `verify` or \
+            `repair` found damage; lines `send` had refused); 74 I/O error (queue unavailable; readings that a full disk \
             kept from being committed before a stop; `send` cannot reach the agent); \
             75 try again (`send`: the agent stopped before confirming every line); \
             78 configuration error.
             """,
         subcommands: [
             RunCommand.spec, SendCommand.spec, CheckConfigCommand.spec, StatusCommand.spec, QueueCommand.spec,
-            DeadLetterCommand.spec,
+            VerifyCommand.spec, RepairCommand.spec, DeadLetterCommand.spec,
             ExportCommand.spec, ImportCommand.spec, ResetCommand.spec, HashSecretCommand.spec,
         ]
     )

@@ -7,6 +7,9 @@ extension DurableQueue {
     /// reason (a client reset) — in the same critical section, so records
     /// appended meanwhile are neither copied nor discarded.
     ///
+    /// A damaged segment (docs/QUEUE.md "Integrity") is not copied: it is
+    /// quarantined here, and left out of the count.
+    ///
     /// `progress` is called after each copied segment with the records
     /// copied so far (for a progress display; it runs under the queues'
     /// locks, so keep it short).
@@ -36,11 +39,13 @@ extension DurableQueue {
                     "The queue \(configuration.location) cannot discard records while a batch is being uploaded."
                 )
             }
-            let (records, bytes) = try target.receiveCopy(
+            let (records, bytes, damaged) = try target.receiveCopy(
                 from: store,
                 sourceName: configuration.location.description,
+                refuseDamage: configuration.readOnly,
                 progress: progress
             )
+            for (id, problem) in damaged { try quarantine(segment: id, problem: problem, &source) }
             guard let discard else { return (records, []) }
             try store.db.transaction {
                 try store.db.execute("DELETE FROM segments")
@@ -60,19 +65,33 @@ extension DurableQueue {
     }
 
     /// The target side of ``copyPending(into:discard:)``.
+    /// Damaged source segments are skipped and returned (or refused, with
+    /// `refuseDamage`, when the source cannot quarantine them).
     private func receiveCopy(
         from source: QueueStore,
         sourceName: String,
+        refuseDamage: Bool,
         progress: ((Int64) -> Void)?
-    ) throws -> (records: Int64, bytes: Int64) {
+    ) throws -> (records: Int64, bytes: Int64, damaged: [(Int64, String)]) {
         // The source store is used under the source queue's lock, which the caller holds.
         try state.withLock { target in
             let store = try target.openStore(configuration.location.description)
             var records: Int64 = 0
             var bytes: Int64 = 0
             var oldest: Int64?
+            var damaged: [(Int64, String)] = []
             try store.db.transaction {
                 try source.scanSegments { row in
+                    if let problem = row.damage {
+                        guard !refuseDamage else {
+                            throw EdgeIngestError(
+                                .queueCorrupt,
+                                "Segment \(row.id) of the queue \(sourceName) is damaged (\(problem)); nothing was copied. Run `ingestd repair` on it first."
+                            )
+                        }
+                        damaged.append((row.id, problem))
+                        return true
+                    }
                     guard typesByName[row.type] != nil else {
                         throw EdgeIngestError(
                             .invalidConfiguration,
@@ -103,7 +122,7 @@ extension DurableQueue {
             target.queuedBytes += bytes
             target.counters["appended_total", default: 0] += records
             if let oldest { target.oldestEnqueuedAt = min(target.oldestEnqueuedAt ?? oldest, oldest) }
-            return (records, bytes)
+            return (records, bytes, damaged)
         }
     }
 

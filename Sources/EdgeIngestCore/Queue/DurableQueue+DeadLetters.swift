@@ -48,8 +48,14 @@ extension DurableQueue {
     /// - Parameter numbers: the dead letters to replay; nil replays all.
     /// - Returns: how many were replayed.
     @discardableResult
+    ///
+    /// A dead letter whose checksum does not match is not replayed: it is
+    /// moved to the quarantine table and logged.
     public func replayDeadLetters(_ numbers: Set<Int64>? = nil) throws -> Int {
-        let letters = try deadLetters().filter { numbers?.contains($0.number) ?? true }
+        let damaged = try quarantineDamagedDeadLetters()
+        let letters = try deadLetters().filter {
+            (numbers?.contains($0.number) ?? true) && !damaged.contains($0.number)
+        }
         guard !letters.isEmpty else { return 0 }
         for letter in letters where typesByName[letter.type] == nil {
             throw EdgeIngestError(
@@ -83,5 +89,29 @@ extension DurableQueue {
             if state.oldestEnqueuedAt == nil { state.oldestEnqueuedAt = now }
         }
         return letters.count
+    }
+
+    /// Moves dead letters that fail their checksum to the quarantine table;
+    /// returns their numbers.
+    private func quarantineDamagedDeadLetters() throws -> Set<Int64> {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            var damaged: [(Int64, String)] = []
+            try store.scanDeadLetters { number, problem in
+                if let problem { damaged.append((number, problem)) }
+            }
+            for (number, problem) in damaged {
+                try store.quarantine(deadLetter: number, problem: problem, at: wallClockMilliseconds())
+                state.counters["dead_lettered_total", default: 0] -= 1
+                state.counters["quarantined_total", default: 0] += 1
+                logger.error(
+                    "A damaged dead letter was quarantined; it will not be replayed",
+                    metadata: [
+                        "queue.path": "\(configuration.location)", "dead_letter": "\(number)", "problem": "\(problem)",
+                    ]
+                )
+            }
+            return Set(damaged.map(\.0))
+        }
     }
 }

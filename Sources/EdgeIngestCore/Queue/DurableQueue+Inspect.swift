@@ -26,6 +26,7 @@ extension DurableQueue {
             var out: [QueuedRecord] = []
             try store.scanSegments { row in
                 if let type, row.type != type { return true }
+                guard row.damage == nil else { return true }  // never shown as if it were data
                 let first = Int(row.consumed)
                 forEachLine(in: row.payload, from: Int(row.consumedBytes)) { index, line in
                     let offset = (first + index) * 12

@@ -7,9 +7,14 @@ extension DurableQueue {
     /// the next.
     ///
     /// - Returns: the lease, or nil when the queue is empty.
+    /// A segment that fails its checks (checksum, structure; docs/QUEUE.md
+    /// "Integrity") is never part of a lease: it is moved to the quarantine
+    /// table, counted in ``QueueStatistics/quarantinedRecords`` and logged,
+    /// and the records after it are taken as usual.
+    ///
     /// - Throws: ``EdgeIngestError/Code/leaseMisuse`` if a lease is
-    ///   outstanding; ``EdgeIngestError/Code/queueCorrupt`` if a stored
-    ///   segment breaks the format's invariants.
+    ///   outstanding; ``EdgeIngestError/Code/queueCorrupt`` if SQLite itself
+    ///   finds the file damaged (run `ingestd repair`).
     ///   - singleType: take only records of the first record's type and
     ///     schema version (the uploader sends one type per request).
     public func take(maxRecords: Int, maxBytes: Int = .max, singleType: Bool = false) throws -> QueueLease? {
@@ -29,57 +34,70 @@ extension DurableQueue {
             var parts: [QueueLease.Part] = []
             ids.reserveCapacity(min(maxRecords, 4096))
             ends.reserveCapacity(min(maxRecords, 4096))
-            try store.scanSegments { row in
-                try DurableQueue.checkInvariants(row, name: configuration.location.description)
-                if singleType, let first = segments.first,
-                    first.type != row.type || first.schemaVersion != row.schemaVersion
-                {
-                    return false
+            var damaged: (id: Int64, problem: String)?
+            repeat {
+                if let found = damaged {
+                    try quarantine(segment: found.id, problem: found.problem, &state)
+                    damaged = nil
                 }
-                let available = Int(row.recordCount - row.consumed)
-                let room = maxRecords - ids.count
-                var take = 0
-                var cursor = Int(row.consumedBytes)
-                let base = payload.count
-                let start = cursor
-                while take < min(available, room) {
-                    guard let newline = firstOffset(of: UInt8(ascii: "\n"), in: row.payload, from: cursor) else {
-                        throw EdgeIngestError(
-                            .queueCorrupt,
-                            "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
-                        )
+                try store.scanSegments { row in
+                    if let problem = row.damage {
+                        damaged = (row.id, problem)
+                        return false
                     }
-                    let next = newline + 1
-                    if !ids.isEmpty || take > 0, base + (next - start) > maxBytes { break }
-                    ends.append(base + (next - start))
-                    let idOffset = (Int(row.consumed) + take) * 12
-                    ids.append(
-                        ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
+                    if singleType, let first = segments.first,
+                        first.type != row.type || first.schemaVersion != row.schemaVersion
+                    {
+                        return false
+                    }
+                    let available = Int(row.recordCount - row.consumed)
+                    let room = maxRecords - ids.count
+                    var take = 0
+                    var cursor = Int(row.consumedBytes)
+                    let base = payload.count
+                    let start = cursor
+                    while take < min(available, room) {
+                        guard let newline = firstOffset(of: UInt8(ascii: "\n"), in: row.payload, from: cursor) else {
+                            throw EdgeIngestError(
+                                .queueCorrupt,
+                                "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
+                            )
+                        }
+                        let next = newline + 1
+                        if !ids.isEmpty || take > 0, base + (next - start) > maxBytes { break }
+                        ends.append(base + (next - start))
+                        let idOffset = (Int(row.consumed) + take) * 12
+                        ids.append(
+                            ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
+                        )
+                        take += 1
+                        cursor = next
+                    }
+                    guard take > 0 else { return false }
+                    payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
+                    segments.append(
+                        QueueLease.Segment(
+                            type: row.type,
+                            schemaVersion: row.schemaVersion,
+                            enqueuedAt: row.enqueuedAt,
+                            recordCount: take
+                        )
                     )
-                    take += 1
-                    cursor = next
+                    parts.append(
+                        QueueLease.Part(
+                            segmentID: row.id,
+                            segmentRecordCount: row.recordCount,
+                            fromRecord: row.consumed,
+                            toRecord: row.consumed + Int64(take),
+                            fromByte: row.consumedBytes
+                        )
+                    )
+                    // Continue only if this segment was taken whole and room remains.
+                    return take == available && ids.count < maxRecords && payload.count < maxBytes
                 }
-                guard take > 0 else { return false }
-                payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
-                segments.append(
-                    QueueLease.Segment(
-                        type: row.type,
-                        schemaVersion: row.schemaVersion,
-                        enqueuedAt: row.enqueuedAt,
-                        recordCount: take
-                    )
-                )
-                parts.append(
-                    QueueLease.Part(
-                        segmentID: row.id,
-                        segmentRecordCount: row.recordCount,
-                        fromRecord: row.consumed,
-                        toRecord: row.consumed + Int64(take),
-                        fromByte: row.consumedBytes
-                    )
-                )
-                // Continue only if this segment was taken whole and room remains.
-                return take == available && ids.count < maxRecords && payload.count < maxBytes
+            } while damaged != nil && ids.isEmpty
+            if let found = damaged {
+                try quarantine(segment: found.id, problem: found.problem, &state)
             }
             guard let first = ids.first, let lastPart = parts.last else { return nil }
             state.leaseSerial += 1
@@ -187,17 +205,6 @@ extension DurableQueue {
             throw EdgeIngestError(
                 .leaseMisuse,
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
-            )
-        }
-    }
-
-    static func checkInvariants(_ row: QueueStore.SegmentRow, name: String) throws {
-        guard row.ids.count == Int(row.recordCount) * 12, row.consumed < row.recordCount,
-            row.consumedBytes <= Int64(row.payload.count)
-        else {
-            throw EdgeIngestError(
-                .queueCorrupt,
-                "Segment \(row.id) of the queue \(name) is damaged (ids \(row.ids.count) bytes for \(row.recordCount) records, \(row.consumed) consumed). Move the file aside; its other segments are intact."
             )
         }
     }

@@ -134,6 +134,7 @@ public final class DurableQueue: Sendable {
                     "No queue at '\(path)' (\(String(cString: strerror(errno)))): has the agent run with this configuration?"
                 )
             }
+            try QueueFile.checkNotTruncated(path: path)
             store = try QueueStore(
                 db: SQLiteConnection(path: path, displayName: path, readOnly: true),
                 isFile: true,
@@ -144,6 +145,7 @@ public final class DurableQueue: Sendable {
             try QueueFile.prepare(path: path)
             fd = try QueueFile.lock(path: path)
             do {
+                try QueueFile.checkNotTruncated(path: path)
                 store = try DurableQueue.openFileStore(path: path, configuration: configuration)
             } catch let error as EdgeIngestError
                 where error.code == .queueCorrupt && configuration.quarantineCorruptFile
@@ -166,7 +168,7 @@ public final class DurableQueue: Sendable {
         quarantinedFile = quarantined
         do {
             try DurableQueue.applyEncryption(store, configuration: configuration)
-            try DurableQueue.checkSchemaVersion(store, configuration: configuration)
+            try DurableQueue.checkSchemaVersion(store, configuration: configuration, logger: logger)
             try DurableQueue.compactIfAsked(store, configuration: configuration, logger: logger)
             let totals = try store.totals()
             state = Mutex(
@@ -243,7 +245,11 @@ public final class DurableQueue: Sendable {
         store.cipher = cipher
     }
 
-    private static func checkSchemaVersion(_ store: QueueStore, configuration: QueueConfiguration) throws {
+    private static func checkSchemaVersion(
+        _ store: QueueStore,
+        configuration: QueueConfiguration,
+        logger: Logger
+    ) throws {
         let stored = try store.meta("max_schema_version") ?? 0
         if stored > configuration.schemaVersion {
             throw EdgeIngestError(
@@ -254,7 +260,7 @@ public final class DurableQueue: Sendable {
         if stored < configuration.schemaVersion, !configuration.readOnly {
             try store.db.transaction {
                 if let block = configuration.migrationBlock {
-                    try migrate(store, configuration: configuration, block: block)
+                    try migrate(store, configuration: configuration, block: block, logger: logger)
                 }
                 try store.setMeta("max_schema_version", configuration.schemaVersion)
             }
@@ -264,10 +270,21 @@ public final class DurableQueue: Sendable {
     /// Runs the migration block over every pending record of an older
     /// schema version and rewrites those segments in place (inside the
     /// caller's transaction: any failure leaves the file as it was).
-    private static func migrate(_ store: QueueStore, configuration: QueueConfiguration, block: MigrationBlock) throws {
+    private static func migrate(
+        _ store: QueueStore,
+        configuration: QueueConfiguration,
+        block: MigrationBlock,
+        logger: Logger
+    ) throws {
         let types = Dictionary(uniqueKeysWithValues: configuration.objectTypes.map { ($0.name, $0) })
-        var rewrites: [(id: Int64, records: Int64, ids: [UInt8], payload: [UInt8])] = []
+        var rewrites: [(id: Int64, type: String, enqueuedAt: Int64, records: Int64, ids: [UInt8], payload: [UInt8])] =
+            []
+        var damaged: [(id: Int64, problem: String)] = []
         try store.scanSegments { row in
+            if let problem = row.damage {
+                damaged.append((row.id, problem))
+                return true
+            }
             guard row.schemaVersion < configuration.schemaVersion else { return true }
             guard let type = types[row.type] else {
                 throw EdgeIngestError(
@@ -302,12 +319,27 @@ public final class DurableQueue: Sendable {
                 }
                 return true
             }
-            rewrites.append((row.id, Int64(records), ids, payload))
+            rewrites.append((row.id, row.type, row.enqueuedAt, Int64(records), ids, payload))
             return true
+        }
+        // A damaged segment is never migrated (it would get a fresh checksum).
+        for (id, problem) in damaged {
+            let held = try store.quarantine(segment: id, problem: problem, at: wallClockMilliseconds())
+            logger.error(
+                "A damaged queue segment was quarantined; its records will not be uploaded",
+                metadata: [
+                    "queue.path": "\(configuration.location)",
+                    "queue.segment": "\(id)",
+                    "records": "\(held.records)",
+                    "problem": "\(problem)",
+                ]
+            )
         }
         for r in rewrites {
             try store.rewrite(
                 segment: r.id,
+                type: r.type,
+                enqueuedAt: r.enqueuedAt,
                 schemaVersion: configuration.schemaVersion,
                 records: r.records,
                 ids: r.ids,
@@ -377,6 +409,7 @@ public final class DurableQueue: Sendable {
             appendedTotal: snapshot.3["appended_total"] ?? 0,
             acknowledgedTotal: snapshot.3["acknowledged_total"] ?? 0,
             deadLetterRecords: snapshot.3["dead_lettered_total"] ?? 0,
+            quarantinedRecords: snapshot.3["quarantined_total"] ?? 0,
             droppedByReason: dropped,
             fileBytes: fileBytes,
             counters: application

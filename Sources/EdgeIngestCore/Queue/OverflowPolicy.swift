@@ -49,6 +49,10 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     public static let clientReset = DropReason(name: "client_reset")
     /// Moved to another box's queue with `ingestd export --move`.
     public static let exported = DropReason(name: "exported")
+    /// Counted as appended but no longer in a damaged file (found by
+    /// ``DurableQueue/repair()``: SQLite lost the rows, or the counters
+    /// were damaged).
+    public static let damaged = DropReason(name: "damaged")
 
     public var description: String { name }
 }

@@ -8,17 +8,68 @@ import Darwin
 /// itself (0600), the process lock, and quarantine of a damaged file.
 package enum QueueFile {
     /// Creates the file's directory (and missing parents) with mode 0700,
-    /// and the file with mode 0600 if it does not exist.
+    /// and the file with mode 0600 if it does not exist — atomically: an
+    /// empty queue in the current format is written under a temporary name
+    /// and renamed into place, so a crash never leaves a 0-byte queue file.
+    /// An existing 0-byte file (with no write-ahead log beside it) is
+    /// therefore damage — a truncated file — and is refused, not silently
+    /// started afresh.
     static func prepare(path: String) throws {
         let directory = parentDirectory(of: path)
         try makeDirectories(directory)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw EdgeIngestError(
+                    .queueUnavailable,
+                    "The queue path '\(path)' exists but is not a regular file. Point the queue at a file."
+                )
+            }
+            return
+        }
+        let temporary = path + ".creating"
+        unlink(temporary)
+        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw EdgeIngestError(
                 .queueUnavailable,
                 "Cannot create the queue file '\(path)': \(errnoText()). Check that '\(directory)' is writable by this user."
             )
         }
+        close(fd)
+        do {
+            // Rollback-journal mode with synchronous=FULL: the header and the
+            // tables are on disk before the rename.
+            _ = try QueueStore(
+                db: SQLiteConnection(path: temporary, displayName: path),
+                isFile: false,
+                durability: .powerLossSafe
+            )
+            guard rename(temporary, path) == 0 else {
+                throw EdgeIngestError(.queueUnavailable, "Cannot create the queue file '\(path)': \(errnoText()).")
+            }
+            syncDirectory(directory)
+        } catch {
+            unlink(temporary)
+            unlink(temporary + "-journal")
+            throw error
+        }
+    }
+
+    /// Refuses a 0-byte file with no write-ahead log beside it: a queue
+    /// file is never empty (``prepare(path:)``), so it was truncated.
+    static func checkNotTruncated(path: String) throws {
+        guard size(of: path) == 0, size(of: path + "-wal") == 0 else { return }
+        throw EdgeIngestError(
+            .queueCorrupt,
+            "The queue file '\(path)' is empty (0 bytes): a queue file is never empty, so it was truncated (a full disk, a failed copy?) and whatever it held is gone. It was left untouched: move it aside to start a new queue, or restore it from a backup."
+        )
+    }
+
+    private static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
         close(fd)
     }
 

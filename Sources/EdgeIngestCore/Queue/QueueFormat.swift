@@ -29,6 +29,22 @@
 //   records isolated by bisection): kept with the reason, never retried
 //   automatically, exported or replayed by the operator.
 //
+// Format 3 (integrity, and room for compressed storage):
+// segments.codec    INTEGER  how payload is stored: 0 = the JSON lines as
+//                            they are. Other values are reserved for
+//                            compressed storage; a reader that does not
+//                            know a codec refuses the file as too new.
+// segments.checksum INTEGER  CRC-32 (zlib's) over the row's type, schema
+//                            version, enqueue time, record count, payload
+//                            length, codec, ids and payload as stored
+//                            (`SegmentChecksum`). NULL for a row written
+//                            before format 3: it is checked by its
+//                            structure only (invariant 3) until uploaded.
+// dead_letters.checksum      the same over a dead letter's row.
+// quarantine — damaged segments and dead letters, moved out of the queue
+//   whole and as stored, with the problem found; never uploaded, counted
+//   in counters.quarantined_total (records).
+//
 // ## Invariants
 //
 // 1. An append is one transaction: its segments, its counter updates and its
@@ -41,6 +57,11 @@
 //    segment instead of sending garbage.
 // 4. Queued records = Σ(record_count − consumed); queued bytes =
 //    Σ(payload_bytes − consumed_bytes).
+// 5. Every row read for upload, export, copy, migration or replay is
+//    checked (checksum, then invariant 3 on the consumed prefix); a row that
+//    fails is quarantined, never sent. appended_total = queued +
+//    acknowledged_total + dead_lettered_total + quarantined_total +
+//    Σ dropped.<reason>.
 //
 // Shipped migrations are never edited: add a new one at the end.
 
@@ -79,6 +100,24 @@ enum QueueFormat {
             failed_at INTEGER NOT NULL,
             reason TEXT NOT NULL,
             payload BLOB NOT NULL
+        );
+        """,
+        // 2 → 3
+        """
+        ALTER TABLE segments ADD COLUMN codec INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE segments ADD COLUMN checksum INTEGER;
+        ALTER TABLE dead_letters ADD COLUMN checksum INTEGER;
+        CREATE TABLE quarantine(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            origin TEXT NOT NULL,
+            type TEXT,
+            schema_version INTEGER,
+            enqueued_at INTEGER,
+            record_count INTEGER NOT NULL,
+            found_at INTEGER NOT NULL,
+            problem TEXT NOT NULL,
+            ids BLOB,
+            payload BLOB
         );
         """,
     ]

@@ -12,6 +12,9 @@ public struct QueueStatistics: Sendable, Hashable {
     public var acknowledgedTotal: Int64
     /// Records refused by the backend one by one, kept in the dead-letter table.
     public var deadLetterRecords: Int64 = 0
+    /// Records in damaged segments or dead letters, moved to the quarantine
+    /// table instead of being sent (docs/QUEUE.md "Integrity").
+    public var quarantinedRecords: Int64 = 0
     /// Records that left the queue without acknowledgement, by reason name.
     public var droppedByReason: [String: Int64]
     /// Bytes the queue file and its WAL take on disk (0 in memory).

@@ -66,7 +66,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             try QueueStore.migrate(db)
         }
         insertSegment = try db.prepare(
-            "INSERT INTO segments(type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            "INSERT INTO segments(type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)"
         )
         deleteSegment = try db.prepare("DELETE FROM segments WHERE id = ?1")
         consumeSegment = try db.prepare("UPDATE segments SET consumed = ?2, consumed_bytes = ?3 WHERE id = ?1")
@@ -77,10 +77,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "INSERT INTO positions(source, position, updated_at) VALUES(?1, ?2, ?3) ON CONFLICT(source) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at"
         )
         selectFrom = try db.prepare(
-            "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload FROM segments WHERE id >= ?1 ORDER BY id"
+            "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload, payload_bytes, codec, checksum FROM segments WHERE id >= ?1 ORDER BY id"
         )
         insertDeadLetter = try db.prepare(
-            "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
         )
         selectHeads = try db.prepare(
             "SELECT id, record_count - consumed, payload_bytes - consumed_bytes FROM segments WHERE id > ?1 ORDER BY id"
@@ -215,15 +215,29 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         var consumed: Int64
         var consumedBytes: Int64
         var ids: UnsafeRawBufferPointer
+        /// The records' JSON lines (opened when the queue is encrypted).
         var payload: UnsafeRawBufferPointer
+        /// What is wrong with the row, if anything: a row with damage must
+        /// not be sent, copied or rewritten (``QueueStore/quarantine(segment:problem:at:)``).
+        var damage: String?
+        /// Whether the row carries a checksum (written by format 3 or later).
+        var hasChecksum = true
+        /// Records the row still holds (its declared count less the consumed prefix).
+        var pendingRecords: Int64 { max(0, recordCount - consumed) }
     }
 
     /// Calls `body` for segments from the head on, until it returns false.
+    /// Each row is checked first (docs/QUEUE.md "Integrity"): its checksum,
+    /// then its structure; a damaged row comes with ``SegmentRow/damage``
+    /// set and its buffers as stored.
+    ///
+    /// - Throws: ``EdgeIngestError/Code/queueFormatTooNew`` for a row stored
+    ///   with a codec this version does not know (written by a newer one).
     func scanSegments(from id: Int64 = 0, _ body: (SegmentRow) throws -> Bool) throws {
         defer { selectFrom.reset() }
         selectFrom.bind(1, id)
         while try selectFrom.step() {
-            let row = SegmentRow(
+            var row = SegmentRow(
                 id: selectFrom.int64(0),
                 type: selectFrom.string(1),
                 schemaVersion: selectFrom.int64(2),
@@ -234,37 +248,151 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 ids: selectFrom.blob(7),
                 payload: selectFrom.blob(8)
             )
-            if let cipher {
-                let plain = try cipher.open(row.payload, what: "Segment \(row.id)")
-                let more = try plain.withUnsafeBytes { bytes -> Bool in
-                    var open = row
-                    open.payload = bytes
-                    return try body(open)
+            let payloadBytes = selectFrom.int64(9)
+            let codec = selectFrom.int64(10)
+            let checksum = selectFrom.isNull(11) ? nil : selectFrom.int64(11)
+            row.hasChecksum = checksum != nil
+            if let checksum {
+                let computed = SegmentChecksum.of(
+                    type: row.type,
+                    schemaVersion: row.schemaVersion,
+                    enqueuedAt: row.enqueuedAt,
+                    recordCount: row.recordCount,
+                    payloadBytes: payloadBytes,
+                    codec: codec,
+                    ids: row.ids,
+                    payload: row.payload
+                )
+                if computed != checksum {
+                    row.damage = "its checksum does not match its contents (stored \(checksum), computed \(computed))"
+                    guard try body(row) else { return }
+                    continue
                 }
-                guard more else { return }
-            } else {
+            }
+            guard codec == 0 else {
+                throw EdgeIngestError(
+                    .queueFormatTooNew,
+                    "Segment \(row.id) of the queue '\(db.displayName)' is stored with codec \(codec), which this version of EdgeIngest cannot read. Upgrade ingestd, or drain the queue with the version that wrote it."
+                )
+            }
+            guard let cipher else {
+                row.damage = QueueStore.structuralDamage(row, payloadBytes: payloadBytes, checksummed: checksum != nil)
                 guard try body(row) else { return }
+                continue
+            }
+            let plain: [UInt8]
+            do {
+                plain = try cipher.open(row.payload, what: "Segment \(row.id)")
+            } catch let error as EdgeIngestError {
+                row.damage = error.message
+                guard try body(row) else { return }
+                continue
+            }
+            let more = try plain.withUnsafeBytes { bytes -> Bool in
+                var open = row
+                open.payload = bytes
+                open.damage = QueueStore.structuralDamage(
+                    open,
+                    payloadBytes: payloadBytes,
+                    checksummed: checksum != nil
+                )
+                return try body(open)
+            }
+            guard more else { return }
+        }
+    }
+
+    /// Invariant 3 on an opened row: ids for every record, a consumed
+    /// prefix that ends on a record boundary and holds `consumed` records,
+    /// and — for a row without a checksum (written before format 3) — one
+    /// newline-terminated line per record.
+    static func structuralDamage(_ row: SegmentRow, payloadBytes: Int64, checksummed: Bool) -> String? {
+        guard row.recordCount > 0, row.ids.count == Int(row.recordCount) * 12 else {
+            return "it has \(row.ids.count) bytes of ids for \(row.recordCount) records"
+        }
+        guard row.payload.count == Int(payloadBytes) else {
+            return "its payload is \(row.payload.count) bytes, not the \(payloadBytes) it declares"
+        }
+        guard row.consumed >= 0, row.consumed < row.recordCount, row.consumedBytes >= 0,
+            row.consumedBytes <= Int64(row.payload.count)
+        else {
+            return "its acknowledged prefix (\(row.consumed) records, \(row.consumedBytes) bytes) is out of range"
+        }
+        if row.consumed > 0 {
+            let prefix = UnsafeRawBufferPointer(rebasing: row.payload[..<Int(row.consumedBytes)])
+            guard prefix.last == UInt8(ascii: "\n"), countLines(prefix) == Int(row.consumed) else {
+                return
+                    "its acknowledged prefix (\(row.consumed) records, \(row.consumedBytes) bytes) does not end on a record"
             }
         }
+        if !checksummed {
+            guard row.payload.last == UInt8(ascii: "\n"), countLines(row.payload) == Int(row.recordCount) else {
+                return "its payload does not hold the \(row.recordCount) records it declares"
+            }
+        }
+        return nil
+    }
+
+    private static func countLines(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var lines = 0
+        var cursor = 0
+        while let newline = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: cursor) {
+            lines += 1
+            cursor = newline + 1
+        }
+        return lines
     }
 
     // MARK: Writes (call inside a transaction)
 
     func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64) throws {
-        defer { insertSegment.reset() }
-        insertSegment.bind(1, run.typeName)
-        insertSegment.bind(2, schemaVersion)
-        insertSegment.bind(3, enqueuedAt)
-        insertSegment.bind(4, Int64(run.count))
-        insertSegment.bind(5, Int64(run.payload.count))
         try run.ids.withUnsafeBytes { ids in
             try run.payload.withUnsafeBytes { payload in
-                try sealed(payload) { stored in
-                    insertSegment.bind(6, blob: ids)
-                    insertSegment.bind(7, blob: stored)
-                    try insertSegment.step()
-                }
+                try insertSegment(
+                    type: run.typeName,
+                    schemaVersion: schemaVersion,
+                    enqueuedAt: enqueuedAt,
+                    records: Int64(run.count),
+                    ids: ids,
+                    payload: payload
+                )
             }
+        }
+    }
+
+    /// Inserts one segment: seals the payload (if encrypted) and stores it
+    /// with its checksum over the stored bytes.
+    private func insertSegment(
+        type: String,
+        schemaVersion: Int64,
+        enqueuedAt: Int64,
+        records: Int64,
+        ids: UnsafeRawBufferPointer,
+        payload: UnsafeRawBufferPointer
+    ) throws {
+        defer { insertSegment.reset() }
+        insertSegment.bind(1, type)
+        insertSegment.bind(2, schemaVersion)
+        insertSegment.bind(3, enqueuedAt)
+        insertSegment.bind(4, records)
+        insertSegment.bind(5, Int64(payload.count))
+        try sealed(payload) { stored in
+            insertSegment.bind(6, blob: ids)
+            insertSegment.bind(7, blob: stored)
+            insertSegment.bind(
+                8,
+                SegmentChecksum.of(
+                    type: type,
+                    schemaVersion: schemaVersion,
+                    enqueuedAt: enqueuedAt,
+                    recordCount: records,
+                    payloadBytes: Int64(payload.count),
+                    codec: 0,
+                    ids: ids,
+                    payload: stored
+                )
+            )
+            try insertSegment.step()
         }
     }
 
@@ -288,24 +416,29 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         payload: UnsafeRawBufferPointer,
         records: Int64
     ) throws {
-        defer { insertSegment.reset() }
-        insertSegment.bind(1, row.type)
-        insertSegment.bind(2, row.schemaVersion)
-        insertSegment.bind(3, row.enqueuedAt)
-        insertSegment.bind(4, records)
-        insertSegment.bind(5, Int64(payload.count))
-        try sealed(payload) { stored in
-            insertSegment.bind(6, blob: ids)
-            insertSegment.bind(7, blob: stored)
-            try insertSegment.step()
-        }
+        try insertSegment(
+            type: row.type,
+            schemaVersion: row.schemaVersion,
+            enqueuedAt: row.enqueuedAt,
+            records: records,
+            ids: ids,
+            payload: payload
+        )
     }
 
     /// Replaces a segment's pending records in place (a schema migration):
     /// same id and enqueue time, so the order is kept.
-    func rewrite(segment id: Int64, schemaVersion: Int64, records: Int64, ids: [UInt8], payload: [UInt8]) throws {
+    func rewrite(
+        segment id: Int64,
+        type: String,
+        enqueuedAt: Int64,
+        schemaVersion: Int64,
+        records: Int64,
+        ids: [UInt8],
+        payload: [UInt8]
+    ) throws {
         let stmt = try db.prepare(
-            "UPDATE segments SET schema_version = ?2, record_count = ?3, payload_bytes = ?4, consumed = 0, consumed_bytes = 0, ids = ?5, payload = ?6 WHERE id = ?1"
+            "UPDATE segments SET schema_version = ?2, record_count = ?3, payload_bytes = ?4, consumed = 0, consumed_bytes = 0, ids = ?5, payload = ?6, codec = 0, checksum = ?7 WHERE id = ?1"
         )
         stmt.bind(1, id)
         stmt.bind(2, schemaVersion)
@@ -316,9 +449,52 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 try sealed(payloadBytes) { stored in
                     stmt.bind(5, blob: idBytes)
                     stmt.bind(6, blob: stored)
+                    stmt.bind(
+                        7,
+                        SegmentChecksum.of(
+                            type: type,
+                            schemaVersion: schemaVersion,
+                            enqueuedAt: enqueuedAt,
+                            recordCount: records,
+                            payloadBytes: Int64(payloadBytes.count),
+                            codec: 0,
+                            ids: idBytes,
+                            payload: stored
+                        )
+                    )
                     try stmt.run()
                 }
             }
+        }
+    }
+
+    /// Moves a damaged segment, whole and as stored, into the quarantine
+    /// table and counts its pending records in `quarantined_total`, in one
+    /// transaction. Returns the records and bytes it held.
+    @discardableResult
+    func quarantine(segment id: Int64, problem: String, at now: Int64) throws -> (records: Int64, bytes: Int64) {
+        try db.transactionIfNeeded {
+            let held = try db.prepare(
+                "SELECT max(record_count - consumed, 0), max(payload_bytes - consumed_bytes, 0) FROM segments WHERE id = ?1"
+            )
+            held.bind(1, id)
+            guard try held.step() else { return (0, 0) }
+            let records = held.int64(0)
+            let bytes = held.int64(1)
+            let move = try db.prepare(
+                """
+                INSERT INTO quarantine(origin, type, schema_version, enqueued_at, record_count, found_at, problem, ids, payload)
+                SELECT 'segment ' || id, type, schema_version, enqueued_at, ?2, ?3, ?4, ids, payload FROM segments WHERE id = ?1
+                """
+            )
+            move.bind(1, id)
+            move.bind(2, records)
+            move.bind(3, now)
+            move.bind(4, problem)
+            try move.run()
+            try delete(segment: id)
+            try add(counter: "quarantined_total", records)
+            return (records, bytes)
         }
     }
 
@@ -356,9 +532,77 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 insertDeadLetter.bind(6, reason)
                 try sealed(payloadBytes) { stored in
                     insertDeadLetter.bind(7, blob: stored)
+                    insertDeadLetter.bind(
+                        8,
+                        SegmentChecksum.ofDeadLetter(
+                            recordID: idBytes,
+                            type: type,
+                            schemaVersion: schemaVersion,
+                            enqueuedAt: enqueuedAt,
+                            reason: reason,
+                            payload: stored
+                        )
+                    )
                     try insertDeadLetter.step()
                 }
             }
+        }
+    }
+
+    /// Calls `body` with each dead letter's number and what is wrong with
+    /// it (nil when its checksum matches, or it has none: written before
+    /// format 3).
+    func scanDeadLetters(_ body: (Int64, String?) throws -> Void) throws {
+        let stmt = try db.prepare(
+            "SELECT id, record_id, type, schema_version, enqueued_at, reason, payload, checksum FROM dead_letters ORDER BY id"
+        )
+        while try stmt.step() {
+            body: do {
+                guard !stmt.isNull(7) else { break body }
+                let recordID = stmt.blob(1)
+                guard recordID.count == 12 else {
+                    try body(stmt.int64(0), "its _id is \(recordID.count) bytes, not 12")
+                    continue
+                }
+                let computed = SegmentChecksum.ofDeadLetter(
+                    recordID: recordID,
+                    type: stmt.string(2),
+                    schemaVersion: stmt.int64(3),
+                    enqueuedAt: stmt.int64(4),
+                    reason: stmt.string(5),
+                    payload: stmt.blob(6)
+                )
+                if computed != stmt.int64(7) {
+                    try body(
+                        stmt.int64(0),
+                        "its checksum does not match its contents (stored \(stmt.int64(7)), computed \(computed))"
+                    )
+                    continue
+                }
+            }
+            try body(stmt.int64(0), nil)
+        }
+    }
+
+    /// Moves a damaged dead letter into the quarantine table.
+    func quarantine(deadLetter number: Int64, problem: String, at now: Int64) throws {
+        try db.transactionIfNeeded {
+            let move = try db.prepare(
+                """
+                INSERT INTO quarantine(origin, type, schema_version, enqueued_at, record_count, found_at, problem, ids, payload)
+                SELECT 'dead letter ' || id, type, schema_version, enqueued_at, 1, ?2, ?3, record_id, payload FROM dead_letters WHERE id = ?1
+                """
+            )
+            move.bind(1, number)
+            move.bind(2, now)
+            move.bind(3, problem)
+            try move.run()
+            guard db.changes == 1 else { return }
+            let delete = try db.prepare("DELETE FROM dead_letters WHERE id = ?1")
+            delete.bind(1, number)
+            try delete.run()
+            try add(counter: "dead_lettered_total", -1)
+            try add(counter: "quarantined_total", 1)
         }
     }
 

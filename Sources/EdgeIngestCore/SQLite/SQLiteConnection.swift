@@ -71,6 +71,11 @@ final class SQLiteConnection {
 
     /// Runs `body` in an IMMEDIATE transaction, committing if it returns and
     /// rolling back if it throws.
+    /// Runs `body` in a transaction of its own, or in the caller's if one is open.
+    func transactionIfNeeded<T>(_ body: () throws -> T) throws -> T {
+        sqlite3_get_autocommit(handle) == 0 ? try body() : try transaction(body)
+    }
+
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {

@@ -93,6 +93,16 @@ extension AgentStatus {
             s.deadLetterRecords == 0 ? nil : "dead letters: \(s.deadLetterRecords) (ingestd dead-letter list)"
         }
         .exported("ingestd_dead_letter_records", .gauge, help: "Records in the dead-letter table."),
+        .optionalInt(K.quarantinedRecords.stringValue, \.quarantinedRecords) { s in
+            s.quarantinedRecords.flatMap {
+                $0 == 0 ? nil : "quarantined: \($0) damaged in the queue file, not sent (ingestd verify)"
+            }
+        }
+        .exported(
+            "ingestd_quarantined_records_total",
+            .counter,
+            help: "Readings found damaged in the queue file and quarantined instead of sent."
+        ),
         .optionalInt(K.receivedDuplicatesTotal.stringValue, \.receivedDuplicatesTotal) { s in
             s.receivedDuplicatesTotal.flatMap { $0 == 0 ? nil : "duplicates: \($0) received again and not stored" }
         }

@@ -29,6 +29,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var problem: String?
     /// Records the backend refused one by one, kept in the dead-letter table.
     public var deadLetterRecords: Int64
+    /// Records found damaged in the queue file and quarantined instead of
+    /// sent (docs/QUEUE.md "Integrity"); nil in a status file written
+    /// before there was a quarantine.
+    public var quarantinedRecords: Int64?
     /// Why the uploader is backing off or held.
     public var uploadReason: String?
     /// While backing off: when the next attempt is due (ISO 8601).
@@ -63,6 +67,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case droppedByReason = "dropped_by_reason"
         case lastUpload = "last_upload"
         case deadLetterRecords = "dead_letter_records"
+        case quarantinedRecords = "quarantined_records"
         case uploadReason = "upload_reason"
         case backingOffUntil = "backing_off_until"
         case uploadRequests = "upload_requests"
@@ -98,6 +103,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         droppedTotal = statistics.droppedTotal
         lastUpload = nil
         deadLetterRecords = statistics.deadLetterRecords
+        quarantinedRecords = statistics.quarantinedRecords
         self.inputs = inputs
         self.problem = problem
     }

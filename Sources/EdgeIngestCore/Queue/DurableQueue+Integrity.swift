@@ -1,0 +1,203 @@
+/// What ``DurableQueue/verify()`` found.
+public struct QueueVerification: Sendable, Hashable {
+    /// One damaged row: where it is, how many records it held, what is wrong.
+    public struct Damage: Sendable, Hashable {
+        /// `segment 12` or `dead letter 3`.
+        public var location: String
+        public var records: Int64
+        public var problem: String
+    }
+
+    /// Segments read and checked.
+    public var segmentsChecked = 0
+    /// Records those segments hold (pending ones).
+    public var recordsChecked: Int64 = 0
+    /// Segments written before format 3 (no checksum): checked by their
+    /// structure only.
+    public var segmentsWithoutChecksum = 0
+    /// Dead letters read and checked.
+    public var deadLettersChecked = 0
+    /// Rows that fail their checks.
+    public var damage: [Damage] = []
+    /// Records already in quarantine (found damaged earlier).
+    public var quarantinedRecords: Int64 = 0
+    /// `appended_total − (queued + acknowledged + dead letters +
+    /// quarantined + dropped)`: records the counters say the file should
+    /// hold but it does not (positive), or holds without their being
+    /// counted (negative). 0 when the accounting holds.
+    public var accountingGap: Int64 = 0
+    /// What SQLite's own check (`PRAGMA quick_check`) or a failed read
+    /// reported about the file's structure.
+    public var fileProblems: [String] = []
+
+    /// Whether nothing is wrong.
+    public var isIntact: Bool { damage.isEmpty && accountingGap == 0 && fileProblems.isEmpty }
+}
+
+/// What ``DurableQueue/repair()`` did.
+public struct QueueRepair: Sendable, Hashable {
+    /// What was found before anything was changed.
+    public var found: QueueVerification
+    /// Rows moved to the quarantine table (never uploaded).
+    public var quarantined: [QueueVerification.Damage] = []
+    /// Records the counters accounted for but the file no longer held,
+    /// now counted as dropped with reason `damaged` (positive), or records
+    /// the file held without their being counted, added to
+    /// `appended_total` (negative).
+    public var accountingCorrection: Int64 = 0
+}
+
+extension DurableQueue {
+    /// Checks every stored segment and dead letter (checksum and
+    /// structure), SQLite's own structure (`PRAGMA quick_check`) and the
+    /// accounting identity, in one read transaction; changes nothing.
+    /// Works on a queue opened with ``openForReading(_:logger:)`` while an
+    /// agent appends and uploads.
+    ///
+    /// ```swift
+    /// let report = try DurableQueue.openForReading(configuration).verify()
+    /// if !report.isIntact { print(report.damage) }
+    /// ```
+    public func verify() throws -> QueueVerification {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            try store.db.execute("BEGIN")
+            defer { try? store.db.execute("COMMIT") }
+            return try DurableQueue.inspect(store)
+        }
+    }
+
+    /// Moves every damaged segment and dead letter to the quarantine table
+    /// and brings the accounting identity back (records missing from the
+    /// file are counted as dropped, reason `damaged`). Needs the queue
+    /// opened for writing (the agent stopped). Damage SQLite reports in the
+    /// file's own structure is listed in ``QueueVerification/fileProblems``
+    /// and not mended here: export what is readable (`ingestd export`) into
+    /// a new file.
+    public func repair() throws -> QueueRepair {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            var repair = QueueRepair(found: try DurableQueue.inspect(store))
+            let now = wallClockMilliseconds()
+            for damage in repair.found.damage {
+                if let id = damage.location.segmentNumber {
+                    try quarantine(segment: id, problem: damage.problem, &state)
+                } else if let number = damage.location.deadLetterNumber {
+                    try store.quarantine(deadLetter: number, problem: damage.problem, at: now)
+                    state.counters["dead_lettered_total", default: 0] -= 1
+                    state.counters["quarantined_total", default: 0] += 1
+                }
+                repair.quarantined.append(damage)
+            }
+            let gap = try DurableQueue.accountingGap(store)
+            if gap != 0 {
+                try store.db.transaction {
+                    if gap > 0 {
+                        try store.add(counter: "dropped." + DropReason.damaged.name, gap)
+                    } else {
+                        try store.add(counter: "appended_total", -gap)
+                    }
+                }
+                if gap > 0 {
+                    state.counters["dropped." + DropReason.damaged.name, default: 0] += gap
+                } else {
+                    state.counters["appended_total", default: 0] -= gap
+                }
+                repair.accountingCorrection = gap
+                logger.error(
+                    "The queue's counters did not match its contents; corrected",
+                    metadata: [
+                        "queue.path": "\(configuration.location)",
+                        "records.missing": "\(gap)",
+                    ]
+                )
+            }
+            return repair
+        }
+    }
+
+    /// Quarantines one damaged segment and takes its records out of the
+    /// queue's numbers; logs it once, with where it was.
+    func quarantine(segment id: Int64, problem: String, _ state: inout State) throws {
+        let store = try state.openStore(configuration.location.description)
+        let (records, bytes) = try store.quarantine(segment: id, problem: problem, at: wallClockMilliseconds())
+        state.queuedRecords -= records
+        state.queuedBytes -= bytes
+        state.counters["quarantined_total", default: 0] += records
+        state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
+        logger.error(
+            "A damaged queue segment was quarantined; its records will not be uploaded",
+            metadata: [
+                "queue.path": "\(configuration.location)",
+                "queue.segment": "\(id)",
+                "records": "\(records)",
+                "problem": "\(problem)",
+            ]
+        )
+    }
+
+    /// Quarantines every damaged segment (before a copy or a migration
+    /// reads them all).
+    func quarantineDamagedSegments(_ state: inout State) throws {
+        let store = try state.openStore(configuration.location.description)
+        var damaged: [(Int64, String)] = []
+        try store.scanSegments { row in
+            if let problem = row.damage { damaged.append((row.id, problem)) }
+            return true
+        }
+        for (id, problem) in damaged { try quarantine(segment: id, problem: problem, &state) }
+    }
+
+    private static func inspect(_ store: QueueStore) throws -> QueueVerification {
+        var report = QueueVerification()
+        do {
+            let check = try store.db.prepare("PRAGMA quick_check(20)")
+            while try check.step() {
+                if check.string(0) != "ok" { report.fileProblems.append(check.string(0)) }
+            }
+            try store.scanSegments { row in
+                report.segmentsChecked += 1
+                report.recordsChecked += row.pendingRecords
+                if !row.hasChecksum { report.segmentsWithoutChecksum += 1 }
+                if let problem = row.damage {
+                    report.damage.append(
+                        .init(location: "segment \(row.id)", records: row.pendingRecords, problem: problem)
+                    )
+                }
+                return true
+            }
+            try store.scanDeadLetters { number, problem in
+                report.deadLettersChecked += 1
+                if let problem {
+                    report.damage.append(.init(location: "dead letter \(number)", records: 1, problem: problem))
+                }
+            }
+            report.quarantinedRecords = try store.counters()["quarantined_total"] ?? 0
+            report.accountingGap = try accountingGap(store)
+        } catch let error as EdgeIngestError where error.code == .queueCorrupt {
+            report.fileProblems.append(error.message)
+        }
+        return report
+    }
+
+    /// appended − (queued + acknowledged + dead letters + quarantined + dropped).
+    private static func accountingGap(_ store: QueueStore) throws -> Int64 {
+        let counters = try store.counters()
+        let queued = try store.totals().records
+        let dropped = counters.filter { $0.key.hasPrefix("dropped.") }.values.reduce(0, +)
+        let out =
+            queued + (counters["acknowledged_total"] ?? 0) + (counters["dead_lettered_total"] ?? 0)
+            + (counters["quarantined_total"] ?? 0) + dropped
+        return (counters["appended_total"] ?? 0) - out
+    }
+}
+
+extension String {
+    fileprivate var segmentNumber: Int64? {
+        hasPrefix("segment ") ? Int64(dropFirst("segment ".count)) : nil
+    }
+
+    fileprivate var deadLetterNumber: Int64? {
+        hasPrefix("dead letter ") ? Int64(dropFirst("dead letter ".count)) : nil
+    }
+}

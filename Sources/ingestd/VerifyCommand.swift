@@ -1,0 +1,111 @@
+import EdgeIngestCore
+import IngestAgent
+
+/// `ingestd verify`: the queue file's integrity, read-only (docs/QUEUE.md
+/// "Integrity").
+struct VerifyCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "verify",
+        abstract: "Check the queue file for damage (read-only; works while the agent runs).",
+        discussion: """
+            Checks every queued segment and dead letter against its checksum and \\
+            structure, SQLite's own structure (PRAGMA quick_check), and that the \\
+            counters add up (appended = queued + uploaded + dead letters + \\
+            quarantined + dropped). Changes nothing.
+
+            Exit codes: 0 intact; 65 damage found (stop the agent and run \\
+            `ingestd repair`); 74 the queue cannot be opened; 78 configuration error.
+            """,
+        options: ConfigurationOptions.specs,
+        command: VerifyCommand.self
+    )
+    let options: ConfigurationOptions
+
+    init(_ arguments: ParsedArguments) { options = ConfigurationOptions(arguments) }
+
+    func run() throws {
+        let (configuration, queue) = try openAgentQueue(options, readOnly: true)
+        let report = try queue.verify()
+        printVerification(report, path: configuration.resolvedQueuePath)
+        guard report.isIntact else {
+            print("damaged: stop the agent and run `ingestd repair` (damaged readings are quarantined, never sent).")
+            throw ExitCodes.dataError
+        }
+        print("intact")
+    }
+}
+
+/// `ingestd repair`: quarantines what `verify` finds damaged.
+struct RepairCommand: IngestdCommand {
+    static let spec = CommandSpec(
+        name: "repair",
+        abstract: "Quarantine damaged queue segments and correct the counters (agent stopped).",
+        discussion: """
+            Moves every segment and dead letter that fails its checks into the \\
+            queue's quarantine table (kept as stored, never uploaded, counted as \\
+            quarantined) and, if the counters do not add up, counts the missing \\
+            readings as dropped with reason `damaged`. The rest of the queue is \\
+            untouched and uploads as usual. Needs the agent stopped \\
+            (systemctl stop ingestd).
+
+            Damage in SQLite's own structure is reported but cannot be mended in \\
+            place: export what is readable (ingestd export) into a new file.
+
+            Exit codes: 0 nothing was damaged; 65 damage was found (and quarantined \\
+            where it could be); 74 the queue is in use or cannot be opened; 78 \\
+            configuration error.
+            """,
+        options: ConfigurationOptions.specs,
+        command: RepairCommand.self
+    )
+    let options: ConfigurationOptions
+
+    init(_ arguments: ParsedArguments) { options = ConfigurationOptions(arguments) }
+
+    func run() throws {
+        let (configuration, queue) = try openAgentQueue(options)
+        let repair = try queue.repair()
+        printVerification(repair.found, path: configuration.resolvedQueuePath)
+        for damage in repair.quarantined {
+            print("  quarantined \(damage.location) (\(damage.records) readings)")
+        }
+        if repair.accountingCorrection > 0 {
+            print("  counted \(repair.accountingCorrection) missing readings as dropped (reason damaged)")
+        } else if repair.accountingCorrection < 0 {
+            print("  counted \(-repair.accountingCorrection) uncounted readings as appended")
+        }
+        guard repair.found.isIntact else {
+            if !repair.found.fileProblems.isEmpty {
+                print(
+                    "SQLite reports damage in the file's structure: export what is readable (ingestd export), then start a new queue file."
+                )
+            }
+            throw ExitCodes.dataError
+        }
+        print("intact: nothing to repair")
+    }
+}
+
+/// What `verify` and `repair` found, one line per finding.
+private func printVerification(_ report: QueueVerification, path: String) {
+    print(
+        "queue \(path): \(report.segmentsChecked) segments (\(report.recordsChecked) readings) and \(report.deadLettersChecked) dead letters checked"
+    )
+    if report.segmentsWithoutChecksum > 0 {
+        print("  \(report.segmentsWithoutChecksum) segments written before checksums: checked by structure only")
+    }
+    for damage in report.damage {
+        print("  damaged: \(damage.location) (\(damage.records) readings): \(damage.problem)")
+    }
+    for problem in report.fileProblems {
+        print("  file: \(problem)")
+    }
+    if report.accountingGap > 0 {
+        print("  counters: \(report.accountingGap) readings counted as queued are missing from the file")
+    } else if report.accountingGap < 0 {
+        print("  counters: \(-report.accountingGap) readings in the file are not counted as appended")
+    }
+    if report.quarantinedRecords > 0 {
+        print("  quarantined earlier: \(report.quarantinedRecords) readings")
+    }
+}
