@@ -12,14 +12,18 @@ func openAgentQueue(
     _ options: ConfigurationOptions,
     readOnly: Bool = false
 ) throws -> (AgentConfiguration, DurableQueue) {
-    let configuration: AgentConfiguration
+    let configuration = try loadAgentConfiguration(options)
+    return (configuration, try openQueue(configuration.queueConfiguration, readOnly: readOnly))
+}
+
+/// Loads the agent's configuration, turning failures into a message and exit 78.
+func loadAgentConfiguration(_ options: ConfigurationOptions) throws -> AgentConfiguration {
     do {
-        configuration = try options.load(environment: processEnvironment())
+        return try options.load(environment: processEnvironment())
     } catch {
         printError("\(error)")
         throw ExitCodes.configError
     }
-    return (configuration, try openQueue(configuration.queueConfiguration, readOnly: readOnly))
 }
 
 /// Opens a queue, turning failures into a message and an exit code.

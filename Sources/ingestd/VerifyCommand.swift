@@ -48,8 +48,10 @@ struct RepairCommand: IngestdCommand {
             untouched and uploads as usual. Needs the agent stopped \\
             (systemctl stop ingestd).
 
-            Damage in SQLite's own structure is reported but cannot be mended in \\
-            place: export what is readable (ingestd export) into a new file.
+            When SQLite reports the file's own structure damaged (a truncated \\
+            file, a broken page), the file is first copied as it is to \\
+            <file>.corrupt-<ms>, then rebuilt from every row that can still be \\
+            read. A 0-byte file is moved aside and an empty queue started.
 
             Exit codes: 0 nothing was damaged; 65 damage was found (and quarantined \\
             where it could be); 74 the queue is in use or cannot be opened; 78 \\
@@ -63,9 +65,22 @@ struct RepairCommand: IngestdCommand {
     init(_ arguments: ParsedArguments) { options = ConfigurationOptions(arguments) }
 
     func run() throws {
-        let (configuration, queue) = try openAgentQueue(options)
-        let repair = try queue.repair()
+        let configuration = try loadAgentConfiguration(options)
+        let repair: QueueRepair
+        do {
+            repair = try DurableQueue.repair(configuration.queueConfiguration)
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
         printVerification(repair.found, path: configuration.resolvedQueuePath)
+        if let copy = repair.damagedFileCopy {
+            print("  rebuilt the file from what could be read; the damaged file is kept at \(copy)")
+            if repair.rowsUnreadable > 0 { print("  \(repair.rowsUnreadable) rows could not be read") }
+            if !repair.tablesUnreadable.isEmpty {
+                print("  unreadable: \(repair.tablesUnreadable.joined(separator: ", ")) (input positions may restart)")
+            }
+        }
         for damage in repair.quarantined {
             print("  quarantined \(damage.location) (\(damage.records) readings)")
         }
@@ -75,11 +90,7 @@ struct RepairCommand: IngestdCommand {
             print("  counted \(-repair.accountingCorrection) uncounted readings as appended")
         }
         guard repair.found.isIntact else {
-            if !repair.found.fileProblems.isEmpty {
-                print(
-                    "SQLite reports damage in the file's structure: export what is readable (ingestd export), then start a new queue file."
-                )
-            }
+            print("repaired: damaged readings are quarantined or counted as dropped (damaged); the rest will upload.")
             throw ExitCodes.dataError
         }
         print("intact: nothing to repair")

@@ -57,6 +57,7 @@ p.add_argument("--token-ttl", type=int, default=3600)
 p.add_argument("--api-key", action="append", default=[])
 p.add_argument("--account", action="append", default=[])
 p.add_argument("--key-field", default=None)
+p.add_argument("--record", default=None, help="append every received record line, as received, to this file")
 args = p.parse_args()
 
 lock = threading.RLock()
@@ -195,7 +196,13 @@ class Handler(BaseHTTPRequestHandler):
                 state["unique"] += body.count(b"\n")
             return self.answer(200, b"")
         lines = [l for l in body.split(b"\n") if l]
-        records = [json.loads(l) for l in lines]
+        if args.record:
+            with lock, open(args.record, "ab") as f:
+                f.write(b"".join(l + b"\n" for l in lines))
+        try:
+            records = [json.loads(l) for l in lines]
+        except ValueError:
+            return self.answer(400, b"not JSON")
         if args.poison and any(r.get("deviceId") == args.poison for r in records):
             return self.answer(400, b"bad record")
         rejected = [{"index": i, "reason": "device is blocked"} for i, r in enumerate(records)

@@ -1,3 +1,11 @@
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What ``DurableQueue/verify()`` found.
 public struct QueueVerification: Sendable, Hashable {
     /// One damaged row: where it is, how many records it held, what is wrong.
@@ -45,9 +53,78 @@ public struct QueueRepair: Sendable, Hashable {
     /// the file held without their being counted, added to
     /// `appended_total` (negative).
     public var accountingCorrection: Int64 = 0
+    /// Set when SQLite reported the file's own structure damaged and the
+    /// file was rebuilt from what could be read: where the damaged file was
+    /// copied first.
+    public var damagedFileCopy: String?
+    /// Rows the rebuild found but could not read.
+    public var rowsUnreadable = 0
+    /// Small tables (counters, positions, meta) the rebuild could not read.
+    public var tablesUnreadable: [String] = []
 }
 
 extension DurableQueue {
+    /// Repairs the queue file of `configuration` (the agent stopped):
+    /// ``repair()`` in place when SQLite can read the whole file; otherwise
+    /// first a rebuild from every row that can still be read (the damaged
+    /// file is copied to `<file>.corrupt-<ms>` before anything changes),
+    /// then ``repair()`` on the rebuilt file. A 0-byte file holds nothing
+    /// to rebuild: it is moved aside and an empty queue started.
+    ///
+    /// ```swift
+    /// let repair = try DurableQueue.repair(configuration)
+    /// print(repair.quarantined.count, repair.accountingCorrection)
+    /// ```
+    public static func repair(
+        _ configuration: QueueConfiguration,
+        logger: Logger = Logger(label: "edgeingest.queue")
+    ) throws -> QueueRepair {
+        guard let path = configuration.location.path else { return try open(configuration, logger: logger).repair() }
+        var problems: [String] = []
+        if access(path, F_OK) == 0, QueueFile.size(of: path) == 0, QueueFile.size(of: path + "-wal") == 0 {
+            let fd = try QueueFile.lock(path: path)
+            let moved = try QueueFile.quarantine(path: path, now: wallClockMilliseconds())
+            QueueFile.closeDescriptor(fd)
+            var repair = try open(configuration, logger: logger).repair()
+            repair.found.fileProblems = ["the file was empty (0 bytes): whatever it held is lost"]
+            repair.damagedFileCopy = moved
+            return repair
+        }
+        do {
+            let queue = try open(configuration, logger: logger)
+            let found = try queue.verify()
+            if found.fileProblems.isEmpty { return try queue.repair() }
+            problems = found.fileProblems
+            queue.close()
+        } catch let error as EdgeIngestError where error.code == .queueCorrupt {
+            problems = [error.message]
+        }
+        let fd = try QueueFile.lock(path: path)
+        let salvage: QueueSalvage.Outcome
+        do {
+            salvage = try QueueSalvage.rebuild(path: path, now: wallClockMilliseconds())
+        } catch {
+            QueueFile.closeDescriptor(fd)
+            throw error
+        }
+        QueueFile.closeDescriptor(fd)
+        logger.error(
+            "Rebuilt a damaged queue file from what could be read",
+            metadata: [
+                "queue.path": "\(path)",
+                "queue.damaged_copy": "\(salvage.savedCopy)",
+                "rows.copied": "\(salvage.rowsCopied)",
+                "rows.unreadable": "\(salvage.rowsUnreadable)",
+            ]
+        )
+        var repair = try open(configuration, logger: logger).repair()
+        repair.found.fileProblems = problems + repair.found.fileProblems
+        repair.damagedFileCopy = salvage.savedCopy
+        repair.rowsUnreadable = salvage.rowsUnreadable
+        repair.tablesUnreadable = salvage.tablesUnreadable
+        return repair
+    }
+
     /// Checks every stored segment and dead letter (checksum and
     /// structure), SQLite's own structure (`PRAGMA quick_check`) and the
     /// accounting identity, in one read transaction; changes nothing.

@@ -100,7 +100,7 @@ final class SQLiteConnection {
         case SQLITE_NOTADB, SQLITE_CORRUPT:
             return EdgeIngestError(
                 .queueCorrupt,
-                "The \(role) file '\(displayName)' is damaged or not a database (\(detail)). It was left untouched: move it away to start a new \(role)\(role == "queue" ? ", or open it with quarantine enabled" : "")."
+                "The \(role) file '\(displayName)' is damaged or not a database (\(detail)). It was left untouched: \(role == "queue" ? "stop the agent and run `ingestd repair` (it keeps a copy and rebuilds what can be read), or move it away to start a new queue" : "move it away to start a new \(role)")."
             )
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY, SQLITE_AUTH:
             return EdgeIngestError(

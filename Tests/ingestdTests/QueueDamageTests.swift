@@ -1,0 +1,124 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Damage in the queue file, as an SD card does it (flipped bits, a
+/// truncated file), against the built binary: no garbled reading ever
+/// reaches the backend, and every reading is either received or accounted
+/// for as quarantined or dropped (damaged) — never silently gone.
+@Suite(.serialized) struct QueueDamageTests {
+    static let readings = 3000
+
+    /// Readings with their own `_id`s, in the form the queue stores them.
+    static let lines: [String] = (0..<readings).map { i in
+        let id = String(format: "%024x", i + 1)
+        return
+            #"{"_id":"\#(id)","deviceId":"WX\#(i % 50)","temperatureInFahrenheit":\#(60 + i % 20).5,"barometricPressureInHg":29.81,"windSpeedInMph":\#(i)}"#
+    }
+
+    /// A queue file holding every reading, in 30 segments.
+    static func filledQueue() throws -> Data {
+        let fixture = try AgentFixture(queue: "commit_max_records = 100\n")
+        let input = Data((lines.joined(separator: "\n") + "\n").utf8)
+        let result = try fixture.run(["run"], stdin: input)
+        #expect(result.status == 0, "\(result.stderr)")
+        return try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
+    }
+
+    enum Damage: CustomStringConvertible, Sendable {
+        case flips(seed: UInt64, count: Int)
+        case truncate(to: Int)
+
+        var description: String {
+            switch self {
+            case .flips(let seed, let count): "\(count) bit flips (seed \(seed))"
+            case .truncate(let size): "truncated to \(size) bytes"
+            }
+        }
+
+        func apply(to file: Data) -> Data {
+            switch self {
+            case .flips(let seed, let count):
+                var bytes = [UInt8](file)
+                var random = SplitMix64(seed: seed)
+                for _ in 0..<count {
+                    let offset = Int(random.next() % UInt64(bytes.count))
+                    bytes[offset] ^= 1 << UInt8(random.next() % 8)
+                }
+                return Data(bytes)
+            case .truncate(let size):
+                return file.prefix(size)
+            }
+        }
+    }
+
+    @Test(arguments: [
+        Damage.flips(seed: 1, count: 3), .flips(seed: 2, count: 8), .flips(seed: 3, count: 20),
+        .flips(seed: 4, count: 60), .flips(seed: 5, count: 200), .truncate(to: 300_000), .truncate(to: 100_000),
+        .truncate(to: 0),
+    ])
+    func noGarbledReadingIsSentAndEveryDamagedOneIsReported(_ damage: Damage) throws {
+        let original = try Self.filledQueue()
+        let dir = try TemporaryDirectory()
+        let received = dir.file("received.ndjson")
+        let receiver = try TestBackend(["--record", received])
+        let fixture = try AgentFixture(
+            "[upload]\nurl = \"\(receiver.url)\"\nlinger_ms = 10\n",
+            queue: "commit_max_records = 100\n"
+        )
+        try FileManager.default.createDirectory(atPath: fixture.stateDirectory, withIntermediateDirectories: true)
+        try damage.apply(to: original).write(to: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
+
+        let verify = try fixture.run(["verify"])
+        #expect(verify.status == 65, "verify must report the damage (\(damage)): \(verify.stdout)")
+        let repair = try fixture.run(["repair"])
+        #expect(repair.status == 65, "\(repair.stdout)\(repair.stderr)")
+        #expect(try fixture.run(["verify"]).status == 0, "after repair the queue verifies")
+        let run = try fixture.run(["run"], stdin: Data())
+        #expect(run.status == 0, "\(run.stderr)")
+
+        let expected = Dictionary(uniqueKeysWithValues: Self.lines.map { (Self.id(of: $0), $0) })
+        let got = (try? String(contentsOfFile: received, encoding: .utf8))?.split(separator: "\n") ?? []
+        var unique = Set<String>()
+        for line in got {
+            let id = Self.id(of: String(line))
+            #expect(
+                expected[id] == String(line),
+                "garbled reading reached the backend (\(damage)): \(line.prefix(120))"
+            )
+            unique.insert(id)
+        }
+        if case .truncate(to: 0) = damage {
+            // The counters went with the file: all that can be said is that it is lost.
+            #expect(repair.stdout.contains("the file was empty (0 bytes): whatever it held is lost"))
+            #expect(got.isEmpty)
+            return
+        }
+        let status = try fixture.status()
+        let quarantined = status["quarantined_records"] as? Int ?? 0
+        let dropped = (status["dropped_by_reason"] as? [String: Int])?["damaged"] ?? 0
+        #expect(status["queued_records"] as? Int == 0)
+        #expect(
+            unique.count + quarantined + dropped == Self.readings,
+            "\(damage): \(unique.count) received + \(quarantined) quarantined + \(dropped) dropped (damaged)"
+        )
+    }
+
+    static func id(of line: String) -> String {
+        guard let range = line.range(of: #""_id":""#) else { return "" }
+        return String(line[range.upperBound...].prefix(24))
+    }
+}
+
+/// A small seeded generator, so each damage pattern is the same on every run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
