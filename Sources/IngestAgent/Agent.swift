@@ -102,7 +102,8 @@ public struct Agent: Sendable {
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
             statsIntervalSeconds: configuration.statsIntervalSeconds,
             logger: logger,
-            reload: reload
+            reload: reload,
+            unhealthyAfter: (configuration.unhealthyAfterSeconds, configuration.unhealthyAfterKey)
         )
         services.append(.init(service: status))
         // Last to start, first to stop: scrapes see a running agent.
@@ -140,6 +141,9 @@ public struct Agent: Sendable {
         if let next = reload?.acceptedConfiguration {
             logger.notice("Restarting the services with the new configuration")
             return .reload(next)
+        }
+        if onlyFinite, finiteInputs.allEnded, configuration.upload != nil, let left = uploadState.snapshot.leftAtStop {
+            return .endedWithReadingsQueued(records: left.records, reason: left.reason)
         }
         return .stopped
     }

@@ -40,7 +40,8 @@ enum Ingestd {
             64 bad command-line usage; 65 bad data (a damaged queue file, `verify` or \
             `repair` found damage; lines `send` had refused); 74 I/O error (queue unavailable; readings that a full disk \
             kept from being committed before a stop; `send` cannot reach the agent); \
-            75 try again (`send`: the agent stopped before confirming every line); \
+            75 try again (`send`: the agent stopped before confirming every line; `run` \
+            in pipe mode: the input ended but readings are left queued, undelivered); \
             78 configuration error.
             """,
         subcommands: [

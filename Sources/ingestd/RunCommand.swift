@@ -8,9 +8,12 @@ struct RunCommand: IngestdCommand {
         abstract: "Run the agent: read inputs, validate, and queue readings durably.",
         discussion: """
             With a stdin input (the default), pipe readings in: `sensor.py | ingestd run`. \
-            At end of input everything read is committed and ingestd exits 0; what is \
-            queued stays for the next start. SIGTERM or SIGINT stops the inputs, commits \
-            what they read, and exits 0.
+            At end of input everything read is committed, the uploader (if any) sends \
+            what it can within upload.shutdown_timeout_ms, and ingestd exits 0 — or 75 \
+            when readings are left queued because the upload could not finish (the \
+            backend refused or held them, or the time ran out: the log says which); they \
+            stay in the queue for the next start. SIGTERM or SIGINT stops the inputs, \
+            commits what they read, and exits 0.
 
             Under systemd (Type=notify) ingestd sends READY=1 once the queue is open and \
             the inputs run, keeps STATUS= current, pings the watchdog while the pipeline \
@@ -77,6 +80,13 @@ struct RunCommand: IngestdCommand {
                     logger.critical("ingestd stopped on an error", metadata: ["error": "\(error)"])
                     if configuration.logTarget != .stderr { printError("ingestd: \(error)") }
                     throw ExitCodes.forError(error)
+                }
+                if case .endedWithReadingsQueued(let records, let reason) = exit {
+                    // Logged by the uploader already; a pipe's caller learns it from the code.
+                    if configuration.logTarget != .stderr {
+                        printError("ingestd: \(records) readings stay queued (\(reason)); run again to upload them.")
+                    }
+                    throw ExitCodes.tempFail
                 }
                 guard case .reload(let next) = exit else { return }
                 if next.logLevel != configuration.logLevel || next.logTarget != configuration.logTarget {

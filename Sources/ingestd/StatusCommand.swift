@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import EdgeIngestModel
 import IngestAgent
 
 #if canImport(Glibc)
@@ -13,7 +14,10 @@ struct StatusCommand: IngestdCommand {
             Reads the status file (<state_directory>/status.json) that the running \
             agent rewrites every second while anything changes, every 5 s once idle. \
             Exit codes: 0 running and healthy; \
-            1 running but unhealthy (an input makes no progress, or the state is error); \
+            1 running but unhealthy (an input makes no progress; uploads are held or \
+            refused; the oldest queued reading is older than upload.unhealthy_after_s, \
+            300 s by default; or the agent is not responding: its status file has not \
+            been rewritten in time, as when it is frozen or its disk is full); \
             3 not running (the last status written is shown).
             """,
         options: ConfigurationOptions.specs + [jsonFlag.spec],
@@ -51,7 +55,14 @@ struct StatusCommand: IngestdCommand {
                 throw ExitCodes.configError
             }
         }
-        guard let text = readFileBytes(statusPath).map({ String(decoding: $0, as: UTF8.self) }) else {
+        let text: String
+        do {
+            text = try readSmallTextFile(statusPath, limit: FileLimits.small)
+        } catch {
+            guard error.isMissing else {
+                printError("Cannot read the status file \(error).")
+                throw ExitCodes.ioError
+            }
             printError("No status at '\(statusPath)': ingestd has not run with this state directory.")
             throw ExitCodes.notRunning
         }
@@ -64,6 +75,10 @@ struct StatusCommand: IngestdCommand {
         }
         let running = status.state != "stopped" && kill(status.pid, 0) == 0
         if !running && status.state != "stopped" { status.state = "stopped" }
+        if running, let stale = Self.staleness(of: status, now: wallClockMilliseconds()) {
+            status.state = "not_responding"
+            status.problem = stale
+        }
         if json {
             print(status.json())
         } else {
@@ -71,6 +86,19 @@ struct StatusCommand: IngestdCommand {
         }
         if !running { throw ExitCodes.notRunning }
         if status.state == "error" || status.problem != nil { throw ExitCodes.unhealthy }
+    }
+
+    /// Why a running agent's status file is too old to trust, or nil: the
+    /// agent rewrites it at least every `refresh_ms`, so one older than
+    /// twice that (and 5 s) means the agent is frozen, or cannot write its
+    /// state directory.
+    static func staleness(of status: AgentStatus, now: Int64) -> String? {
+        guard let updated = Timestamp.parseISO8601(status.updatedAt) else { return nil }
+        let refresh = status.refreshMilliseconds ?? Int64(5_000)
+        let age = now - updated
+        guard age > 2 * refresh + 5_000 else { return nil }
+        return
+            "not responding: the status file was last written \(age / 1000) s ago (the agent rewrites it at least every \(max(1, refresh / 1000)) s); the agent is frozen (stopped with SIGSTOP? hung?) or cannot write its state directory (a full disk? see its log)"
     }
 
     /// The newest status file among the state directories an agent uses

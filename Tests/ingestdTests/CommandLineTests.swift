@@ -30,7 +30,8 @@ import Testing
 @Suite struct CommandLineParsingTests {
     static let commands = [
         "run", "check-config", "status", "dead-letter", "dead-letter list", "dead-letter export",
-        "dead-letter replay", "export", "import", "reset", "hash-secret",
+        "dead-letter replay", "export", "import", "reset", "hash-secret", "verify", "repair", "queue stats",
+        "queue peek", "send",
     ]
 
     @Test(arguments: commands)
@@ -58,8 +59,8 @@ import Testing
         }
         #expect(
             listed.map { $0.split(separator: " ")[0] } == [
-                "run", "send", "check-config", "status", "queue", "dead-letter", "export", "import", "reset",
-                "hash-secret",
+                "run", "send", "check-config", "status", "queue", "verify", "repair", "dead-letter", "export",
+                "import", "reset", "hash-secret",
             ]
         )
         #expect(help.contains("See 'ingestd help <subcommand>' for detailed help."))

@@ -21,9 +21,12 @@ struct CredentialStore: Sendable {
     var path: String { directory + "/users.json" }
 
     func load() throws -> Contents {
-        guard let bytes = readFileBytes(path) else {
-            if errno == ENOENT { return Contents() }
-            throw EdgeIngestError(.storage, "Cannot read the credential cache '\(path)': \(errnoText()).")
+        let bytes: [UInt8]
+        do {
+            bytes = try readSmallFile(path, limit: FileLimits.small)
+        } catch {
+            if error.isMissing { return Contents() }
+            throw EdgeIngestError(.storage, "Cannot read the credential cache \(error).")
         }
         guard let json = try? JSONValue.parse(bytes), let contents = Contents(json: json) else {
             throw EdgeIngestError(

@@ -2,19 +2,58 @@
 import Glibc
 #endif
 
-/// Reads a whole file, or nil (errno says why). Small files only: the
-/// configuration, key and credential files, the status file, the cached users.
-package func readFileBytes(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    return readAll(fd)
+/// Why a small file could not be read: it is missing, not a regular file,
+/// larger than its bound, or unreadable. `description` says which, for a
+/// message that goes on "Cannot read …: ".
+package struct FileReadProblem: Error, CustomStringConvertible, Sendable {
+    /// The file does not exist (callers that treat that as "empty" check this).
+    package var isMissing = false
+    package var path: String
+    /// What is wrong, without the path.
+    package var reason: String
+    /// `'<path>': <reason>`.
+    package var description: String { "'\(path)': \(reason)" }
 }
 
-/// Reads a whole file as UTF-8 text, or nil (errno says why).
-package func readTextFile(_ path: String) -> String? {
-    readFileBytes(path).map { String(decoding: $0, as: UTF8.self) }
+/// The size bounds of the small files the agent reads whole.
+package enum FileLimits {
+    /// The configuration (a file with many types and inputs is still far below).
+    package static let configuration = 16 << 20
+    /// status.json, the credential cache, key and secret files.
+    package static let small = 1 << 20
+    /// An account or API-key file of a gateway.
+    package static let accounts = 16 << 20
 }
+
+/// Reads a whole regular file of at most `limit` bytes. A device, FIFO,
+/// socket or directory is refused without reading (opening a FIFO does not
+/// wait for a writer), and so is a larger file: every read is bounded.
+package func readSmallFile(_ path: String, limit: Int) throws(FileReadProblem) -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else {
+        throw FileReadProblem(isMissing: errno == ENOENT, path: path, reason: errnoDescription())
+    }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileReadProblem(path: path, reason: errnoDescription()) }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+        throw FileReadProblem(
+            path: path,
+            reason: "not a regular file (a device, FIFO, socket or directory); give the path of a file"
+        )
+    }
+    guard Int(info.st_size) <= limit, let bytes = readAll(fd, limit: limit + 1), bytes.count <= limit else {
+        throw FileReadProblem(path: path, reason: "larger than \(limit) bytes, more than such a file can be")
+    }
+    return bytes
+}
+
+/// Reads a whole regular file as UTF-8 text (``readSmallFile(_:limit:)``).
+package func readSmallTextFile(_ path: String, limit: Int) throws(FileReadProblem) -> String {
+    String(decoding: try readSmallFile(path, limit: limit), as: UTF8.self)
+}
+
+private func errnoDescription() -> String { String(cString: strerror(errno)) }
 
 /// Reads `fd` to its end, or to `limit` bytes, or nil (errno says why).
 package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {

@@ -11,6 +11,17 @@ public final class UploadState: Sendable {
         public var until: Int64?
         public var lastUploadAt: String?
         public var lastOutcome: String?
+        /// Set by the final drain at shutdown: readings still queued, and
+        /// why they could not be delivered (nil when none were left).
+        public var leftAtStop: (records: Int64, reason: String)? {
+            get { leftAtStopRecords.map { ($0, leftAtStopReason ?? "") } }
+            set {
+                leftAtStopRecords = newValue?.records
+                leftAtStopReason = newValue?.reason
+            }
+        }
+        var leftAtStopRecords: Int64?
+        var leftAtStopReason: String?
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0

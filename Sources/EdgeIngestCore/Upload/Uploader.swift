@@ -107,19 +107,42 @@ package final class Uploader: Sendable {
 
     /// On shutdown: upload what is queued until it is empty or the
     /// shutdown timeout passes; no retries. What is left stays queued.
+    /// When readings are left, says why (once, at warning) and records it
+    /// in ``UploadState/Snapshot/leftAtStop``.
     private func finalDrain(sink: any BatchSink, maxBytes: inout Int) throws {
         let deadline = monotonicMilliseconds() + Int64(settings.shutdownTimeoutMilliseconds)
         let never = StopSignal()
+        var failed = false
         while monotonicMilliseconds() < deadline, !state.snapshot.state.isHeld,
             let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
         {
             guard
                 try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, finalDrainDeadline: deadline)
                     == .acknowledged
-            else { break }
+            else {
+                failed = true
+                break
+            }
         }
         let left = (try? queue.statistics().queuedRecords) ?? 0
-        logger.info("Uploader stopped", metadata: ["ingest.queued": "\(left)"])
+        guard left > 0 else {
+            logger.info("Uploader stopped", metadata: ["ingest.queued": "0"])
+            return
+        }
+        let snapshot = state.snapshot
+        let reason: String
+        if snapshot.state.isHeld {
+            reason = "uploads are held: \(snapshot.reason ?? snapshot.state.name)"
+        } else if failed, let why = snapshot.reason ?? snapshot.lastOutcome {
+            reason = "the last upload failed: \(why)"
+        } else {
+            reason = "the shutdown timeout (\(settings.shutdownTimeoutMilliseconds) ms) ran out"
+        }
+        state.update { $0.leftAtStop = (left, reason) }
+        logger.warning(
+            "Uploader stopped with readings still queued; they stay in the queue and upload at the next start",
+            metadata: ["ingest.queued": "\(left)", "ingest.reason": "\(reason)"]
+        )
     }
 
     /// Waits out a hold: the hold time, a ``resume()`` since `generation`,

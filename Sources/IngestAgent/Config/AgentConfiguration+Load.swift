@@ -10,14 +10,17 @@ extension AgentConfiguration {
     ///
     /// - Throws: ``ConfigurationError`` listing each problem with its line and key.
     public static func load(path: String, environment: [String: String]) throws -> AgentConfiguration {
-        guard let text = readTextFile(path) else {
+        let text: String
+        do {
+            text = try readSmallTextFile(path, limit: FileLimits.configuration)
+        } catch {
             throw ConfigurationError(
                 path: path,
                 problems: [
                     ConfigurationProblem(
                         line: nil,
                         key: "",
-                        message: "cannot be read: \(String(cString: strerror(errno)))"
+                        message: "cannot be read: \(error.reason)"
                     )
                 ]
             )
@@ -77,9 +80,16 @@ extension ConfigurationDecoder {
             c.upload = settings
             c.sink = sink
         }
+        if let v = upload?["unhealthy_after_s"], let n = integer(v, "upload.unhealthy_after_s", min: 0) {
+            c.unhealthyAfterSeconds = n
+        }
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
         c.metrics = decodeMetrics(table(root["metrics"], "metrics"))
+        if upload?["unhealthy_after_s"] == nil, let older = c.metrics?.readyMaxAgeSeconds {
+            c.unhealthyAfterSeconds = older
+            c.unhealthyAfterKey = "ready_max_age_s"
+        }
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.queue.schemaVersion)
         if c.upload != nil, let upload { c.sink.configuration.check(c, upload: upload, &self) }
         if c.auth != nil, c.upload == nil {

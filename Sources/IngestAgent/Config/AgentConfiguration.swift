@@ -35,6 +35,13 @@ public struct AgentConfiguration: Sendable {
     public var statusIntervalMilliseconds = 1000
     /// Where readings stream to; nil keeps them queued (no `[upload]` section).
     public var upload: UploadSettings?
+    /// Delivery is unhealthy (`ingestd status` exits 1, `/ready` answers
+    /// 503) once the oldest queued reading has waited longer than this
+    /// (`upload.unhealthy_after_s`; 0: never by age). Held uploads are
+    /// unhealthy at once.
+    public var unhealthyAfterSeconds: Int64 = 300
+    /// The key `unhealthyAfterSeconds` came from, for messages.
+    public var unhealthyAfterKey = "upload.unhealthy_after_s"
     /// Where `[upload]` delivers: the ingest protocol (default) or a local archive.
     public var sink: SinkSettings = .ingestProtocol
     /// Log in to the backend (an `[auth]` section) instead of a static token.

@@ -54,14 +54,17 @@ extension ConfigurationDecoder {
     mutating func encryptionKey(_ value: TOMLValue?, environment: [String: String]) -> [UInt8]? {
         var path = string(value, "queue.encryption_key_file")
         if path == nil, let directory = environment["CREDENTIALS_DIRECTORY"],
-            let credential = readFileBytes(directory + "/queue-key"),
+            let credential = try? readSmallFile(directory + "/queue-key", limit: FileLimits.small),
             !credential.allSatisfy({ $0 == 0x0A || $0 == 0x20 })
         {
             path = directory + "/queue-key"  // the unit's SetCredential= default (a newline) means "no key"
         }
         guard let path else { return nil }
-        guard let bytes = readFileBytes(path) else {
-            problem(value, "queue.encryption_key_file", "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
+        let bytes: [UInt8]
+        do {
+            bytes = try readSmallFile(path, limit: FileLimits.small)
+        } catch {
+            problem(value, "queue.encryption_key_file", "cannot be read: \(error)")
             return nil
         }
         if bytes.count == 64 { return bytes }

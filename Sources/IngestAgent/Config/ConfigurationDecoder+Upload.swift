@@ -9,7 +9,7 @@ extension ConfigurationDecoder {
     static let batchingKeys: Set<String> = [
         "max_records", "max_bytes", "linger_ms", "retry_base_ms", "retry_cap_ms", "max_retries", "shutdown_timeout_ms",
         "hold_ms",
-        "client_id", "sink",
+        "client_id", "sink", "unhealthy_after_s",
     ]
     /// Every key `[upload]` accepts: the batching keys and every sink's.
     static let uploadKeys = batchingKeys.union(SinkSettings.keys)

@@ -145,8 +145,11 @@ struct ConfigurationDecoder {
             }
             return nil
         }
-        guard let text = readTextFile(path) else {
-            problem(value, key, "'\(path)' cannot be read: \(String(cString: strerror(errno)))")
+        let text: String
+        do {
+            text = try readSmallTextFile(path, limit: FileLimits.small)
+        } catch {
+            problem(value, key, "cannot be read: \(error)")
             return nil
         }
         let secret = SecretText(text)

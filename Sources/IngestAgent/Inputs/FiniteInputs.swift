@@ -18,6 +18,7 @@ final class FiniteInputs: Sendable {
     private struct State {
         var running: Int
         var group: ServiceGroup?
+        var allEnded = false
     }
     private let state: Mutex<State>
 
@@ -38,9 +39,14 @@ final class FiniteInputs: Sendable {
         return Wrapped(input: input, inputs: self)
     }
 
+    /// Whether every input ended by itself (end of input), rather than the
+    /// agent being told to stop.
+    var allEnded: Bool { state.withLock { $0.allEnded } }
+
     fileprivate func inputEnded() async {
         let group: ServiceGroup? = state.withLock { state in
             state.running -= 1
+            if state.running == 0, !Task.isShuttingDownGracefully { state.allEnded = true }
             return state.running == 0 ? state.group : nil
         }
         if let group, !Task.isShuttingDownGracefully {

@@ -36,6 +36,9 @@ public final class Reload: Sendable {
 public enum AgentExit: Sendable {
     /// Its inputs ended or it was told to stop.
     case stopped
+    /// Its inputs ended by themselves (pipe mode), but the final upload
+    /// could not deliver everything: `records` stay queued for the next start.
+    case endedWithReadingsQueued(records: Int64, reason: String)
     /// A reload read a new configuration: run again with it.
     case reload(AgentConfiguration)
 }

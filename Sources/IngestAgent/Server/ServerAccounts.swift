@@ -73,10 +73,13 @@ struct ServerAccounts: Sendable {
         validName: (Substring) -> Bool,
         normalize: (Substring) -> String = { String($0) }
     ) throws -> [String: SecretHash] {
-        guard let text = readTextFile(path) else {
+        let text: String
+        do {
+            text = try readSmallTextFile(path, limit: FileLimits.accounts)
+        } catch {
             throw AgentError(
                 .unusableFile,
-                "Cannot read the \(what) file '\(path)': it must exist and be readable by the agent."
+                "Cannot read the \(what) file \(error): it must be a file the agent can read."
             )
         }
         var out: [String: SecretHash] = [:]

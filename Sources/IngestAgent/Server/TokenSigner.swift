@@ -26,7 +26,9 @@ struct TokenSigner: Sendable {
 
     /// Loads the key from `path`, creating it on first use.
     static func loadOrCreate(path: String) throws -> TokenSigner {
-        if let existing = readFileBytes(path), existing.count == 32 { return TokenSigner(key: existing) }
+        if let existing = try? readSmallFile(path, limit: 32), existing.count == 32 {
+            return TokenSigner(key: existing)
+        }
         let key = Secrets.randomBytes(32)
         do {
             try writeFileAtomically(path, key, durable: true)

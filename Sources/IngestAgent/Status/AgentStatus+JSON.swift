@@ -117,6 +117,7 @@ extension AgentStatus {
             }
         },
         .optionalString(K.backingOffUntil.stringValue, \.backingOffUntil),
+        .optionalInt(K.refreshMilliseconds.stringValue, \.refreshMilliseconds),
         .optionalInt(K.uploadRequests.stringValue, \.uploadRequests)
             .exported("ingestd_upload_requests_total", .counter, help: "Batches sent to the sink, re-sends included."),
         .optionalInt(K.uploadResends.stringValue, \.uploadResends)

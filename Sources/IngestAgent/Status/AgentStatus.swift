@@ -46,6 +46,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var receivedDuplicatesTotal: Int64?
     /// How long the sink took to answer each request since the start.
     public var uploadLatency: UploadLatency?
+    /// The longest the running agent goes without rewriting the status
+    /// file: `ingestd status` calls an older file stale.
+    public var refreshMilliseconds: Int64?
 
     public struct LastUpload: Codable, Sendable, Equatable {
         public var at: String
@@ -74,6 +77,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case uploadResends = "upload_resends"
         case receivedDuplicatesTotal = "received_duplicates_total"
         case uploadLatency = "upload_latency"
+        case refreshMilliseconds = "refresh_ms"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.

@@ -16,11 +16,7 @@ struct MetricsService: Service {
     let idleMilliseconds: Int32
 
     init(settings: MetricsSettings, status: StatusService, idleMilliseconds: Int32, logger: Logger) throws {
-        let handler = MetricsHandler(
-            status: status,
-            readyMaxAgeSeconds: settings.readyMaxAgeSeconds,
-            uploads: status.upload != nil
-        )
+        let handler = MetricsHandler(status: status)
         var limits = HTTPLimits()
         limits.maxBodyBytes = 1024  // scrapes and probes send no body
         server = try HTTPServer(
@@ -48,10 +44,6 @@ struct MetricsService: Service {
 /// The answers of ``MetricsService``.
 struct MetricsHandler: HTTPHandler {
     let status: StatusService
-    let readyMaxAgeSeconds: Int64
-    /// Whether the agent uploads at all: without `[upload]` readings stay
-    /// queued by design, and their age says nothing about delivery.
-    let uploads: Bool
 
     func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse {
         guard request.method == "GET" else {
@@ -68,7 +60,7 @@ struct MetricsHandler: HTTPHandler {
             if let wedged = status.wedgedReason() { return .text(503, "unhealthy: \(wedged)\n") }
             return .text(200, "ok\n")
         case "/ready":
-            if let reason = Self.notReady(status.liveStatus(), maxAgeSeconds: uploads ? readyMaxAgeSeconds : nil) {
+            if let reason = Self.notReady(status.liveStatus()) {
                 return .text(503, "not ready: \(reason)\n")
             }
             return .text(200, "ready\n")
@@ -77,16 +69,12 @@ struct MetricsHandler: HTTPHandler {
         }
     }
 
-    /// Why the agent is not delivering, or nil when it is. `maxAgeSeconds`
-    /// nil: the backlog's age does not count (an agent that only queues).
-    static func notReady(_ status: AgentStatus, maxAgeSeconds: Int64?) -> String? {
+    /// Why the agent is not delivering, or nil when it is: the status's
+    /// problem (``StatusService/deliveryProblem(_:)`` among them).
+    static func notReady(_ status: AgentStatus) -> String? {
         if status.state == "waiting_for_user" || (status.state == "error" && status.uploadReason != nil) {
             return "uploading is held: \(status.uploadReason ?? status.state)"
         }
-        if let problem = status.problem { return problem }
-        if let maxAgeSeconds, let age = status.oldestAgeWholeSeconds, age > maxAgeSeconds {
-            return "the oldest queued reading is \(age) s old (ready_max_age_s = \(maxAgeSeconds))"
-        }
-        return nil
+        return status.problem
     }
 }

@@ -1,6 +1,7 @@
 import EdgeIngestCore
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -23,6 +24,11 @@ struct StatusService: Service {
     let logger: Logger
     /// Set when the agent may reload: its shutdown then is a reload's, not a stop's.
     var reload: Reload? = nil
+    /// Delivery is a problem once the oldest queued reading is older than
+    /// this (with uploads; 0: never by age), and the key that set it.
+    var unhealthyAfter: (seconds: Int64, key: String) = (300, "upload.unhealthy_after_s")
+    /// Whether the last status write failed (logged once per streak).
+    private let writeFailing = WriteFailures()
 
     func run() async throws {
         notifier.ready()
@@ -123,7 +129,9 @@ struct StatusService: Service {
                 status.uploadLatency = upload.latency
                 if status.problem == nil, upload.state == .error { status.problem = upload.reason }
                 status.openState = AgentStatus.openState(upload: upload)
+                if status.problem == nil { status.problem = deliveryProblem(status) }
             }
+            status.refreshMilliseconds = Int64(refreshMilliseconds)
             return status
         } catch {
             return AgentStatus(
@@ -134,6 +142,26 @@ struct StatusService: Service {
                 problem: "\(error)"
             )
         }
+    }
+
+    /// Why readings are not being delivered, if they are not: uploads held
+    /// (waiting for the user, refused), or a backlog older than the bound.
+    func deliveryProblem(_ status: AgentStatus) -> String? {
+        if status.state == UploadPhase.waitingForUser.name || status.state == UploadPhase.clientReset.name {
+            return "uploads are held: \(status.uploadReason ?? status.state)"
+        }
+        guard unhealthyAfter.seconds > 0, let age = status.oldestAgeWholeSeconds, age > unhealthyAfter.seconds
+        else { return nil }
+        let why = status.uploadReason.map { ": \($0)" } ?? ""
+        return
+            "the oldest queued reading is \(age) s old (\(unhealthyAfter.key) = \(unhealthyAfter.seconds))\(why)"
+    }
+
+    /// The longest the status file goes without being rewritten while the
+    /// agent runs (the idle cadence, capped by the watchdog's): `status`
+    /// calls a file older than about twice this stale.
+    var refreshMilliseconds: Int {
+        min(max(statusIntervalMilliseconds, Self.idlePeriodMilliseconds), notifier.watchdogPingMilliseconds ?? .max)
     }
 
     /// What `status` reports as the problem: a wedged input, or one that
@@ -169,7 +197,21 @@ struct StatusService: Service {
     func writeStatus(_ status: AgentStatus) {
         let text = status.json()
         // Not durable: rewritten every second; a crash leaves the previous one.
-        try? writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
+        do {
+            try writeFileAtomically(statusPath, Array((text + "\n").utf8), durable: false)
+            writeFailing.failing.withLock { $0 = false }
+        } catch {
+            // `ingestd status` will call the old file stale; say why here, once.
+            let wasFailing = writeFailing.failing.withLock { failing in
+                defer { failing = true }
+                return failing
+            }
+            guard !wasFailing else { return }
+            logger.error(
+                "Cannot write the status file; `ingestd status` will report the agent as not responding",
+                metadata: ["ingest.status_file": "\(statusPath)", "error": "\(error)"]
+            )
+        }
     }
 
     func logStats(_ status: AgentStatus) {
@@ -187,4 +229,9 @@ struct StatusService: Service {
         for (reason, n) in status.droppedByReason { metadata["ingest.dropped." + reason] = "\(n)" }
         logger.info("Stats", metadata: metadata)
     }
+}
+
+/// Whether the status file's last write failed, shared by copies of the service.
+private final class WriteFailures: Sendable {
+    let failing = Mutex(false)
 }
