@@ -269,4 +269,13 @@ import Testing
         )
         #expect(phases.filter(\.isHeld) == [.error, .waitingForUser])
     }
+
+    @Test func rejectionLinesAreBoundedPerMinuteAndSayWhatWentUnlogged() {
+        var budget = Uploader.RejectionLogBudget()
+        for _ in 0..<Uploader.RejectionLogBudget.linesPerMinute { #expect(budget.admit(2, now: 1_000) == 0) }
+        #expect(budget.admit(3, now: 2_000) == nil)
+        #expect(budget.admit(4, now: 59_999) == nil)
+        #expect(budget.admit(1, now: 61_000) == 7)
+        #expect(budget.admit(1, now: 61_001) == 0)
+    }
 }

@@ -140,7 +140,8 @@ import Testing
         }
         let queue = try boundedQueue(dir, .dropNewest, maxRecords: 2)
         #expect(try queue.statistics().droppedByReason == ["overflow_drop_newest": 3])
-        #expect(try queue.statistics().appendedTotal == 2)
+        // Accepted, then dropped: appended counts all five (docs/QUEUE.md invariant 2).
+        #expect(try queue.statistics().appendedTotal == 5)
     }
 
     @Test func maxBytesBoundsQueuedBytes() async throws {

@@ -57,7 +57,7 @@ import Testing
 
     @Test func perRecordRejectionsInA200Body() {
         let body =
-            #"{"accepted":8,"rejected":[{"index":3,"reason":"bad unit"},{"index": 7},{"index":99,"reason":"out of batch"}]}"#
+            #"{"accepted":8,"rejected":[{"index":3,"reason":"bad unit"},{"index": 7}]}"#
         #expect(
             ResponseClassifier.classify(status: 200, retryAfter: nil, body: Array(body.utf8), batchSize: 10)
                 == .stored(rejected: [
@@ -65,6 +65,38 @@ import Testing
                     RecordRejection(index: 7, reason: "rejected by the backend"),
                 ])
         )
+        #expect(
+            ResponseClassifier.classify(
+                status: 200,
+                retryAfter: nil,
+                body: Array(#"{"rejected":null}"#.utf8),
+                batchSize: 2
+            )
+                == .stored(rejected: [])
+        )
+    }
+
+    /// Guessing which record an unreadable index meant would dead-letter
+    /// the wrong one: the batch stays queued and uploading holds instead.
+    @Test(arguments: [
+        (#"{"rejected":[{"index":1e400}]}"#, "not valid JSON"),
+        (#"{"rejected":[{"index":1e300}]}"#, "is 1e+300"),
+        (#"{"rejected":[{"index":99,"reason":"out of batch"}]}"#, "is 99, not a record of the batch (0–9)"),
+        (#"{"rejected":[{"index":-1}]}"#, "is -1"),
+        (#"{"rejected":[{"index":2.5}]}"#, "is 2.5"),
+        (#"{"rejected":[{"index":"3"}]}"#, "is a string"),
+        (#"{"rejected":[{"reason":"x"}]}"#, "has no \"index\""),
+        (#"{"rejected":{"index":1}}"#, "is not an array"),
+        (#"{"rejected":[{"index":1}"#, "not valid JSON"),
+    ])
+    func anUnreadableRejectionListIsAProtocolError(_ body: String, _ detail: String) {
+        let outcome = ResponseClassifier.classify(status: 200, retryAfter: nil, body: Array(body.utf8), batchSize: 10)
+        guard case .hold(let reason) = outcome else {
+            Issue.record("expected a hold, got \(outcome)")
+            return
+        }
+        #expect(reason.contains(detail), "\(reason)")
+        #expect(reason.contains("a protocol error in the backend; nothing was deleted"))
     }
 
     @Test(

@@ -48,6 +48,8 @@ import Testing
         status.uploadRequests = 7
         status.uploadResends = 2
         status.receivedDuplicatesTotal = 6
+        status.refreshMilliseconds = 5000
+        status.quarantinedRecords = 7
         var latency = UploadLatency()
         latency.record(seconds: 0.02)
         latency.record(seconds: 1.5)
@@ -160,6 +162,7 @@ import Testing
                 "  uploaded: 4",
                 "  dropped:  1 (exported 1)",
                 "  dead letters: 1 (ingestd dead-letter list)",
+                "  quarantined: 7 damaged in the queue file, not sent (ingestd verify)",
                 "  duplicates: 6 received again and not stored",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",

@@ -182,7 +182,7 @@ private func loadError(
         let path = dir.file("absent")
         let error = try #require(loadError(path: path))
         #expect(error.hasPrefix("Cannot read the api key file "))
-        #expect(error.hasSuffix(": it must exist and be readable by the agent."))
+        #expect(error.hasSuffix(": it must be a file the agent can read."))
         // The whole path: an operator must see which file (they are often longer than 32 characters).
         #expect(error.contains(path), "\(error)")
     }

@@ -33,6 +33,36 @@ import Testing
         #expect(try fixture.queuedLines().isEmpty)
     }
 
+    /// Only a repeated `_id` is skipped: a row the table's own rules refuse
+    /// (here a CHECK an operator added) is a dead letter with SQLite's
+    /// message, not a reading counted as uploaded that is not there.
+    @Test func aRowTheArchiveRefusesIsADeadLetterNotAnUpload() throws {
+        let probe = try TemporaryDirectory()
+        let archive = probe.file("archive.sqlite")
+        _ = try sqlite3(
+            archive,
+            """
+            CREATE TABLE WeatherSensor("_id" TEXT PRIMARY KEY NOT NULL, deviceId TEXT NOT NULL,
+              temperatureInFahrenheit REAL CHECK (temperatureInFahrenheit < 100), barometricPressureInHg REAL,
+              windSpeedInMph INTEGER);
+            """
+        )
+        let fixture = try AgentFixture(
+            "\n[upload]\nsink = \"sqlite\"\npath = \"\(archive)\"\nlinger_ms = 20\n"
+        )
+        let hot =
+            #"{"deviceId":"HOT","temperatureInFahrenheit":140.5,"barometricPressureInHg":29.6,"windSpeedInMph":1}"#
+        let readings = (0..<10).map { reading($0, device: "A\($0)") + "\n" }.joined() + hot + "\n"
+        let result = try fixture.run(["run"], stdin: Data(readings.utf8))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try sqlite3(archive, "SELECT count(*) FROM WeatherSensor") == "10")
+        let status = try fixture.status()
+        #expect(status["uploaded_total"] as? Int == 10)
+        #expect(status["dead_letter_records"] as? Int == 1)
+        let letters = try fixture.run(["dead-letter", "list"])
+        #expect(letters.stdout.contains("CHECK constraint failed"), "\(letters.stdout)")
+    }
+
     @Test func checkConfigShowsTheArchive() throws {
         let fixture = try AgentFixture(
             "\n[upload]\nsink = \"sqlite\"\npath = \"/srv/archive.sqlite\"\nmax_records = 300\n"

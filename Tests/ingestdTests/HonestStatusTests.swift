@@ -149,3 +149,30 @@ import Testing
         #expect(try IngestdBinary.run(["check-config", "--config", path]).status == 78)
     }
 }
+
+/// accepted = uploaded + dead letters + dropped + quarantined + queued, the
+/// same in every counter and under every overflow policy and bound.
+@Suite struct AccountingIdentityTests {
+    @Test(arguments: [
+        ("drop_newest", "max_records = 100"), ("drop_oldest", "max_records = 100"),
+        ("drop_newest", "max_bytes = 20000"), ("drop_oldest", "max_bytes = 20000"),
+    ])
+    func everyAcceptedReadingIsAccountedFor(_ policy: String, _ bound: String) throws {
+        let fixture = try AgentFixture(queue: "overflow_policy = \"\(policy)\"\n\(bound)\ncommit_max_records = 50\n")
+        let readings = (0..<250).map { reading($0, device: "D\($0)") + "\n" }.joined()
+        let result = try fixture.run(["run"], stdin: Data(readings.utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(1000))")
+        let status = try fixture.status()
+        let accepted = status["accepted_total"] as? Int ?? -1
+        let input = (status["inputs"] as? [[String: Any]])?.first?["accepted"] as? Int ?? -2
+        let dropped = status["dropped_total"] as? Int ?? 0
+        let queued = status["queued_records"] as? Int ?? 0
+        let uploaded = status["uploaded_total"] as? Int ?? 0
+        let dead = status["dead_letter_records"] as? Int ?? 0
+        #expect(accepted == 250, "\(policy) \(bound)")
+        #expect(input == accepted, "the input and the queue count the same readings")
+        #expect(dropped > 0, "the bound was reached")
+        #expect(accepted == uploaded + dead + dropped + queued, "\(policy) \(bound): \(status)")
+        #expect(try fixture.queuedLines().count == queued)
+    }
+}

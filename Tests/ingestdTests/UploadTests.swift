@@ -235,6 +235,14 @@ import Testing
         #expect(agent.terminate() == 0)
         #expect(status["dead_letter_records"] as? Int == 1)
         #expect(status["queued_records"] as? Int == 0)
+        // Said in the journal too, with the reason (and never the payload).
+        #expect(
+            agent.stderr.contains(
+                "The backend stored a batch but refused some of its records; they moved to the dead-letter table"
+            )
+        )
+        #expect(agent.stderr.contains("ingest.reason=device is blocked"))
+        #expect(!agent.stderr.contains("\"U5\""))
     }
 
     @Test func tooLargeBatchesAreSplit() throws {

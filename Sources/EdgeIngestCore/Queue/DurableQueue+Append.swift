@@ -139,7 +139,9 @@ extension DurableQueue {
                     try store.insert(run, schemaVersion: configuration.schemaVersion, enqueuedAt: now)
                 }
                 try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
-                try store.add(counter: "appended_total", Int64(accepted))
+                // Readings dropped on arrival were accepted too, then dropped: one
+                // definition for every policy (docs/QUEUE.md, invariant 2).
+                try store.add(counter: "appended_total", Int64(accepted + plan.droppedIncoming))
                 for position in positions { try store.set(position: position, at: now) }
                 for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
                 if let receipt, let received { try received.remember(kept, receipt: receipt, now: now) }
@@ -154,7 +156,7 @@ extension DurableQueue {
             for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
             state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
             state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
-            state.counters["appended_total", default: 0] += Int64(accepted)
+            state.counters["appended_total", default: 0] += Int64(accepted + plan.droppedIncoming)
             if plan.droppedStoredRecords > 0 {
                 state.counters["dropped." + DropReason.overflowDropOldest.name, default: 0] += plan.droppedStoredRecords
                 state.oldestEnqueuedAt = try store.oldestEnqueuedAt()

@@ -107,6 +107,10 @@ final class SQLiteConnection {
                 .queueUnavailable,
                 "The \(role) '\(displayName)' cannot be written (\(detail)). Check the permissions of the file and its directory."
             )
+        case SQLITE_CONSTRAINT:
+            // A row the table's own rules refuse (NOT NULL, CHECK, UNIQUE…):
+            // about that row, not the file. `detail` is SQLite's message.
+            return EdgeIngestError(.invalidRecord, detail)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return EdgeIngestError(
                 .queueUnavailable,

@@ -1,7 +1,11 @@
 /// The embedded default backend: every confirmed record lands in a plain
 /// SQLite table named after its record type, one column per declared field
-/// plus `_id` as the primary key. Inserts are `INSERT OR IGNORE`, so a batch
-/// sent again after a crash is stored once: exactly once per `_id`.
+/// plus `_id` as the primary key. An insert whose `_id` is already stored is
+/// skipped (`ON CONFLICT("_id") DO NOTHING`), so a batch sent again after a
+/// crash is stored once: exactly once per `_id`. Any other refusal of the
+/// table (a NOT NULL, CHECK or type constraint an operator added) is that
+/// record's rejection, with SQLite's message: it becomes a dead letter,
+/// never a reading counted as uploaded that is not there.
 ///
 /// The archive commits (WAL, `synchronous=FULL`) before the uploader deletes
 /// the records from the queue, so a power cut loses nothing in between.
@@ -53,11 +57,20 @@ package final class SQLiteArchiveSink: BatchSink {
             let db = try open()
             let insert = try insertStatement(for: type, in: db)
             let check = try isRecordStatement(in: db)
+            var rejected: [RecordRejection] = []
             let stored = try db.transaction { () throws -> Int in
                 var stored = 0
                 try batch.forEachRecord { index, line in
                     insert.bind(1, text: line)
-                    try insert.run()
+                    do {
+                        try insert.run()
+                    } catch let error as EdgeIngestError where error.code == .invalidRecord {
+                        // Only this statement was undone; the transaction goes on.
+                        rejected.append(
+                            RecordRejection(index: index, reason: "the archive refused it: \(error.message)")
+                        )
+                        return
+                    }
                     if db.changes == 1 {
                         stored += 1
                     } else {
@@ -69,8 +82,8 @@ package final class SQLiteArchiveSink: BatchSink {
                 return stored
             }
             storedCount += stored
-            duplicateCount += batch.recordCount - stored
-            return .stored(rejected: [])
+            duplicateCount += batch.recordCount - stored - rejected.count
+            return .stored(rejected: rejected)
         } catch let error as ArchiveRecordError {
             return .badBatch(reason: "record \(error.index) of the batch is not a JSON object with an _id")
         } catch let error as EdgeIngestError {
@@ -130,8 +143,9 @@ package final class SQLiteArchiveSink: BatchSink {
         let names = ([RecordType.primaryKey] + type.fields.map(\.name))
         let values = names.map { "json_extract(?1, \(Self.jsonPath($0)))" }
         let statement = try db.prepare(
-            "INSERT OR IGNORE INTO \(table) (\(names.map(sqlIdentifier).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
+            "INSERT INTO \(table) (\(names.map(sqlIdentifier).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
                 + " WHERE CASE WHEN json_valid(?1) THEN json_type(?1, '$._id') END = 'text'"
+                + " ON CONFLICT(\"_id\") DO NOTHING"
         )
         inserts[type.name] = statement
         return statement

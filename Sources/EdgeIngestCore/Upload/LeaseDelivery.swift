@@ -101,6 +101,9 @@ package struct LeaseDelivery: Sendable {
         case recordRefused(index: Int, reason: String)
         /// The backend refused a batch as too large; later batches are at most `maxBytes`.
         case batchTooLarge(maxBytes: Int)
+        /// The backend stored a batch but refused `count` of its records
+        /// in its answer (the first at lease index `firstIndex`, for `reason`).
+        case rejectedInStoredBatch(count: Int, firstIndex: Int, reason: String)
     }
 
     /// What to do after an answer, and what to log about it.
@@ -145,6 +148,15 @@ package struct LeaseDelivery: Sendable {
         switch outcome {
         case .stored(let rejected):
             for r in rejected { deadLetters[range.lowerBound + r.index] = "rejected by the sink: \(r.reason)" }
+            if let first = rejected.first {
+                notices.append(
+                    .rejectedInStoredBatch(
+                        count: rejected.count,
+                        firstIndex: range.lowerBound + first.index,
+                        reason: first.reason
+                    )
+                )
+            }
             work.removeFirst()
             attempt = 0
             reportedStreak = false

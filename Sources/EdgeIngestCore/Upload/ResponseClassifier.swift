@@ -26,7 +26,16 @@ package enum ResponseClassifier {
         let retrySeconds = retryAfter.flatMap { Double($0.filter { !$0.isWhitespace }) }.map { max(0, $0) }
         switch status {
         case 200..<300:
-            return .stored(rejected: perRecordRejections(body, batchSize: batchSize))
+            do {
+                return .stored(rejected: try perRecordRejections(body, batchSize: batchSize))
+            } catch {
+                // Which records were refused is unknown: keep them all
+                // queued (a re-send is deduplicated by _id) until it is fixed.
+                return .hold(
+                    reason:
+                        "HTTP \(status) with a list of rejected records that cannot be read (\(error.detail)): a protocol error in the backend; nothing was deleted"
+                )
+            }
         case 400, 422:
             return .badBatch(reason: "HTTP \(status)")
         case 401:
@@ -89,42 +98,47 @@ package enum ResponseClassifier {
         return digits > 0 ? value : nil
     }
 
-    /// Reads `"rejected":[{"index":N,"reason":"…"},…]` from a JSON body.
-    /// A tolerant byte scan, not a full parser: anything else in the body
-    /// is ignored, and an index outside the batch is skipped.
-    static func perRecordRejections(_ body: [UInt8], batchSize: Int) -> [RecordRejection] {
-        let body = body.prefix(1 << 20)
-        guard let start = find(Array("\"rejected\"".utf8), in: body[...]) else { return [] }
+    /// Reads `"rejected":[{"index":N,"reason":"…"},…]` from a JSON body
+    /// (its first MiB). A body that is not a JSON object, or has no
+    /// `rejected` member, rejects nothing. A `rejected` member that is not
+    /// an array of objects each with an integer `index` inside the batch is
+    /// a protocol error (``RejectionListError``): guessing which record was
+    /// meant (`1e400` read as `1`) would dead-letter the wrong one.
+    static func perRecordRejections(
+        _ body: [UInt8],
+        batchSize: Int
+    ) throws(RejectionListError) -> [RecordRejection] {
+        guard find(Array("\"rejected\"".utf8), in: body.prefix(1 << 20)[...]) != nil else { return [] }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(Array(body.prefix(1 << 20)), maxDepth: 16)
+        } catch {
+            throw RejectionListError(detail: "the answer names \"rejected\" records but is not valid JSON")
+        }
+        guard let list = json["rejected"], !list.isNull else { return [] }
+        guard let items = list.array else {
+            throw RejectionListError(detail: "\"rejected\" is not an array")
+        }
         var out: [RecordRejection] = []
-        var rest = body[start...]
-        let indexKey = Array("\"index\"".utf8)
-        let reasonKey = Array("\"reason\"".utf8)
-        while let afterIndex = find(indexKey, in: rest) {
-            var i = afterIndex
-            while i < rest.endIndex, rest[i] == UInt8(ascii: ":") || rest[i] == UInt8(ascii: " ") { i += 1 }
-            var index = 0
-            var digits = 0
-            while i < rest.endIndex, rest[i] >= 48, rest[i] <= 57, digits < 9 {
-                index = index * 10 + Int(rest[i] - 48)
-                digits += 1
-                i += 1
+        for (position, item) in items.enumerated() {
+            guard let raw = item["index"] else {
+                throw RejectionListError(detail: "rejected[\(position)] has no \"index\"")
             }
-            rest = rest[i...]
-            guard digits > 0, index < batchSize else { continue }
-            var reason = "rejected by the backend"
-            let objectEnd = rest.firstIndex(of: UInt8(ascii: "}")) ?? rest.endIndex
-            if let afterReason = find(reasonKey, in: rest[..<objectEnd]) {
-                var j = afterReason
-                while j < objectEnd, rest[j] == UInt8(ascii: ":") || rest[j] == UInt8(ascii: " ") { j += 1 }
-                if j < objectEnd, rest[j] == UInt8(ascii: "\"") {
-                    let textStart = j + 1
-                    let textEnd = rest[textStart..<objectEnd].firstIndex(of: UInt8(ascii: "\"")) ?? objectEnd
-                    reason = String(decoding: rest[textStart..<min(textEnd, textStart + 120)], as: UTF8.self)
-                }
+            guard let index = raw.int64, index >= 0, index < Int64(batchSize) else {
+                throw RejectionListError(
+                    detail:
+                        "rejected[\(position)].index is \(raw.shortText), not a record of the batch (0–\(batchSize - 1))"
+                )
             }
-            out.append(RecordRejection(index: index, reason: reason))
+            let reason = item["reason"]?.string.map { String($0.prefix(120)) } ?? "rejected by the backend"
+            out.append(RecordRejection(index: Int(index), reason: reason))
         }
         return out
+    }
+
+    /// A 2xx answer's list of rejected records that cannot be read.
+    struct RejectionListError: Error {
+        var detail: String
     }
 
     /// The index just after the first occurrence of `needle` in `hay`.
@@ -136,5 +150,21 @@ package enum ResponseClassifier {
             i += 1
         }
         return nil
+    }
+}
+
+extension JSONValue {
+    /// The value as a short text for an error message (never a payload:
+    /// strings and containers are named by kind).
+    fileprivate var shortText: String {
+        switch self {
+        case .null: "null"
+        case .bool(let b): "\(b)"
+        case .int(let i): "\(i)"
+        case .double(let d): "\(d)"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
     }
 }

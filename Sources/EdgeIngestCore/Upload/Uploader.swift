@@ -28,6 +28,8 @@ package final class Uploader: Sendable {
     static let idleRecheckMilliseconds = 10_000
     /// Since when (monotonic ms) uploads have failed or been held; nil while they succeed.
     private let troubleSince = Mutex<Int64?>(nil)
+    /// Bounds the log lines about records refused inside stored batches.
+    private let rejectionLogBudget = Mutex(RejectionLogBudget())
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
     /// Builds the sink on the upload thread; nil: the ingest protocol to
@@ -350,7 +352,48 @@ package final class Uploader: Sendable {
                     "The backend refused a batch as too large; splitting it and lowering the batch size",
                     metadata: ["ingest.max_bytes": "\(maxBytes)"]
                 )
+            case .rejectedInStoredBatch(let count, let firstIndex, let reason):
+                guard let suppressed = rejectionLogBudget.withLock({ $0.admit(count, now: monotonicMilliseconds()) })
+                else { continue }
+                var metadata: Logger.Metadata = [
+                    "ingest.records": "\(count)",
+                    "ingest.record_id": "\(lease.recordIDs[firstIndex])",
+                    "ingest.reason": "\(reason)",
+                ]
+                if suppressed > 0 { metadata["ingest.not_logged_since"] = "\(suppressed)" }
+                logger.warning(
+                    "The backend stored a batch but refused some of its records; they moved to the dead-letter table",
+                    metadata: metadata
+                )
             }
+        }
+    }
+
+    /// At most ``RejectionLogBudget/linesPerMinute`` lines a minute about
+    /// records refused inside stored batches; the next line says how many
+    /// went unlogged meanwhile (status and /metrics count every one).
+    package struct RejectionLogBudget {
+        package static let linesPerMinute = 10
+        var windowStart: Int64?
+        var lines = 0
+        var unlogged = 0
+
+        package init() {}
+
+        /// nil: do not log these `count` records; else log them, with the
+        /// number of records not logged since the last line.
+        package mutating func admit(_ count: Int, now: Int64) -> Int? {
+            if windowStart.map({ now - $0 >= 60_000 }) ?? true {
+                windowStart = now
+                lines = 0
+            }
+            guard lines < Self.linesPerMinute else {
+                unlogged += count
+                return nil
+            }
+            lines += 1
+            defer { unlogged = 0 }
+            return unlogged
         }
     }
 

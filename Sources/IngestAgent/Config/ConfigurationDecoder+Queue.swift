@@ -64,7 +64,7 @@ extension ConfigurationDecoder {
         do {
             bytes = try readSmallFile(path, limit: FileLimits.small)
         } catch {
-            problem(value, "queue.encryption_key_file", "cannot be read: \(error)")
+            problem(value, "queue.encryption_key_file", "'\(path)' cannot be read: \(error.reason)")
             return nil
         }
         if bytes.count == 64 { return bytes }

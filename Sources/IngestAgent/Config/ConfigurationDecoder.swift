@@ -149,7 +149,7 @@ struct ConfigurationDecoder {
         do {
             text = try readSmallTextFile(path, limit: FileLimits.small)
         } catch {
-            problem(value, key, "cannot be read: \(error)")
+            problem(value, key, "'\(path)' cannot be read: \(error.reason)")
             return nil
         }
         let secret = SecretText(text)
