@@ -57,6 +57,7 @@ p.add_argument("--token-ttl", type=int, default=3600)
 p.add_argument("--api-key", action="append", default=[])
 p.add_argument("--account", action="append", default=[])
 p.add_argument("--key-field", default=None)
+p.add_argument("--huge-answer-mb", type=int, default=0, help="answer 200 with a body of this many MB of spaces")
 p.add_argument("--record", default=None, help="append every received record line, as received, to this file")
 args = p.parse_args()
 
@@ -182,6 +183,14 @@ class Handler(BaseHTTPRequestHandler):
         if args.reset and n <= args.reset:
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
+            return
+        if args.huge_answer_mb:
+            chunk = b" " * (1 << 20)
+            self.send_response(200)
+            self.send_header("Content-Length", str(args.huge_answer_mb << 20))
+            self.end_headers()
+            for _ in range(args.huge_answer_mb):
+                self.wfile.write(chunk)
             return
         if args.always_status:
             return self.answer(args.always_status, b'{"error":"refused"}')

@@ -176,3 +176,22 @@ import Testing
         #expect(try fixture.queuedLines().count == queued)
     }
 }
+
+/// A backend's answer is read bounded: only its start is kept.
+@Suite struct BoundedAnswerTests {
+    @Test func aHugeAnswerDoesNotGrowTheAgent() throws {
+        let backend = try TestBackend(["--huge-answer-mb", "300"])
+        let fixture = try AgentFixture("[upload]\nurl = \"\(backend.url)\"\nlinger_ms = 10\ntimeout_ms = 60000\n")
+        let result = try IngestdBinary.run(
+            ["run", "--config", fixture.configPath],
+            stdin: Data((HonestStatusTests.reading + "\n").utf8),
+            wrapper: ["/usr/bin/time", "-f", "maxrss=%M"]
+        )
+        #expect(result.status == 0, "\(result.stderr.suffix(1000))")
+        let kilobytes = result.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") }
+            .flatMap { Int($0.dropFirst("maxrss=".count)) }
+        // The agent alone peaks near 25 MB; keeping the answer took 558 MB.
+        #expect((kilobytes ?? .max) < 100_000, "peak RSS \(kilobytes.map(String.init) ?? "?") KB")
+        #expect(try fixture.status()["uploaded_total"] as? Int == 1)
+    }
+}

@@ -44,4 +44,19 @@ import Testing
         #expect(stats["unique"] as? Int == 20)
         #expect(stats["via"] as? [String] == ["1.1 edgeingest-test-proxy"])
     }
+
+    /// When the proxy itself cannot be reached, the error names the proxy
+    /// and the key to check, not the backend.
+    @Test func anUnreachableProxyIsNamedAsTheProxy() throws {
+        let backend = try TestBackend()
+        let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:9\"\nshutdown_timeout_ms = 500")
+        let run = try fixture.run(["run"], stdin: Data(UploadTests.readings(0..<3).utf8))
+        #expect(run.status == 75)
+        #expect(
+            run.stderr.contains(
+                "Could not connect to the proxy http://127.0.0.1:9: connection refused or unreachable (the backend 127.0.0.1:\(backend.port) was not tried). Check upload.proxy."
+            ),
+            "\(run.stderr.suffix(1500))"
+        )
+    }
 }

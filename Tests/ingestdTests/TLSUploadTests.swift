@@ -77,6 +77,14 @@ struct TestPKI {
             )
         )
         #expect(try backend.stats()["unique"] as? Int == 0)
+        // A problem that holds delivery shows in status (exit 1), not only in the log.
+        var status = try fixture.run(["status"])
+        _ = try eventually {
+            status = try fixture.run(["status"])
+            return status.status == 1
+        }
+        #expect(status.status == 1, "\(status.stdout)")
+        #expect(status.stdout.contains("is not trusted"), "\(status.stdout)")
         #expect(agent.terminate() == 0)
         #expect(try fixture.queuedLines().count == 30)
     }
@@ -84,7 +92,7 @@ struct TestPKI {
     @Test(.enabled(if: opensslAvailable)) func mutualTLSNeedsTheClientCertificate() throws {
         let pki = try TestPKI()
         let backend = try TestBackend(["--tls-cert", pki.serverCert, "--tls-key", pki.serverKey, "--client-ca", pki.ca])
-        // Without a client certificate: refused, kept, retried.
+        // Without a client certificate: refused, kept, held, and said plainly.
         let without = try AgentFixture(
             "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\nretry_cap_ms = 100\n"
         )
@@ -93,8 +101,20 @@ struct TestPKI {
             environment: IngestdBinary.environment
         )
         refused.write(UploadTests.readings(0..<10))
-        _ = eventually { refused.stderr.contains("Upload failed") }
-        #expect(refused.stderr.contains("Upload failed; retrying with backoff"))
+        _ = eventually { refused.stderr.contains("requires a client certificate") }
+        #expect(
+            refused.stderr.contains(
+                "requires a client certificate (TLS alert \"certificate required\"): set upload.client_certificate and upload.client_key"
+            ),
+            "\(refused.stderr.suffix(1500))"
+        )
+        var status = try without.run(["status"])
+        _ = try eventually {
+            status = try without.run(["status"])
+            return status.status == 1
+        }
+        #expect(status.status == 1)
+        #expect(status.stdout.contains("requires a client certificate"), "\(status.stdout)")
         #expect(refused.terminate() == 0)
         #expect(try without.queuedLines().count == 10)
         #expect(try backend.stats()["unique"] as? Int == 0)
@@ -102,9 +122,9 @@ struct TestPKI {
         let with = try AgentFixture(
             "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nclient_certificate = \"\(pki.clientCert)\"\nclient_key = \"\(pki.clientKey)\"\nlinger_ms = 20\n"
         )
-        let (agent, status) = try UploadTests.stream(with, backend, UploadTests.readings(100..<150), expected: 50)
+        let (agent, delivered) = try UploadTests.stream(with, backend, UploadTests.readings(100..<150), expected: 50)
         #expect(agent.terminate() == 0)
-        #expect(status["queued_records"] as? Int == 0)
+        #expect(delivered["queued_records"] as? Int == 0)
     }
 }
 

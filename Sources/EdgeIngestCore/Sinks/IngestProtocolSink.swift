@@ -27,6 +27,10 @@ extension CurlTransport {
         do {
             let response = try post(batch.payload, headers: headers, url: url)
             return classify(response.status, response.headers["retry-after"], response.body, batch.recordCount)
+        } catch let error as TransportError where error.needsConfiguration {
+            // Retrying cannot mend a TLS set-up the backend refuses: hold,
+            // and let status show it as a problem.
+            return .hold(reason: error.message)
         } catch let error as TransportError {
             return .retry(reason: error.message, retryAfterSeconds: nil)
         } catch {

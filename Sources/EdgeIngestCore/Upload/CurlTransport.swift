@@ -9,6 +9,9 @@ public final class CurlTransport {
     private let handle: UnsafeMutableRawPointer
     public let settings: HTTPSettings
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// libcurl's own words for the last failure (CURLOPT_ERRORBUFFER), to
+    /// tell a proxy from the backend and a missing client certificate.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     private static let globalInit: Void = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -27,6 +30,7 @@ public final class CurlTransport {
     deinit {
         curl_easy_cleanup(handle)
         if let headerList { curl_slist_free_all(headerList) }
+        errorBuffer.deallocate()
     }
 
     private func set(_ option: CURLoption, _ value: Int) throws {
@@ -62,16 +66,18 @@ public final class CurlTransport {
         if let certificate = settings.clientCertificate { try set(CURLOPT_SSLCERT, certificate) }
         if let key = settings.clientKey { try set(CURLOPT_SSLKEY, key) }
         if let proxy = settings.proxy { try set(CURLOPT_PROXY, proxy) }
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), CURLOPT_ERRORBUFFER)
         let write: edgeingest_curl_write_callback = { data, size, count, context in
             let sink = Unmanaged<ResponseSinkBox>.fromOpaque(context!).takeUnretainedValue()
             let n = size * count
-            if let data { sink.sink.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }
+            if let data { sink.sink.appendBody(UnsafeRawBufferPointer(start: data, count: n)) }
             return n
         }
         let header: edgeingest_curl_write_callback = { data, size, count, context in
             let sink = Unmanaged<ResponseSinkBox>.fromOpaque(context!).takeUnretainedValue()
             let n = size * count
-            if let data {
+            if let data, sink.sink.admitHeader(n) {
                 let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
                 if line.hasPrefix("HTTP/") { sink.sink.headers = [:] }  // a new response (after 100, or a redirect)
                 if let colon = line.firstIndex(of: ":") {
@@ -110,6 +116,7 @@ public final class CurlTransport {
         if let headerList { curl_slist_free_all(headerList) }
         headerList = list
         try check(edgeingest_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list), CURLOPT_HTTPHEADER)
+        errorBuffer[0] = 0
         let box = ResponseSinkBox()
         let context = Unmanaged.passUnretained(box).toOpaque()
         try check(edgeingest_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context), CURLOPT_WRITEDATA)
@@ -128,7 +135,9 @@ public final class CurlTransport {
             throw TransportError(
                 code: code,
                 url: settings.displayURL,
-                timeoutMilliseconds: settings.timeoutMilliseconds
+                timeoutMilliseconds: settings.timeoutMilliseconds,
+                proxy: settings.proxy.map(redactedURL),
+                detail: String(cString: errorBuffer)
             )
         }
         var status = 0
@@ -137,9 +146,33 @@ public final class CurlTransport {
     }
 }
 
+/// What is kept of an answer: its headers and the start of its body, both
+/// bounded (a backend that answers 300 MB took the agent to 558 MB). The
+/// rest is read and dropped, so the connection stays usable and the
+/// status code counts; nothing the protocol needs lies past the bound.
 struct ResponseSink {
+    /// Body bytes kept: the classifier reads at most the first MiB.
+    static let maxBodyBytes = 1 << 20
+    /// Header bytes kept (all header lines of one exchange).
+    static let maxHeaderBytes = 64 << 10
+
     var headers: [String: String] = [:]
     var body: [UInt8] = []
+    var headerBytes = 0
+    /// Body bytes read and not kept.
+    var droppedBodyBytes = 0
+
+    mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
+        let room = Self.maxBodyBytes - body.count
+        if room > 0 { body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes.prefix(room))) }
+        droppedBodyBytes += max(0, bytes.count - max(room, 0))
+    }
+
+    /// Whether a header line of `count` bytes is still within the bound.
+    mutating func admitHeader(_ count: Int) -> Bool {
+        headerBytes += count
+        return headerBytes <= Self.maxHeaderBytes
+    }
 }
 
 final class ResponseSinkBox {
@@ -153,21 +186,60 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     /// A short stable name for counters: `connection_refused`, `timeout`, …
     public let kind: String
 
-    init(code: CURLcode, url: String, timeoutMilliseconds: Int) {
+    /// Whether the failure is one that retrying cannot mend: the TLS set-up
+    /// (an untrusted certificate, a client certificate missing or refused,
+    /// an unreadable CA file). The uploader holds instead of retrying, and
+    /// `status` shows it as a problem.
+    public var needsConfiguration: Bool { kind.hasPrefix("tls_") && kind != "tls_handshake" }
+
+    /// - Parameters:
+    ///   - proxy: the configured proxy's host and port, if any: a failure
+    ///     to reach it is named as the proxy's, not the backend's.
+    ///   - detail: libcurl's error buffer (its own words for the failure).
+    init(code: CURLcode, url: String, timeoutMilliseconds: Int, proxy: String? = nil, detail: String = "") {
         let host = url.split(separator: "/").dropFirst().first.map(String.init) ?? url
+        let lowered = detail.lowercased()
         switch code {
+        case CURLE_COULDNT_CONNECT where proxy != nil && !lowered.contains("connect tunnel"):
+            (kind, message) = (
+                "proxy_unreachable",
+                "Could not connect to the proxy \(proxy!): connection refused or unreachable (the backend \(host) was not tried). Check upload.proxy."
+            )
+        case CURLE_COULDNT_CONNECT where proxy != nil:
+            (kind, message) = (
+                "connection_refused",
+                "The proxy \(proxy!) could not connect to \(host): \(Self.curlWords(detail))."
+            )
         case CURLE_COULDNT_CONNECT:
             (kind, message) = ("connection_refused", "Could not connect to \(host): connection refused or unreachable.")
         case CURLE_COULDNT_RESOLVE_HOST:
             (kind, message) = ("dns", "Could not resolve the host in \(url): DNS lookup failed.")
         case CURLE_COULDNT_RESOLVE_PROXY:
-            (kind, message) = ("dns", "Could not resolve the proxy: DNS lookup failed.")
+            (kind, message) = (
+                "dns", "Could not resolve the proxy \(proxy ?? ""): DNS lookup failed. Check upload.proxy."
+            )
         case CURLE_OPERATION_TIMEDOUT:
             (kind, message) = ("timeout", "The request to \(host) timed out after \(timeoutMilliseconds) ms.")
+        case _ where lowered.contains("certificate required"):
+            // TLS 1.3 reports a missing client certificate only at the first
+            // read after the handshake, as an alert: not a reset.
+            (kind, message) = (
+                "tls_client_certificate_required",
+                "\(host) requires a client certificate (TLS alert \"certificate required\"): set upload.client_certificate and upload.client_key."
+            )
+        case _
+        where code != CURLE_PEER_FAILED_VERIFICATION
+            && (lowered.contains("unknown ca") || lowered.contains("bad certificate")
+                || lowered.contains("certificate unknown") || lowered.contains("certificate revoked")
+                || lowered.contains("certificate expired")):
+            (kind, message) = (
+                "tls_client_certificate",
+                "\(host) refused the client certificate (\(Self.curlWords(detail))): check upload.client_certificate and that the backend trusts its CA."
+            )
         case CURLE_SSL_CONNECT_ERROR:
             (kind, message) = (
                 "tls_handshake",
-                "The TLS handshake with \(host) failed (a client certificate refused, or no common protocol)."
+                "The TLS handshake with \(host) failed: \(Self.curlWords(detail))."
             )
         case CURLE_PEER_FAILED_VERIFICATION:
             (kind, message) = (
@@ -187,6 +259,12 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
                 "network", "The request to \(host) failed: \(String(cString: curl_easy_strerror(code)))."
             )
         }
+    }
+
+    /// libcurl's message, bounded, without a trailing newline.
+    private static func curlWords(_ detail: String) -> String {
+        let trimmed = detail.prefix(200).drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()
+        return trimmed.isEmpty ? "no detail from libcurl" : String(trimmed)
     }
 
     public var description: String { message }
