@@ -69,6 +69,14 @@ final class PseudoTerminal {
         pty.close()
         #expect(Self.waitFor("Serial device disconnected", in: agent), "\(agent.stderr)")
         usleep(700_000)  // several retries fail against the dead device
+        // A device that has gone away holds delivery: status says so (exit 1).
+        var status = try fixture.run(["status"])
+        _ = try eventually {
+            status = try fixture.run(["status"])
+            return status.status == 1
+        }
+        #expect(status.status == 1)
+        #expect(status.stdout.contains("its device is gone"), "\(status.stdout)")
 
         // Replug at the same path.
         pty = try PseudoTerminal()
@@ -77,6 +85,7 @@ final class PseudoTerminal {
         #expect(Self.waitFor("Serial device is back", in: agent), "\(agent.stderr)")
         for i in 20..<35 { pty.write(reading(i, device: "S\(i)") + "\n") }
         #expect(try FileInputTests.waitForAccepted(fixture, 35) == 35)
+        #expect(try eventually { try fixture.run(["status"]).status == 0 }, "healthy again once it is back")
 
         #expect(agent.terminate() == 0, "\(agent.stderr)")
         pty.close()

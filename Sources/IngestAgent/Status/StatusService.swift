@@ -172,6 +172,9 @@ struct StatusService: Service {
         if let wedged = wedgedReason() { return wedged }
         for input in inputs.map(\.snapshot) {
             if let problem = input.problem { return "input '\(input.name)': \(problem)" }
+            if input.disconnected {
+                return "input '\(input.name)': its device is gone (unplugged?); the agent reopens it by itself"
+            }
         }
         return nil
     }
