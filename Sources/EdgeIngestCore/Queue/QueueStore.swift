@@ -16,6 +16,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     var cipher: PayloadCipher?
     /// Ids and sessions received over HTTP; opened when first needed.
     private var received: ReceivedIDs?
+    /// The segments whose checksum matched when last read, by id, with that
+    /// checksum: a segment taken in several leases (or taken again after a
+    /// linger) is checked once, not once per lease. Bounded: the head of
+    /// the queue is all the uploader reads again.
+    private var verified: [Int64: Int64] = [:]
 
     func receivedIDs(now: Int64) throws -> ReceivedIDs {
         if let received { return received }
@@ -252,7 +257,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let codec = selectFrom.int64(10)
             let checksum = selectFrom.isNull(11) ? nil : selectFrom.int64(11)
             row.hasChecksum = checksum != nil
-            if let checksum {
+            if let checksum, verified[row.id] != checksum {
                 let computed = SegmentChecksum.of(
                     type: row.type,
                     schemaVersion: row.schemaVersion,
@@ -268,6 +273,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     guard try body(row) else { return }
                     continue
                 }
+                if verified.count >= 64 { verified.removeAll(keepingCapacity: true) }
+                verified[row.id] = checksum
             }
             guard codec == 0 else {
                 throw EdgeIngestError(
