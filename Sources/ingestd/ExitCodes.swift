@@ -19,7 +19,8 @@ enum ExitCodes {
         case let e as EdgeIngestError:
             switch e.code {
             case .queueCorrupt, .queueFormatTooNew: return dataError
-            case .invalidConfiguration, .invalidSchema, .encryption: return configError
+            // A migration that cannot convert the queue is the configuration's to fix.
+            case .invalidConfiguration, .invalidSchema, .encryption, .migrationFailed: return configError
             default: return ioError
             }
         default: return ioError

@@ -42,7 +42,8 @@ enum Ingestd {
             kept from being committed before a stop; `send` cannot reach the agent); \
             75 try again (`send`: the agent stopped before confirming every line; `run` \
             in pipe mode: the input ended but readings are left queued, undelivered); \
-            78 configuration error.
+            78 configuration error (also a [[migrations]] that cannot convert the \
+            queued readings: nothing is changed).
             """,
         subcommands: [
             RunCommand.spec, SendCommand.spec, CheckConfigCommand.spec, StatusCommand.spec, QueueCommand.spec,

@@ -118,6 +118,7 @@ struct ExportCommand: IngestdCommand {
             )
         )
         let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
+        if move { refreshStoppedStatus(configuration, queue: queue) }
         print(
             "Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "")."
         )
@@ -172,6 +173,7 @@ struct ImportCommand: IngestdCommand {
             throw ExitCodes.forError(error)
         }
         let copied = try transfer(from: opened, to: queue, label: "imported")
+        refreshStoppedStatus(configuration, queue: queue)
         print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
     }
 }
@@ -223,6 +225,7 @@ struct ResetCommand: IngestdCommand {
                 )
             }
             let discarded = try ClientResetHandler.resolveStopped(queue: queue, discardInto: backup)
+            refreshStoppedStatus(configuration, queue: queue)
             if discard {
                 print(
                     "Discarded \(discarded) reading\(discarded == 1 ? "" : "s") (backup: \(backupPath)); a new session starts with the agent."

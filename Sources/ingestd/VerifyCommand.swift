@@ -73,6 +73,10 @@ struct RepairCommand: IngestdCommand {
             printError("\(error)")
             throw ExitCodes.forError(error)
         }
+        if let queue = try? DurableQueue.open(configuration.queueConfiguration) {
+            refreshStoppedStatus(configuration, queue: queue)
+            queue.close()
+        }
         printVerification(repair.found, path: configuration.resolvedQueuePath)
         if let copy = repair.damagedFileCopy {
             print("  rebuilt the file from what could be read; the damaged file is kept at \(copy)")

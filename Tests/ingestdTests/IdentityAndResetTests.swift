@@ -148,6 +148,8 @@ import Testing
         let imported = try online.run(["import", file])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout == "Imported 20 readings from \(file).\n")
+        // status shows the import at once, before the agent runs again.
+        #expect(try online.status()["queued_records"] as? Int == 20)
         let drained = try online.run(["run"], stdin: Data())
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(try backend.waitForUnique(20) == 20)
@@ -156,6 +158,8 @@ import Testing
         let moved = try offline.run(["export", "--out", offline.dir.file("second.ingest.sqlite"), "--move"])
         #expect(moved.status == 0)
         #expect(try offline.queuedLines().isEmpty)
+        #expect(try offline.status()["queued_records"] as? Int == 0, "status shows the move at once")
+        #expect((try offline.status()["dropped_by_reason"] as? [String: Int])?["exported"] == 20)
         // The agent's next run reports the move in its counters.
         #expect(try offline.run(["run"], stdin: Data()).status == 0)
         #expect((try offline.status()["dropped_by_reason"] as? [String: Int])?["exported"] == 20)

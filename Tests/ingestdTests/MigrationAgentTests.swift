@@ -72,4 +72,27 @@ import Testing
         #expect(back.stderr.contains("newer than the configured 0"))
         #expect(FileManager.default.contents(atPath: dir.file("state/queue.sqlite")) == before)
     }
+
+    /// A migration that cannot convert the queued readings is the
+    /// configuration's to fix: exit 78 (not 74, an I/O error), the record
+    /// named, nothing changed.
+    @Test func aMigrationThatCannotConvertTheQueueExits78AndChangesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let v0 = try config(dir, version: 0, types: "deviceId = \"string\"")
+        let first = try IngestdBinary.run(["run", "--config", v0], stdin: Data(#"{"deviceId":"WX1"}"#.utf8 + [10]))
+        #expect(first.status == 0, "\(first.stderr)")
+        let before = FileManager.default.contents(atPath: dir.file("state/queue.sqlite"))
+        // Version 1 requires a field the queued reading lacks, with no default.
+        let v1 = try config(
+            dir,
+            version: 1,
+            types: "device = \"string\"\nunit = \"string\"",
+            migrations: "[[migrations]]\nschema_version = 1\nrename = { deviceId = \"device\" }"
+        )
+        let result = try IngestdBinary.run(["run", "--config", v1], stdin: Data())
+        #expect(result.status == 78, "\(result.stderr.suffix(800))")
+        #expect(result.stderr.contains("Migrating record"), "\(result.stderr.suffix(800))")
+        #expect(result.stderr.contains("Nothing was changed"))
+        #expect(FileManager.default.contents(atPath: dir.file("state/queue.sqlite")) == before)
+    }
 }
