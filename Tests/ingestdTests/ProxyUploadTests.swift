@@ -49,14 +49,16 @@ import Testing
     /// and the key to check, not the backend.
     @Test func anUnreachableProxyIsNamedAsTheProxy() throws {
         let backend = try TestBackend()
-        let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:9\"\nshutdown_timeout_ms = 500")
-        let run = try fixture.run(["run"], stdin: Data(UploadTests.readings(0..<3).utf8))
-        #expect(run.status == 75)
-        #expect(
-            run.stderr.contains(
-                "Could not connect to the proxy http://127.0.0.1:9: connection refused or unreachable (the backend 127.0.0.1:\(backend.port) was not tried). Check upload.proxy."
-            ),
-            "\(run.stderr.suffix(1500))"
+        let fixture = try UploadTests.fixture(backend, "proxy = \"http://127.0.0.1:9\"")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
         )
+        agent.write(UploadTests.readings(0..<3))
+        let expected =
+            "Could not connect to the proxy http://127.0.0.1:9: connection refused or unreachable (the backend 127.0.0.1:\(backend.port) was not tried). Check upload.proxy."
+        #expect(eventually { agent.stderr.contains(expected) }, "\(agent.stderr.suffix(1500))")
+        #expect(agent.terminate() == 0)
+        #expect(try fixture.queuedLines().count == 3)
     }
 }

@@ -361,8 +361,7 @@ public final class DurableQueue: Sendable {
     }
 
     deinit {
-        close()
-        QueueRegistry.shared.remove(key: registryKey, ifMatching: ObjectIdentifier(self))
+        close()  // and out of the registry
     }
 
     /// Closes the queue: waiting producers fail, later calls fail. Called
@@ -380,6 +379,10 @@ public final class DurableQueue: Sendable {
         }
         waiters.forEach { $0.resume() }
         if fd >= 0 { QueueFile.closeDescriptor(fd) }
+        // A closed queue is never handed out again: the next open (a reload
+        // with new types, say) gets a queue of its own, even while a late
+        // reference to this one is still being let go.
+        QueueRegistry.shared.remove(key: registryKey, ifMatching: ObjectIdentifier(self))
     }
 
     // MARK: Reading counts
