@@ -62,40 +62,76 @@ struct LineProtocolSinkTests {
         )
     }
 
-    @Test func withoutATimestampFieldThePointTakesItsIdsSecondAndCounter() throws {
-        // 0x65a1b2c3 = 1705095875 s; counter 0x3a4b5c = 3820380: 380 ms and 3820 ns.
+    @Test func aTypeWithoutATimestampFieldHoldsInsteadOfMakingUpTimes() throws {
+        // Times from the _id collapsed distinct readings (issue 27): nothing is sent, nothing dead-lettered.
+        let type = try Self.type()
+        let sink = try LineProtocolSink(
+            settings: HTTPSettings(url: "http://127.0.0.1:9/write"),
+            types: [type],
+            measurement: nil,
+            tags: ["deviceId"],
+            timestamp: nil,
+            userAgent: "test"
+        )
+        let payload = Array(
+            #"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#.utf8
+        )
+        guard
+            case .hold(let reason) = sink.deliver(
+                SinkBatch(type: type.name, idempotencyKey: "k", payload: (payload + [0x0A])[...], recordCount: 1)
+            )
+        else {
+            Issue.record("expected a hold")
+            return
+        }
+        #expect(reason.contains("record type 'WeatherSensor' declares no timestamp field"), "\(reason)")
+        #expect(LineProtocolEncoder.timeField(of: type, preferring: "takenAt") == nil)
+    }
+
+    @Test func eachTypeTakesTheNamedTimestampFieldElseItsFirstOne() throws {
+        let type = try Self.type([
+            .init(name: "receivedAt", type: .timestamp), .init(name: "takenAt", type: .timestamp),
+        ])
+        #expect(LineProtocolEncoder.timeField(of: type, preferring: "takenAt") == "takenAt")
+        #expect(LineProtocolEncoder.timeField(of: type, preferring: nil) == "receivedAt")
+        #expect(LineProtocolEncoder.timeField(of: type, preferring: "otherTypesTime") == "receivedAt")
         let (body, _) = Self.encode(
-            [#"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#],
-            type: try Self.type()
+            [
+                #"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"receivedAt":"2026-01-01T00:00:01Z","takenAt":"2026-01-01T00:00:00.125Z"}"#
+            ],
+            type: type,
+            timestamp: "takenAt"
         )
-        #expect(body == "WeatherSensor,deviceId=A temperatureInFahrenheit=1.5,windSpeedInMph=2i 1705095875380003820\n")
-        // The next id of the same second lands on the next millisecond (VictoriaMetrics keeps milliseconds).
         #expect(
-            Self.encode(
-                [
-                    #"{"_id":"65a1b2c3d4e5f607183a4b5d","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#
-                ],
-                type: try Self.type()
-            ).body.hasSuffix(" 1705095875381003820\n")
-        )
-        // The same record re-sent is the same point: InfluxDB overwrites it.
-        #expect(
-            Self.encode(
-                [
-                    #"{"_id":"65a1b2c3d4e5f607183a4b5c","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#
-                ],
-                type: try Self.type()
-            ).body == body
+            body
+                == "WeatherSensor,deviceId=A temperatureInFahrenheit=1.5,windSpeedInMph=2i,receivedAt=1767225601000i 1767225600125000000\n"
         )
     }
 
-    @Test func aRecordThatCannotBeAPointIsRefusedAloneWithItsIndex() throws {
-        let type = try Self.type([.init(name: "note", type: .string, isRequired: false)])
+    @Test func aRecordWithoutItsTimeIsRefusedAloneNotGivenOne() throws {
+        let type = try Self.type([.init(name: "takenAt", type: .timestamp, isRequired: false)])
         let (body, refused) = Self.encode(
             [
-                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#,
-                #"{"_id":"65a1b2c3d4e5f607183a4b02","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"note":"two\nlines"}"#,
-                #"{"_id":"65a1b2c3d4e5f607183a4b03","deviceId":"A","temperatureInFahrenheit":null,"windSpeedInMph":null}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"takenAt":"2026-01-01T00:00:00Z"}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b02","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b03","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"takenAt":null}"#,
+            ],
+            type: type
+        )
+        #expect(refused.map(\.index) == [1, 2])
+        #expect(refused.first?.reason == "field 'takenAt' has no value: a point needs the reading's own time")
+        #expect(body == "WeatherSensor,deviceId=A temperatureInFahrenheit=1.5,windSpeedInMph=2i 1767225600000000000\n")
+    }
+
+    @Test func aRecordThatCannotBeAPointIsRefusedAloneWithItsIndex() throws {
+        let type = try Self.type([
+            .init(name: "note", type: .string, isRequired: false), .init(name: "takenAt", type: .timestamp),
+        ])
+        let (body, refused) = Self.encode(
+            [
+                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"takenAt":"2026-01-01T00:00:00Z"}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b02","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"note":"two\nlines","takenAt":"2026-01-01T00:00:00Z"}"#,
+                #"{"_id":"65a1b2c3d4e5f607183a4b03","deviceId":"A","temperatureInFahrenheit":null,"windSpeedInMph":null,"takenAt":"2026-01-01T00:00:00Z"}"#,
             ],
             type: type,
             tags: ["deviceId"]
@@ -125,7 +161,7 @@ struct LineProtocolSinkTests {
     }
 
     @Test func aBatchWhoseRecordsAreAllRefusedIsNotSent() throws {
-        let type = try Self.type()
+        let type = try Self.type([.init(name: "takenAt", type: .timestamp)])
         // Port 9 refuses connections: had anything been sent, the answer would be a retry.
         let sink = try LineProtocolSink(
             settings: HTTPSettings(url: "http://127.0.0.1:9/write?db=t"),
@@ -137,7 +173,7 @@ struct LineProtocolSinkTests {
         )
         let payload =
             Array(
-                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2}"#
+                #"{"_id":"65a1b2c3d4e5f607183a4b01","deviceId":"A","temperatureInFahrenheit":1.5,"windSpeedInMph":2,"takenAt":"2026-01-01T00:00:00Z"}"#
                     .utf8
             ) + [0x0A]
         guard

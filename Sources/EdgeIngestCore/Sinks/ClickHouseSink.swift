@@ -2,12 +2,17 @@
 /// `INSERT INTO db.table FORMAT JSONEachRow` whose body is the queued NDJSON
 /// as is (gzip when `upload.gzip`), one table per record type.
 ///
-/// Exactly once needs the table's help: retries of a batch carry the same
-/// `insert_deduplication_token` (the batch's idempotency key), which a
-/// MergeTree table with `non_replicated_deduplication_window` (or a
-/// Replicated one) uses to drop a repeated insert; a `ReplacingMergeTree`
-/// ordered by `_id` removes what slips through (a batch re-cut differently
-/// after a restart) at merge time — query with `FINAL` to see it deduplicated.
+/// Once per `_id` needs the table's help: a `ReplacingMergeTree` ordered by
+/// `_id` removes a record that came again (a retried batch, a batch re-cut
+/// differently after a restart) when it merges parts — query with `FINAL`
+/// to see it deduplicated before that. On the 18.16 that Debian 12 ships
+/// that is all: a plain MergeTree deduplicates no insert there
+/// (docs/SINKS.md, "What deduplication you get"). Newer servers can also
+/// drop a repeated insert when it arrives: from 22.2 retries carry the
+/// same `insert_deduplication_token` (the batch's idempotency key; 18.16
+/// refuses the setting, so set `deduplication_token = false` there), which
+/// a table with the 21.x setting `non_replicated_deduplication_window` (or
+/// a Replicated one) uses.
 ///
 /// ```toml
 /// [upload]
@@ -26,8 +31,9 @@ package final class ClickHouseSink: BatchSink {
     let transport: CurlTransport
     let database: String?
     let table: String?
-    /// Whether inserts carry `insert_deduplication_token` (ClickHouse 22.x
-    /// and later; older servers refuse the setting with code 115).
+    /// Whether inserts carry `insert_deduplication_token` (ClickHouse 22.2
+    /// and later; older servers, 18.16 included, refuse the setting with
+    /// code 115).
     let deduplicationToken: Bool
 
     package init(

@@ -10,20 +10,27 @@
 ///   double → `66.7`, bool → `true`, string and objectId → `"text"`, a
 ///   timestamp other than the point's time → integer milliseconds (`…i`);
 ///   `_id` is not sent (these engines key a point by series + time);
-/// - the time (nanoseconds): the `timestamp` field, else the type's first
-///   timestamp field; a record without one gets its `_id`'s time
-///   (``time(of:)``): the ObjectId's second and its counter — unique per
-///   record within a second and the same on every re-send, so a re-sent
-///   point overwrites itself instead of adding a second one.
+/// - the time (nanoseconds): the record's timestamp field — `timestamp`
+///   when the type declares it, else the type's first timestamp field.
+///   These engines keep one point per series and time, so the time must be
+///   the reading's own: there is no fallback to the `_id` (its time is
+///   exact to the second only, and ids made in one second by different
+///   agents, or by one agent faster than the engine's precision, would
+///   share a time and collapse into one point). A type without a timestamp
+///   field has no encoder time (``timestampField`` is nil: the sink holds;
+///   the agent's configuration refuses it), and a record whose timestamp
+///   field is null or missing is refused alone.
 ///
 /// A record that cannot be a valid point (no field left once tags are
 /// taken out; a newline in a value, which line protocol cannot carry) is
 /// refused alone, with its index, and goes to the dead-letter table; so is
 /// one whose time line protocol cannot hold (before 1677 or after 2262) or
 /// whose tag value ends with a backslash (it would escape the separator).
-struct LineProtocolEncoder {
+package struct LineProtocolEncoder {
     let measurement: [UInt8]
     let tags: Set<String>
+    /// The field that gives each point its time; nil when the type declares
+    /// no timestamp field (no record of it can be a point).
     let timestampField: String?
     let types: [String: FieldType]
     private var parser = NDJSONParser()
@@ -33,7 +40,16 @@ struct LineProtocolEncoder {
         self.measurement = Self.escaped(Array((measurement ?? type.name).utf8), special: [0x2C, 0x20])
         self.tags = Set(tags)
         self.types = Dictionary(type.fields.map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
-        self.timestampField = timestamp ?? type.fields.first { $0.type == .timestamp }?.name
+        self.timestampField = Self.timeField(of: type, preferring: timestamp)
+    }
+
+    /// The field whose value is a point's time for records of `type`:
+    /// `preferred` when `type` declares it as a timestamp, else the type's
+    /// first timestamp field; nil when it declares none.
+    package static func timeField(of type: RecordType, preferring preferred: String?) -> String? {
+        let timestamps = type.fields.filter { $0.type == .timestamp }.map(\.name)
+        if let preferred, timestamps.contains(preferred) { return preferred }
+        return timestamps.first
     }
 
     struct Refusal: Error { var reason: String }
@@ -47,21 +63,14 @@ struct LineProtocolEncoder {
         var tagParts: [(String, [UInt8])] = []
         var fieldPart: [UInt8] = []
         var time: Int64?
-        var idTime: Int64?
         for field in parsed.fields {
             let key = parsed.keyString(field)
             let value: RawFieldValue
             do { value = try parsed.value(field) } catch {
                 throw Refusal(reason: "the queued record is not a JSON object")
             }
-            if key == RecordType.primaryKey {
-                if case .string(var hex) = value,
-                    let id = hex.withUTF8({ ObjectId(hexUTF8: UnsafeRawBufferPointer($0)) })
-                {
-                    idTime = Self.time(of: id)
-                }
-                continue
-            }
+            // Not sent: these engines key a point by series + time.
+            if key == RecordType.primaryKey { continue }
             if case .null = value { continue }
             let declared = types[key]
             if key == timestampField {
@@ -89,8 +98,10 @@ struct LineProtocolEncoder {
         guard !fieldPart.isEmpty else {
             throw Refusal(reason: "no field left once the tags are taken out: a point needs at least one")
         }
-        guard let nanoseconds = time ?? idTime else {
-            throw Refusal(reason: "no time: neither a timestamp field nor an ObjectId _id")
+        guard let nanoseconds = time else {
+            throw Refusal(
+                reason: "field '\(timestampField ?? "")' has no value: a point needs the reading's own time"
+            )
         }
         out += measurement
         for (key, value) in tagParts.sorted(by: { $0.0 < $1.0 }) {
@@ -104,16 +115,6 @@ struct LineProtocolEncoder {
         out.append(0x20)
         out += Array(String(nanoseconds).utf8)
         out.append(0x0A)
-    }
-
-    /// An ObjectId's time, unique per id within its second and the same on
-    /// every re-send: the second, plus the counter's last three decimal
-    /// digits as milliseconds (so engines that keep milliseconds, like
-    /// VictoriaMetrics, tell up to 1,000 ids of a second apart), plus the
-    /// rest of the counter (< 16,778) as nanoseconds.
-    static func time(of id: ObjectId) -> Int64 {
-        let counter = Int64(id.counter)
-        return Int64(id.timestampSeconds) * 1_000_000_000 + counter % 1_000 * 1_000_000 + counter / 1_000
     }
 
     /// A timestamp field's value as line protocol's nanoseconds since the

@@ -8,12 +8,16 @@
 /// url = "http://127.0.0.1:8086/write?db=telemetry"     # VictoriaMetrics: http://127.0.0.1:8428/write
 /// measurement = "weather"       # default: the record type's name
 /// tags = ["deviceId"]           # the rest are fields
-/// timestamp = "takenAt"         # default: the type's first timestamp field, else the _id's time
+/// timestamp = "takenAt"         # default: the type's first timestamp field
 /// ```
 ///
-/// These engines deduplicate by series (measurement + tags) and time, not
-/// by `_id`: a re-sent point overwrites itself in InfluxDB; VictoriaMetrics
-/// keeps every copy unless it runs with `-dedup.minScrapeInterval`.
+/// These engines keep one point per series (measurement + tags) and time,
+/// not per `_id`: a re-sent point overwrites itself in InfluxDB;
+/// VictoriaMetrics keeps every copy unless it runs with
+/// `-dedup.minScrapeInterval`. So each point's time is its record's own
+/// timestamp field, never made up: a record type without one holds the
+/// queue (the agent's configuration refuses it before that), a record
+/// without a value in it is refused alone.
 /// Answers (recorded from InfluxDB 1.6 and VictoriaMetrics 1.79 in
 /// Tests/Support/recorded): InfluxDB's `400 partial write` stored the valid
 /// points — the batch is bisected (re-writing a stored point is harmless)
@@ -26,6 +30,9 @@ package final class LineProtocolSink: BatchSink {
     private var encoders: [String: LineProtocolEncoder]
     /// `upload.url` with `precision=ns`.
     let url: String
+    /// The record types that declare no timestamp field: their points would
+    /// have no time of their own.
+    let untimed: Set<String>
 
     package init(
         settings: HTTPSettings,
@@ -43,11 +50,18 @@ package final class LineProtocolSink: BatchSink {
             uniquingKeysWith: { first, _ in first }
         )
         url = settings.url + (settings.url.contains("?") ? "&" : "?") + "precision=ns"
+        untimed = Set(types.filter { LineProtocolEncoder.timeField(of: $0, preferring: timestamp) == nil }.map(\.name))
     }
 
     package var description: String { "line protocol \(transport.settings.displayURL)" }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
+        if untimed.contains(batch.type) {
+            return .hold(
+                reason:
+                    "record type '\(batch.type)' declares no timestamp field, so its points would have no time of their own and distinct readings would collapse: declare one under [types.\(batch.type)]"
+            )
+        }
         guard let (body, refused) = encode(batch) else {
             return .hold(
                 reason: "the influxdb sink has no declaration of record type '\(batch.type)': declare it under [types]"

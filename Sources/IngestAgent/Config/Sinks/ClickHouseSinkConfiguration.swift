@@ -3,7 +3,7 @@ import EdgeIngestCore
 /// `sink = "clickhouse"`: `INSERT … FORMAT JSONEachRow` over HTTP to
 /// `upload.url`, into `database.table` (default: the record type's name).
 /// `deduplication_token = false` leaves `insert_deduplication_token` out,
-/// for servers older than 22.x.
+/// for servers older than 22.2 (Debian 12's 18.16 among them).
 struct ClickHouseSinkConfiguration: SinkConfiguration {
     static let name = "clickhouse"
     static let ownKeys: Set<String> = ["database", "table", "deduplication_token"]

@@ -3,6 +3,13 @@ import EdgeIngestCore
 /// `sink = "influxdb"`: line protocol over HTTP to `upload.url` (InfluxDB's
 /// or VictoriaMetrics' `/write`), with the measurement, the tag fields and
 /// the timestamp field.
+///
+/// Every record type needs a timestamp field: these engines keep one point
+/// per series and time, so a point's time must be its reading's own. Times
+/// made from the `_id` (exact to the second) gave distinct readings one
+/// time — VictoriaMetrics keeps milliseconds, so more than 1,000 readings of
+/// a series in a second collapsed, and ids of different agents can collide
+/// at any precision — and status still counted them uploaded.
 struct InfluxDBSinkConfiguration: SinkConfiguration {
     static let name = "influxdb"
     static let ownKeys: Set<String> = ["measurement", "tags", "timestamp"]
@@ -31,7 +38,8 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
         return Self(measurement: measurement, tags: tags, timestamp: timestamp)
     }
 
-    /// The tags and the timestamp must name fields the record types declare.
+    /// The tags and the timestamp must name fields the record types declare,
+    /// and every record type must have a timestamp field for the points' times.
     func check(_ configuration: AgentConfiguration, upload: TOMLTable, _ decoder: inout ConfigurationDecoder) {
         let types = configuration.types
         for tag in tags where !types.contains(where: { $0.fields.contains { $0.name == tag } }) {
@@ -50,6 +58,13 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
                 "must name a field of type timestamp under [types], got '\(timestamp.prefix(40))'"
             )
         }
+        for type in types where LineProtocolEncoder.timeField(of: type, preferring: timestamp) == nil {
+            decoder.problem(
+                upload["timestamp"] ?? upload["sink"],
+                "upload.timestamp",
+                "record type '\(type.name)' declares no timestamp field, so its points would have no time of their own: InfluxDB and VictoriaMetrics keep one point per series and time, and a time made from the _id (exact to the second) makes distinct readings collapse into one; declare when each reading was taken, e.g. takenAt = \"timestamp\" under [types.\(type.name)]"
+            )
+        }
         if configuration.upload?.http.url.contains("precision=") == true {
             decoder.problem(
                 upload["url"],
@@ -60,7 +75,7 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
     }
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
-        "line protocol \(upload.http.displayURL), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field, else _id"), \(upload.maxRecords) records per batch"
+        "line protocol \(upload.http.displayURL), measurement \(measurement ?? "<record type>"), tags [\(tags.joined(separator: ", "))], time from \(timestamp ?? "the first timestamp field"), \(upload.maxRecords) records per batch"
     }
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
