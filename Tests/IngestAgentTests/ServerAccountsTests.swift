@@ -177,6 +177,18 @@ private func loadError(
         #expect(loadError(path: path) == "\(path):3: \"gw\" is listed twice.")
     }
 
+    /// Account files are read bounded, and only when regular: a FIFO does
+    /// not block the gateway's start, /dev/zero does not fill its memory.
+    @Test func aSpecialFileIsRefusedWithoutReadingIt() throws {
+        let dir = try TemporaryDirectory()
+        let fifo = dir.file("keys.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in [fifo, "/dev/zero"] {
+            let error = try #require(loadError(path: path))
+            #expect(error.contains("not a regular file"), "\(error)")
+        }
+    }
+
     @Test func aMissingFileSaysWhichAndWhatToDo() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("absent")
