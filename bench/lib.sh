@@ -23,6 +23,36 @@ make_input() {
     fi
 }
 
+# make_realistic_input FILE LINES: issue 22's realistic workload: WeatherSensor
+# readings of ~172 bytes, each with its own _id (24 hex digits), a `ts` ISO 8601
+# UTC timestamp with milliseconds, deviceId (50 distinct), two doubles with 1–2
+# decimals and an int. Deterministic (same file every time).
+make_realistic_input() {
+    if [ ! -s "$1" ] || [ "$(wc -l < "$1")" != "$2" ]; then
+        awk -v n="$2" 'BEGIN {
+            for (i = 0; i < n; i++) {
+                ms = i * 100; s = int(ms / 1000); m = int(s / 60); h = int(m / 60)
+                printf "{\"_id\":\"6740%020x\",\"ts\":\"2026-11-21T%02d:%02d:%02d.%03dZ\",\"deviceId\":\"WX1278UIT-%02d\",\"temperatureInFahrenheit\":%d.%d,\"barometricPressureInHg\":29.%02d,\"windSpeedInMph\":%d}\n",
+                    i, (10 + h) % 24, m % 60, s % 60, ms % 1000, i % 50, 55 + i % 40, i % 10, 40 + i % 60, i % 45
+            }
+        }' > "$1"
+    fi
+}
+
+# realistic_config: base_config's agent with the realistic type (ts declared
+# as a timestamp, so it is validated).
+realistic_config() {
+    base_config | sed '/^\[types.WeatherSensor\]/,$d'
+    cat <<TOML
+[types.WeatherSensor]
+ts = "timestamp"
+deviceId = "string"
+temperatureInFahrenheit = "double"
+barometricPressureInHg = "double"
+windSpeedInMph = "int"
+TOML
+}
+
 # base_config: an agent configuration for benchmarks (quiet logs, WeatherSensor, a
 # queue bound of QUEUE_MAX_BYTES, default 1 GiB: ~7 M readings; a fill beyond the
 # bound blocks, as overflow_policy "block" says, and the benchmark would wait for ever).
