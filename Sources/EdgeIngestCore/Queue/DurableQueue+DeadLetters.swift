@@ -100,17 +100,7 @@ extension DurableQueue {
             try store.scanDeadLetters { number, problem in
                 if let problem { damaged.append((number, problem)) }
             }
-            for (number, problem) in damaged {
-                try store.quarantine(deadLetter: number, problem: problem, at: wallClockMilliseconds())
-                state.counters["dead_lettered_total", default: 0] -= 1
-                state.counters["quarantined_total", default: 0] += 1
-                logger.error(
-                    "A damaged dead letter was quarantined; it will not be replayed",
-                    metadata: [
-                        "queue.path": "\(configuration.location)", "dead_letter": "\(number)", "problem": "\(problem)",
-                    ]
-                )
-            }
+            for (number, problem) in damaged { try quarantine(deadLetter: number, problem: problem, &state) }
             return Set(damaged.map(\.0))
         }
     }

@@ -10,10 +10,22 @@ import Darwin
 public struct QueueVerification: Sendable, Hashable {
     /// One damaged row: where it is, how many records it held, what is wrong.
     public struct Damage: Sendable, Hashable {
-        /// `segment 12` or `dead letter 3`.
-        public var location: String
+        /// Which row.
+        public enum Place: Sendable, Hashable {
+            case segment(Int64)
+            case deadLetter(Int64)
+        }
+        public var place: Place
         public var records: Int64
         public var problem: String
+
+        /// `segment 12` or `dead letter 3`.
+        public var location: String {
+            switch place {
+            case .segment(let id): "segment \(id)"
+            case .deadLetter(let number): "dead letter \(number)"
+            }
+        }
     }
 
     /// Segments read and checked.
@@ -92,9 +104,9 @@ extension DurableQueue {
         }
         do {
             let queue = try open(configuration, logger: logger)
-            let found = try queue.verify()
-            if found.fileProblems.isEmpty { return try queue.repair() }
-            problems = found.fileProblems
+            let inPlace = try queue.repair()
+            if inPlace.found.fileProblems.isEmpty { return inPlace }
+            problems = inPlace.found.fileProblems
             queue.close()
         } catch let error as EdgeIngestError where error.code == .queueCorrupt {
             problems = [error.message]
@@ -147,22 +159,19 @@ extension DurableQueue {
     /// Moves every damaged segment and dead letter to the quarantine table
     /// and brings the accounting identity back (records missing from the
     /// file are counted as dropped, reason `damaged`). Needs the queue
-    /// opened for writing (the agent stopped). Damage SQLite reports in the
-    /// file's own structure is listed in ``QueueVerification/fileProblems``
-    /// and not mended here: export what is readable (`ingestd export`) into
-    /// a new file.
+    /// opened for writing (the agent stopped). When SQLite reports damage in
+    /// the file's own structure (``QueueVerification/fileProblems``),
+    /// nothing is changed here: ``repair(_:logger:)`` rebuilds such a file
+    /// first.
     public func repair() throws -> QueueRepair {
         try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
             var repair = QueueRepair(found: try DurableQueue.inspect(store))
-            let now = wallClockMilliseconds()
+            guard repair.found.fileProblems.isEmpty else { return repair }
             for damage in repair.found.damage {
-                if let id = damage.location.segmentNumber {
-                    try quarantine(segment: id, problem: damage.problem, &state)
-                } else if let number = damage.location.deadLetterNumber {
-                    try store.quarantine(deadLetter: number, problem: damage.problem, at: now)
-                    state.counters["dead_lettered_total", default: 0] -= 1
-                    state.counters["quarantined_total", default: 0] += 1
+                switch damage.place {
+                case .segment(let id): try quarantine(segment: id, problem: damage.problem, &state)
+                case .deadLetter(let number): try quarantine(deadLetter: number, problem: damage.problem, &state)
                 }
                 repair.quarantined.append(damage)
             }
@@ -202,27 +211,36 @@ extension DurableQueue {
         state.queuedBytes -= bytes
         state.counters["quarantined_total", default: 0] += records
         state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
+        DurableQueue.logQuarantined(.segment(id), records: records, problem: problem, in: configuration, logger)
+    }
+
+    /// Quarantines one damaged dead letter (it is never replayed); logs it once.
+    func quarantine(deadLetter number: Int64, problem: String, _ state: inout State) throws {
+        let store = try state.openStore(configuration.location.description)
+        try store.quarantine(deadLetter: number, problem: problem, at: wallClockMilliseconds())
+        state.counters["dead_lettered_total", default: 0] -= 1
+        state.counters["quarantined_total", default: 0] += 1
+        DurableQueue.logQuarantined(.deadLetter(number), records: 1, problem: problem, in: configuration, logger)
+    }
+
+    /// The one error line a quarantined row gets: where it was, never its contents.
+    static func logQuarantined(
+        _ place: QueueVerification.Damage.Place,
+        records: Int64,
+        problem: String,
+        in configuration: QueueConfiguration,
+        _ logger: Logger
+    ) {
+        let damage = QueueVerification.Damage(place: place, records: records, problem: problem)
         logger.error(
-            "A damaged queue segment was quarantined; its records will not be uploaded",
+            "A damaged \(damage.location) of the queue was quarantined; its records will not be sent",
             metadata: [
                 "queue.path": "\(configuration.location)",
-                "queue.segment": "\(id)",
+                "queue.row": "\(damage.location)",
                 "records": "\(records)",
                 "problem": "\(problem)",
             ]
         )
-    }
-
-    /// Quarantines every damaged segment (before a copy or a migration
-    /// reads them all).
-    func quarantineDamagedSegments(_ state: inout State) throws {
-        let store = try state.openStore(configuration.location.description)
-        var damaged: [(Int64, String)] = []
-        try store.scanSegments { row in
-            if let problem = row.damage { damaged.append((row.id, problem)) }
-            return true
-        }
-        for (id, problem) in damaged { try quarantine(segment: id, problem: problem, &state) }
     }
 
     private static func inspect(_ store: QueueStore) throws -> QueueVerification {
@@ -237,16 +255,14 @@ extension DurableQueue {
                 report.recordsChecked += row.pendingRecords
                 if !row.hasChecksum { report.segmentsWithoutChecksum += 1 }
                 if let problem = row.damage {
-                    report.damage.append(
-                        .init(location: "segment \(row.id)", records: row.pendingRecords, problem: problem)
-                    )
+                    report.damage.append(.init(place: .segment(row.id), records: row.pendingRecords, problem: problem))
                 }
                 return true
             }
             try store.scanDeadLetters { number, problem in
                 report.deadLettersChecked += 1
                 if let problem {
-                    report.damage.append(.init(location: "dead letter \(number)", records: 1, problem: problem))
+                    report.damage.append(.init(place: .deadLetter(number), records: 1, problem: problem))
                 }
             }
             report.quarantinedRecords = try store.counters()["quarantined_total"] ?? 0
@@ -266,15 +282,5 @@ extension DurableQueue {
             queued + (counters["acknowledged_total"] ?? 0) + (counters["dead_lettered_total"] ?? 0)
             + (counters["quarantined_total"] ?? 0) + dropped
         return (counters["appended_total"] ?? 0) - out
-    }
-}
-
-extension String {
-    fileprivate var segmentNumber: Int64? {
-        hasPrefix("segment ") ? Int64(dropFirst("segment ".count)) : nil
-    }
-
-    fileprivate var deadLetterNumber: Int64? {
-        hasPrefix("dead letter ") ? Int64(dropFirst("dead letter ".count)) : nil
     }
 }

@@ -325,15 +325,7 @@ public final class DurableQueue: Sendable {
         // A damaged segment is never migrated (it would get a fresh checksum).
         for (id, problem) in damaged {
             let held = try store.quarantine(segment: id, problem: problem, at: wallClockMilliseconds())
-            logger.error(
-                "A damaged queue segment was quarantined; its records will not be uploaded",
-                metadata: [
-                    "queue.path": "\(configuration.location)",
-                    "queue.segment": "\(id)",
-                    "records": "\(held.records)",
-                    "problem": "\(problem)",
-                ]
-            )
+            logQuarantined(.segment(id), records: held.records, problem: problem, in: configuration, logger)
         }
         for r in rewrites {
             try store.rewrite(

@@ -71,7 +71,9 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             try QueueStore.migrate(db)
         }
         insertSegment = try db.prepare(
-            "INSERT INTO segments(type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)"
+            // ?9, the id: NULL for a new segment (the next id), or the id of
+            // the segment a migration replaces in place (order kept).
+            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)"
         )
         deleteSegment = try db.prepare("DELETE FROM segments WHERE id = ?1")
         consumeSegment = try db.prepare("UPDATE segments SET consumed = ?2, consumed_bytes = ?3 WHERE id = ?1")
@@ -367,9 +369,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         }
     }
 
-    /// Inserts one segment: seals the payload (if encrypted) and stores it
-    /// with its checksum over the stored bytes.
+    /// Inserts one segment — or replaces segment `id` — sealing the payload
+    /// (if encrypted) and storing it with its checksum over the stored
+    /// bytes: the one place a segment row is written.
     private func insertSegment(
+        replacing id: Int64? = nil,
         type: String,
         schemaVersion: Int64,
         enqueuedAt: Int64,
@@ -378,6 +382,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         payload: UnsafeRawBufferPointer
     ) throws {
         defer { insertSegment.reset() }
+        if let id { insertSegment.bind(9, id) }
         insertSegment.bind(1, type)
         insertSegment.bind(2, schemaVersion)
         insertSegment.bind(3, enqueuedAt)
@@ -434,7 +439,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     }
 
     /// Replaces a segment's pending records in place (a schema migration):
-    /// same id and enqueue time, so the order is kept.
+    /// same id and enqueue time, so the order is kept; nothing consumed.
     func rewrite(
         segment id: Int64,
         type: String,
@@ -444,33 +449,17 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         ids: [UInt8],
         payload: [UInt8]
     ) throws {
-        let stmt = try db.prepare(
-            "UPDATE segments SET schema_version = ?2, record_count = ?3, payload_bytes = ?4, consumed = 0, consumed_bytes = 0, ids = ?5, payload = ?6, codec = 0, checksum = ?7 WHERE id = ?1"
-        )
-        stmt.bind(1, id)
-        stmt.bind(2, schemaVersion)
-        stmt.bind(3, records)
-        stmt.bind(4, Int64(payload.count))
         try ids.withUnsafeBytes { idBytes in
             try payload.withUnsafeBytes { payloadBytes in
-                try sealed(payloadBytes) { stored in
-                    stmt.bind(5, blob: idBytes)
-                    stmt.bind(6, blob: stored)
-                    stmt.bind(
-                        7,
-                        SegmentChecksum.of(
-                            type: type,
-                            schemaVersion: schemaVersion,
-                            enqueuedAt: enqueuedAt,
-                            recordCount: records,
-                            payloadBytes: Int64(payloadBytes.count),
-                            codec: 0,
-                            ids: idBytes,
-                            payload: stored
-                        )
-                    )
-                    try stmt.run()
-                }
+                try insertSegment(
+                    replacing: id,
+                    type: type,
+                    schemaVersion: schemaVersion,
+                    enqueuedAt: enqueuedAt,
+                    records: records,
+                    ids: idBytes,
+                    payload: payloadBytes
+                )
             }
         }
     }

@@ -31,11 +31,11 @@ package enum FileLimits {
 package func readSmallFile(_ path: String, limit: Int) throws(FileReadProblem) -> [UInt8] {
     let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else {
-        throw FileReadProblem(isMissing: errno == ENOENT, path: path, reason: errnoDescription())
+        throw FileReadProblem(isMissing: errno == ENOENT, path: path, reason: errnoText())
     }
     defer { close(fd) }
     var info = stat()
-    guard fstat(fd, &info) == 0 else { throw FileReadProblem(path: path, reason: errnoDescription()) }
+    guard fstat(fd, &info) == 0 else { throw FileReadProblem(path: path, reason: errnoText()) }
     guard info.st_mode & S_IFMT == S_IFREG else {
         throw FileReadProblem(
             path: path,
@@ -52,8 +52,6 @@ package func readSmallFile(_ path: String, limit: Int) throws(FileReadProblem) -
 package func readSmallTextFile(_ path: String, limit: Int) throws(FileReadProblem) -> String {
     String(decoding: try readSmallFile(path, limit: limit), as: UTF8.self)
 }
-
-private func errnoDescription() -> String { String(cString: strerror(errno)) }
 
 /// Reads `fd` to its end, or to `limit` bytes, or nil (errno says why).
 package func readAll(_ fd: Int32, limit: Int = .max) -> [UInt8]? {
