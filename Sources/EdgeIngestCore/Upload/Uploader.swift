@@ -140,7 +140,7 @@ package final class Uploader: Sendable {
         } else {
             reason = "the shutdown timeout (\(settings.shutdownTimeoutMilliseconds) ms) ran out"
         }
-        state.update { $0.leftAtStop = (left, reason) }
+        state.update { $0.leftAtStop = .init(records: left, reason: reason) }
         logger.warning(
             "Uploader stopped with readings still queued; they stay in the queue and upload at the next start",
             metadata: ["ingest.queued": "\(left)", "ingest.reason": "\(reason)"]
@@ -370,30 +370,24 @@ package final class Uploader: Sendable {
     }
 
     /// At most ``RejectionLogBudget/linesPerMinute`` lines a minute about
-    /// records refused inside stored batches; the next line says how many
-    /// went unlogged meanwhile (status and /metrics count every one).
+    /// records refused inside stored batches (the inputs' ``LogWindows``);
+    /// the next line says how many went unlogged meanwhile (status and
+    /// /metrics count every one).
     package struct RejectionLogBudget {
-        package static let linesPerMinute = 10
-        var windowStart: Int64?
-        var lines = 0
-        var unlogged = 0
+        package static let linesPerMinute = LogWindows.burst
+        private var windows = LogWindows()
 
         package init() {}
 
         /// nil: do not log these `count` records; else log them, with the
         /// number of records not logged since the last line.
-        package mutating func admit(_ count: Int, now: Int64) -> Int? {
-            if windowStart.map({ now - $0 >= 60_000 }) ?? true {
-                windowStart = now
-                lines = 0
-            }
-            guard lines < Self.linesPerMinute else {
-                unlogged += count
-                return nil
-            }
-            lines += 1
-            defer { unlogged = 0 }
-            return unlogged
+        package mutating func admit(_ count: Int, now milliseconds: Int64) -> Int? {
+            let (log, ended) = windows.admit(
+                "rejected in a stored batch",
+                count: count,
+                now: Double(milliseconds) / 1000
+            )
+            return log ? ended?.suppressed ?? 0 : nil
         }
     }
 

@@ -5,29 +5,22 @@ import Synchronization
 /// Logs an input's rejected lines so that the journal's default view says
 /// what happened: the message itself names the line, the input, the reason
 /// and what was wrong (`Rejected line 5020 of stdin: malformed_json: …`),
-/// and the fields stay for filtering. A flood of one reason is cut to the
-/// first ``burst`` lines per ``windowSeconds``, then one summary (`… and
-/// 4,990 more malformed_json rejections from stdin in the last 60 s`), so
-/// the journal's own rate limit (10,000 messages per 30 s per service on
-/// Debian) never drops the messages that matter. Every rejected line is
-/// still counted and written to the rejects file.
+/// and the fields stay for filtering. A flood of one reason is cut by
+/// ``LogWindows`` to the first ``burst`` lines per ``windowSeconds``, then
+/// one summary (`… and 4,990 more malformed_json rejections from stdin in
+/// the last 60 s`). Every rejected line is still counted and written to the
+/// rejects file.
 ///
 /// One per input, shared by its streams (a file input's followed files), so
 /// the limit holds per input and reason however many files it follows.
 final class RejectionLog: Sendable {
     /// Lines of one reason logged one by one per window.
-    static let burst = 10
-    static let windowSeconds = 60.0
+    static let burst = LogWindows.burst
+    static let windowSeconds = LogWindows.seconds
 
     let input: String
     let logger: Logger
-    private let windows = Mutex<[String: Window]>([:])
-
-    private struct Window: Sendable {
-        var start: Double
-        var logged = 0
-        var suppressed = 0
-    }
+    private let windows = Mutex(LogWindows())
 
     init(input: String, logger: Logger) {
         self.input = input
@@ -35,18 +28,7 @@ final class RejectionLog: Sendable {
     }
 
     func rejected(_ rejection: LineRejection, line: Int, now: Double = monotonicSeconds()) {
-        let (logIt, ended) = windows.withLock { windows -> (Bool, Window?) in
-            var window = windows[rejection.reason] ?? Window(start: now)
-            var ended: Window?
-            if now - window.start >= Self.windowSeconds {
-                ended = window
-                window = Window(start: now)
-            }
-            let logIt = window.logged < Self.burst
-            if logIt { window.logged += 1 } else { window.suppressed += 1 }
-            windows[rejection.reason] = window
-            return (logIt, ended)
-        }
+        let (logIt, ended) = windows.withLock { $0.admit(rejection.reason, now: now) }
         if let ended { summarize(rejection.reason, ended, now: now) }
         guard logIt else { return }
         logger.warning(
@@ -61,12 +43,9 @@ final class RejectionLog: Sendable {
     /// Logs the summary of every window that has ended (call it now and
     /// then, also while no lines come).
     func flushExpired(now: Double? = nil) {
-        let ended = windows.withLock { windows -> [(String, Window)] in
+        let ended = windows.withLock { windows -> [(key: String, window: LogWindows.Window)] in
             guard !windows.isEmpty else { return [] }  // the common case: no clock read
-            let now = now ?? monotonicSeconds()
-            let ended = windows.filter { now - $0.value.start >= Self.windowSeconds }
-            for reason in ended.keys { windows[reason] = nil }
-            return ended.sorted { $0.key < $1.key }
+            return windows.takeExpired(now: now ?? monotonicSeconds())
         }
         guard !ended.isEmpty else { return }
         let time = now ?? monotonicSeconds()
@@ -75,14 +54,11 @@ final class RejectionLog: Sendable {
 
     /// Logs every pending summary (the input stops or ends).
     func flushAll(now: Double = monotonicSeconds()) {
-        let pending = windows.withLock { windows in
-            defer { windows.removeAll() }
-            return windows.sorted { $0.key < $1.key }
-        }
+        let pending = windows.withLock { $0.takeAll() }
         for (reason, window) in pending { summarize(reason, window, now: now) }
     }
 
-    private func summarize(_ reason: String, _ window: Window, now: Double) {
+    private func summarize(_ reason: String, _ window: LogWindows.Window, now: Double) {
         guard window.suppressed > 0 else { return }
         let seconds = max(1, Int((min(now - window.start, Self.windowSeconds)).rounded(.up)))
         logger.warning(
