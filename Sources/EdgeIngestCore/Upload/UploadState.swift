@@ -3,6 +3,12 @@ import Synchronization
 /// The uploader's observable state, read by the status service: the seeds'
 /// AsyncOpen states as the agent reports them.
 public final class UploadState: Sendable {
+    /// Readings the final drain could not deliver, and why.
+    public struct LeftQueued: Sendable, Hashable {
+        public var records: Int64
+        public var reason: String
+    }
+
     public struct Snapshot: Sendable, Hashable {
         /// What the uploader is doing.
         public var state = UploadPhase.idle
@@ -11,17 +17,8 @@ public final class UploadState: Sendable {
         public var until: Int64?
         public var lastUploadAt: String?
         public var lastOutcome: String?
-        /// Set by the final drain at shutdown: readings still queued, and
-        /// why they could not be delivered (nil when none were left).
-        public var leftAtStop: (records: Int64, reason: String)? {
-            get { leftAtStopRecords.map { ($0, leftAtStopReason ?? "") } }
-            set {
-                leftAtStopRecords = newValue?.records
-                leftAtStopReason = newValue?.reason
-            }
-        }
-        var leftAtStopRecords: Int64?
-        var leftAtStopReason: String?
+        /// Set by the final drain at shutdown when readings are still queued.
+        public var leftAtStop: LeftQueued?
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0
