@@ -125,6 +125,31 @@ import Testing
         queue.close()
     }
 
+    /// The crash window the atomic creation closes, made to happen: the
+    /// disk is full, so SQLite cannot write the new file's header. Creating
+    /// the file in place (as before format 3) left a 0-byte queue file that
+    /// the next start took for a new queue; now nothing is left at the path.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aCreationThatFailsLeavesNoEmptyQueueFile() throws {
+        let small = try TemporaryDirectory()
+        let sh = { (command: String) in (try? runTool("/bin/sh", ["-c", command]))?.status ?? -1 }
+        try #require(sh("mount -t tmpfs -o size=256k tmpfs \(small.path)") == 0, "cannot mount a tmpfs here")
+        defer { _ = sh("umount \(small.path)") }
+        _ = sh("dd if=/dev/zero of=\(small.file("filler")) bs=4k 2>/dev/null")  // until the disk is full
+        let configuration = QueueConfiguration(
+            location: .file(path: small.file("queue.sqlite")),
+            objectTypes: [try declaredWeatherSensor()]
+        )
+        #expect(throws: EdgeIngestError.self) { try DurableQueue.open(configuration) }
+        #expect(!FileManager.default.fileExists(atPath: small.file("queue.sqlite")))
+        #expect(!FileManager.default.fileExists(atPath: small.file("queue.sqlite.creating")))
+        // With space again, the queue is created as usual.
+        try FileManager.default.removeItem(atPath: small.file("filler"))
+        let queue = try DurableQueue.open(configuration)
+        #expect(try queue.statistics().queuedRecords == 0)
+        queue.close()
+    }
+
     @Test func formatTwoFileIsMigratedAndItsSegmentsStillFlow() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("queue.sqlite")

@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// (liveness: 200 unless an input or the uploader is wedged) and `/ready`
 /// (200 while readings are being delivered: uploading not held, no input
 /// stuck on a full disk, the oldest queued reading younger than
-/// `ready_max_age_s`). Each answer is computed when asked, from the same
+/// `upload.unhealthy_after_s`: the problem `ingestd status` reports). Each answer is computed when asked, from the same
 /// sources as status.json. Binds when the agent starts (a taken port fails
 /// the start), answers until graceful shutdown.
 struct MetricsService: Service {
