@@ -118,7 +118,9 @@ struct ExportCommand: IngestdCommand {
             )
         )
         let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
-        if move { refreshStoppedStatus(configuration, queue: queue) }
+        // A move drops what it carried, and a damaged segment is quarantined
+        // here either way: status shows the queue as it now is.
+        refreshStoppedStatus(configuration, queue: queue)
         print(
             "Exported \(copied) reading\(copied == 1 ? "" : "s") to \(out)\(move ? " and removed them from the queue" : "")."
         )

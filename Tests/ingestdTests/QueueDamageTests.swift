@@ -122,3 +122,54 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// `ingestd verify` reads the queue next to a running agent (no lock,
+/// one read transaction) and finds it intact while readings flow in.
+@Suite struct VerifyWhileRunningTests {
+    @Test func verifyWorksNextToARunningAgent() throws {
+        let fixture = try AgentFixture()
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        defer { _ = agent.terminate() }
+        agent.write((0..<500).map { reading($0, device: "V\($0)") + "\n" }.joined())
+        #expect(try FileInputTests.waitForAccepted(fixture, 500) == 500)
+        agent.write((500..<1000).map { reading($0, device: "V\($0)") + "\n" }.joined())
+        let result = try fixture.run(["verify"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.hasSuffix("intact\n"), "\(result.stdout)")
+        #expect(agent.process.isRunning, "verify must not disturb the agent")
+    }
+}
+
+/// `export` and `import` never carry a damaged segment along, and the
+/// number they print is what they carried.
+@Suite struct DamagedExportTests {
+    @Test func exportQuarantinesADamagedSegmentAndCountsOnlyWhatItCarried() throws {
+        let fixture = try AgentFixture(queue: "commit_max_records = 100\n")
+        let readings = (0..<300).map { reading($0, device: "E\($0)") + "\n" }.joined()
+        #expect(try fixture.run(["run"], stdin: Data(readings.utf8)).status == 0)
+        let queuePath = fixture.stateDirectory + "/queue.sqlite"
+        let segments = try sqlite3(queuePath, "SELECT count(*), min(id) FROM segments;")
+        #expect(segments.hasPrefix("3|"), "\(segments)")
+        let damaged = Int(segments.split(separator: "|")[1].trimmingCharacters(in: .whitespacesAndNewlines))!
+        // One byte of one segment's payload changes, as on a worn card.
+        _ = try sqlite3(
+            queuePath,
+            "UPDATE segments SET payload = CAST(replace(CAST(payload AS TEXT), '\"E1\"', '\"F1\"') AS BLOB) WHERE id = \(damaged);"
+        )
+        let out = fixture.dir.file("carry.ingest.sqlite")
+        let export = try fixture.run(["export", "--out", out])
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.stdout == "Exported 200 readings to \(out).\n")
+        #expect(export.stderr.contains("quarantined"), "\(export.stderr)")
+        let carried = try fixture.queuedLinesAt(out)
+        #expect(carried.count == 200)
+        #expect(!carried.contains { $0.contains("\"F1\"") })
+        // The source still accounts for every reading.
+        let status = try fixture.status()
+        #expect(status["quarantined_records"] as? Int == 100)
+        #expect(status["queued_records"] as? Int == 200)
+    }
+}
