@@ -10,6 +10,10 @@
 #
 #   bench/ab.sh REV [PAIRS]     # e.g. bench/ab.sh 7b002ce 7; PAIRS default 7
 #
+# WORKLOAD=realistic runs issue 22's readings instead (~172 B, own _id, a
+# validated ISO-8601 `ts`; bench/lib.sh make_realistic_input); the default,
+# WORKLOAD=light, the ~102-byte readings without them.
+#
 # REV is built in a git worktree under /tmp (its own scratch folder); the
 # receiver is Tests/Support/ingest-test-server.py --fast. A run counts only
 # if it exits 0.
@@ -29,17 +33,21 @@ swift build -c release --product ingestd >/dev/null
 (cd "$old" && swift build -c release --product ingestd --scratch-path "$old/.build-ab" >/dev/null)
 cp .build/release/ingestd "$dir/A"
 cp "$old/.build-ab/release/ingestd" "$dir/B"
-make_input "$dir/in.ndjson" 1000000
-base_config > "$dir/ingest.toml"
+case "${WORKLOAD:-light}" in
+light) input="$dir/in-light.ndjson"; make_input "$input" 1000000; config=base_config ;;
+realistic) input="$dir/in-realistic.ndjson"; make_realistic_input "$input" 1000000; config=realistic_config ;;
+*) echo "WORKLOAD must be light or realistic" >&2; exit 64 ;;
+esac
+$config > "$dir/ingest.toml"
 start_receiver "$dir"
-{ base_config; printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"; } > "$dir/e2e.toml"
+{ $config; printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"; } > "$dir/e2e.toml"
 machine_line
-echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case"
+echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings"
 
 # run BUILD CASE: one run; appends "cpu rss" to $dir/BUILD-CASE.txt.
 run() {
     rm -rf "$dir/state-$1"
-    /usr/bin/time -f "%U %S %M" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$dir/state-$1" < "$dir/in.ndjson"
+    /usr/bin/time -f "%U %S %M" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$dir/state-$1" < "$input"
     awk '{ printf "%.3f %.1f\n", $1 + $2, $3 / 1024 }' "$dir/time.txt" >> "$dir/$1-$2.txt"
 }
 

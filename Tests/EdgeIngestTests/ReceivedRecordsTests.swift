@@ -72,6 +72,82 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == records.map(\.jsonString))
     }
 
+    /// One `_id` with other content is a conflict, not a re-send: not
+    /// stored, listed by its index in the batch, counted apart (and as
+    /// the input's `duplicate_id` rejection), within a batch and across.
+    @Test func anIDReceivedAgainWithOtherContentIsAConflict() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let type = try declaredWeatherSensor()
+        let records = try weatherRecords(3)
+        let other = try type.validate(anyValues: [
+            "_id": records[1].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        #expect(other.id == records[1].id && other.jsonString != records[1].jsonString)
+        guard case .stored(let first) = try queue.receive([records[0], records[1]], receipt: receipt()) else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(first.accepted == 2 && first.conflicts.isEmpty)
+        // Across batches: index 1 is the conflict, index 0 a re-send.
+        guard case .stored(let second) = try queue.receive([records[0], other, records[2]], receipt: receipt()) else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(second.accepted == 1 && second.duplicates == 1 && second.conflicts == [1])
+        // Within one batch, the first one seen wins.
+        let fresh = try weatherRecords(1, start: 10)[0]
+        let freshOther = try type.validate(anyValues: [
+            "_id": fresh.id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        guard case .stored(let third) = try queue.receive([fresh, fresh, freshOther], receipt: receipt()) else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(third.accepted == 1 && third.duplicates == 1 && third.conflicts == [2])
+        let stats = try queue.statistics()
+        #expect(stats.counters["received.conflicts"] == 2)
+        #expect(stats.counters["rejected.duplicate_id"] == 2)
+        #expect(stats.counters["received.duplicates"] == 2)
+        #expect(try drain(queue) == [records[0], records[1], records[2], fresh].map(\.jsonString))
+    }
+
+    /// Tables from before the content was kept gain the column; their ids
+    /// (content unknown) count as re-sends, never as conflicts.
+    @Test func idsReceivedBeforeContentWasKeptAreReSends() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(2)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive([records[0]], receipt: receipt()) == stored(1))
+            queue.close()
+        }
+        let path = dir.file("queue.sqlite")
+        // The earlier layout: ids only.
+        _ = try sqlite3(
+            path,
+            """
+            CREATE TABLE old AS SELECT id FROM received_ids_0 UNION ALL SELECT id FROM received_ids_1;
+            DROP TABLE received_ids_0; DROP TABLE received_ids_1;
+            CREATE TABLE received_ids_0(id BLOB PRIMARY KEY) WITHOUT ROWID;
+            CREATE TABLE received_ids_1(id BLOB PRIMARY KEY) WITHOUT ROWID;
+            INSERT INTO received_ids_0 SELECT id FROM old; DROP TABLE old;
+            """
+        )
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        let type = try declaredWeatherSensor()
+        let other = try type.validate(anyValues: [
+            "_id": records[0].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        #expect(try reopened.receive([other, records[1]], receipt: receipt()) == stored(1, duplicates: 1))
+        #expect(
+            try sqlite3(path, "SELECT count(*) FROM pragma_table_info('received_ids_1') WHERE name = 'content'") == "1"
+        )
+    }
+
     @Test func aZeroWindowStoresRepeatsAgain() throws {
         let dir = try TemporaryDirectory()
         let queue = try DurableQueue.open(try fileConfiguration(dir))

@@ -48,6 +48,7 @@ import Testing
         status.uploadRequests = 7
         status.uploadResends = 2
         status.receivedDuplicatesTotal = 6
+        status.receivedConflictsTotal = 2
         status.refreshMilliseconds = 5000
         status.quarantinedRecords = 7
         var latency = UploadLatency()
@@ -164,6 +165,7 @@ import Testing
                 "  dead letters: 1 (ingestd dead-letter list)",
                 "  quarantined: 7 damaged in the queue file, not sent (ingestd verify)",
                 "  duplicates: 6 received again and not stored",
+                "  conflicts: 2 received under a known _id with other content, refused (duplicate_id)",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full"
@@ -194,6 +196,7 @@ import Testing
             "ingestd_upload_duration_seconds_count 2",
             #"ingestd_dropped_records_total{reason="exported"} 1"#,
             "ingestd_received_duplicates_total 6",
+            "ingestd_received_conflicts_total 2",
         ] {
             #expect(lines.contains(expected), "\(expected) missing from:\n\(text)")
         }

@@ -232,6 +232,17 @@ import Glibc
             body: gzipped
         )
         #expect(third.json["accepted"] as? Int == 1 && third.json["duplicate"] as? Int == 1, "\(third.text)")
+        // A conflict: B1's `_id` with other content is refused (not a re-send),
+        // answered at its line, and the rest of the batch is stored.
+        let conflicting =
+            "{not json\n" + Self.line("65f1c2a9e1b2c3d4e5f60011", device: "B1-other")
+            + Self.line("65f1c2a9e1b2c3d4e5f60017", device: "B7")
+        let fourth = try httpRequest("POST", url, headers: auth, body: Array(conflicting.utf8))
+        #expect(fourth.json["accepted"] as? Int == 1 && fourth.json["duplicate"] as? Int == 0, "\(fourth.text)")
+        let refused = (fourth.json["rejected"] as? [[String: Any]] ?? []).map {
+            "\($0["index"] ?? "?"):\($0["reason"] ?? "?")"
+        }
+        #expect(refused == ["0:malformed_json", "1:duplicate_id"], "\(fourth.text)")
         #expect(
             try httpRequest("POST", url, headers: auth.merging(["Content-Encoding": "br"]) { $1 }, body: [1]).status
                 == 415
@@ -297,23 +308,25 @@ import Glibc
         )
         #expect(try httpRequest("GET", gateway.base + "/nowhere").status == 404)
         #expect(try httpRequest("GET", gateway.base + "/healthz").text == "ok\n")
-        // Stored: B1, B5, B6, S1, S2 — each once, after the commit that preceded each 200.
-        #expect(gateway.waitUntilArchived(5), "\(gateway.agent.stderr.suffix(2000))")
+        // Stored: B1, B5, B6, B7, S1, S2 — each once, after the commit that preceded each 200.
+        #expect(gateway.waitUntilArchived(6), "\(gateway.agent.stderr.suffix(2000))")
         #expect(
             try sqlite3(
                 gateway.archive,
                 "SELECT group_concat(deviceId, ',') FROM (SELECT deviceId FROM WeatherSensor ORDER BY deviceId)"
-            ) == "B1,B5,B6,S1,S2"
+            ) == "B1,B5,B6,B7,S1,S2"
         )
         #expect(gateway.agent.terminate() == 0)
         let status = try gateway.fixture.status()
-        #expect(status["accepted_total"] as? Int == 5)
+        #expect(status["accepted_total"] as? Int == 6)
         #expect(status["received_duplicates_total"] as? Int == 3)
+        #expect(status["received_conflicts_total"] as? Int == 1)
         #expect(
             (status["rejected_by_reason"] as? [String: Int]) == [
-                "missing_id": 2, "unknown_field": 2, "malformed_json": 2,
+                "missing_id": 2, "unknown_field": 2, "malformed_json": 3, "duplicate_id": 1,
             ]
         )
+        #expect(gateway.agent.stderr.contains("ingest.reason=duplicate_id"), "\(gateway.agent.stderr.suffix(2000))")
         #expect(gateway.agent.stderr.contains("Rejected a received record"))
         #expect(!gateway.agent.stderr.contains("B2"), "no payloads in the log")
     }

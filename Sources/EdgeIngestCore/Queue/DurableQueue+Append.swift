@@ -103,17 +103,26 @@ extension DurableQueue {
             var sizes = sizes
             var counters = counters
             var duplicates = 0
+            var conflicts: [Int] = []
             // Records received from another client: refused for a stale
-            // session (throws StaleSession), re-sent ones left out.
+            // session (throws StaleSession), re-sent ones and conflicting
+            // ones (same `_id`, other content) left out.
             let received = try receipt.map { _ in try store.receivedIDs(now: now) }
             if let receipt, let received {
                 let repeated = try received.repeated(in: batch, receipt: receipt)
-                if !repeated.isEmpty {
-                    duplicates = repeated.count
-                    batch = batch.removing(repeated)
+                if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
+                    duplicates = repeated.resent.count
+                    conflicts = repeated.conflicts
+                    batch = batch.removing((repeated.resent + repeated.conflicts).sorted())
                     sizes = batch.recordSizes
-                    // Persistent, with the records: how often clients re-sent what was stored.
-                    counters["received.duplicates", default: 0] += Int64(duplicates)
+                    // Persistent, with the records: how often clients re-sent what
+                    // was stored, and how often one `_id` came with other content
+                    // (a rejection of the input too: `rejected.duplicate_id`).
+                    if duplicates > 0 { counters["received.duplicates", default: 0] += Int64(duplicates) }
+                    if !conflicts.isEmpty {
+                        counters["received.conflicts", default: 0] += Int64(conflicts.count)
+                        counters["rejected.duplicate_id", default: 0] += Int64(conflicts.count)
+                    }
                 }
             }
             let leaseEnd = state.lease?.lastSegmentID ?? 0
@@ -169,7 +178,8 @@ extension DurableQueue {
                 accepted: accepted,
                 droppedIncoming: plan.droppedIncoming,
                 droppedStored: plan.droppedStoredRecords,
-                duplicates: duplicates
+                duplicates: duplicates,
+                conflicts: conflicts
             )
             if plan.droppedIncoming > 0 || plan.droppedStoredRecords > 0 {
                 logger.warning(

@@ -58,6 +58,8 @@ public final class DurableQueue: Sendable {
         var nextWaiter: UInt64 = 0
         /// The descriptor holding the file's flock; -1 in memory or once closed.
         var lockDescriptor: Int32 = -1
+        /// The recent `_id`s readings are checked against, once asked for.
+        var recentIDs: RecentIDs?
 
         func openStore(_ name: String) throws -> QueueStore {
             guard let store else {

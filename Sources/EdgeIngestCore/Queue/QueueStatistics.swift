@@ -62,4 +62,8 @@ public struct AppendResult: Sendable, Hashable {
     /// Received records not stored because their `_id` was received before
     /// (only records received over HTTP are checked).
     public var duplicates: Int = 0
+    /// Received records not stored because their `_id` was received before
+    /// with other content (a conflict, not a re-send): their indices in the
+    /// batch as given, ascending. The sender is told `duplicate_id`.
+    public var conflicts: [Int] = []
 }

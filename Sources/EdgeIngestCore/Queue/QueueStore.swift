@@ -212,6 +212,21 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         return out
     }
 
+    /// The type and ids of the newest segments, newest first, until
+    /// `limit` ids (for ``DurableQueue/recentIDs()``). Ids are stored in
+    /// the clear (encryption seals payloads only), so no key is needed.
+    func newestIDs(limit: Int) throws -> [(type: String, ids: [UInt8])] {
+        let select = try db.prepare("SELECT type, ids FROM segments ORDER BY id DESC")
+        var out: [(type: String, ids: [UInt8])] = []
+        var taken = 0
+        while taken < limit, try select.step() {
+            let ids = select.blob(1)
+            out.append((select.string(0), Array(ids)))
+            taken += ids.count / 12
+        }
+        return out
+    }
+
     /// One stored segment as the reader sees it; buffers valid only inside the callback.
     struct SegmentRow {
         var id: Int64

@@ -3,7 +3,10 @@
 /// clients spoke, so a client restored from an old backup is told to reset.
 ///
 /// Two generations of ids, each a `WITHOUT ROWID` table keyed on the 12-byte
-/// id: new ids go to the current generation; a lookup checks both. When the
+/// id, with the CRC-32 of the record's encoded line (`content`) so a
+/// re-send (same content) is told from a conflict (same `_id`, other
+/// content; NULL in tables from before it was kept: taken as a re-send).
+/// New ids go to the current generation; a lookup checks both. When the
 /// current generation is `window` old, the older one is emptied and becomes
 /// current. So an id is remembered for at least `window` and at most twice
 /// that, forgetting costs one `DELETE` of a whole table (no index on time),
@@ -33,14 +36,25 @@ final class ReceivedIDs {
         let db = store.db
         try db.execute(
             """
-            CREATE TABLE IF NOT EXISTS received_ids_0(id BLOB PRIMARY KEY) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS received_ids_1(id BLOB PRIMARY KEY) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS received_ids_0(id BLOB PRIMARY KEY, content INTEGER) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS received_ids_1(id BLOB PRIMARY KEY, content INTEGER) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
             """
         )
-        insert = try (0..<2).map { try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id) VALUES(?1)") }
+        // Tables made before the content was kept gain the column (NULL: unknown).
+        let columns = try db.prepare("SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'content'")
+        for generation in 0..<2 {
+            columns.bind(1, "received_ids_\(generation)")
+            _ = try columns.step()
+            let has = columns.int64(0) > 0
+            columns.reset()
+            if !has { try db.execute("ALTER TABLE received_ids_\(generation) ADD COLUMN content INTEGER") }
+        }
+        insert = try (0..<2).map {
+            try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id, content) VALUES(?1, ?2)")
+        }
         lookup = try db.prepare(
-            "SELECT 1 FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT 1 FROM received_ids_1 WHERE id = ?1 LIMIT 1"
+            "SELECT content FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT content FROM received_ids_1 WHERE id = ?1 LIMIT 1"
         )
         selectSession = try db.prepare("SELECT epoch FROM received_sessions WHERE nonce = ?1")
         upsertSession = try db.prepare(
@@ -55,20 +69,50 @@ final class ReceivedIDs {
         }
     }
 
-    /// Indices of the records of `batch` already received (or repeated
-    /// within it), none when the receipt turns deduplication off.
+    /// The records of `batch` whose `_id` was already received (or comes
+    /// earlier in it): `resent` with the same content, `conflicts` with
+    /// other content; indices over the batch, ascending. Both empty when
+    /// the receipt turns deduplication off.
     /// - Throws: ``StaleSession`` when the receipt's session epoch is older
     ///   than one seen before from the same client.
-    func repeated(in batch: EncodedBatch, receipt: Receipt) throws -> [Int] {
+    func repeated(in batch: EncodedBatch, receipt: Receipt) throws -> (resent: [Int], conflicts: [Int]) {
         if let session = receipt.session, let seen = try epoch(of: session.nonce), seen > session.epoch {
             throw StaleSession(seenEpoch: seen)
         }
-        guard receipt.dedupWindowMilliseconds > 0 else { return [] }
-        var inBatch = Set<ObjectId>()
-        return try batch.indices { ids, offset in
-            let id = UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12])
-            return try !inBatch.insert(ObjectId(unsafeBytes: id)).inserted || contains(id)
+        guard receipt.dedupWindowMilliseconds > 0 else { return ([], []) }
+        var inBatch: [ObjectId: Int64] = [:]
+        var resent: [Int] = []
+        var conflicts: [Int] = []
+        var index = 0
+        for run in batch.runs {
+            try run.ids.withUnsafeBytes { ids in
+                try run.payload.withUnsafeBytes { payload in
+                    var start = 0
+                    for i in 0..<run.count {
+                        let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
+                        let content = SegmentChecksum.ofRecord(
+                            UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]])
+                        )
+                        start = run.ends[i]
+                        let key = ObjectId(unsafeBytes: id)
+                        // An earlier record of this batch, else either generation;
+                        // `.some(nil)`: received before its content was kept.
+                        let earlier: Int64?? = try inBatch[key].map { .some($0) } ?? stored(id)
+                        if let earlier {
+                            if earlier == nil || earlier == content {
+                                resent.append(index)
+                            } else {
+                                conflicts.append(index)
+                            }
+                        } else {
+                            inBatch[key] = content
+                        }
+                        index += 1
+                    }
+                }
+            }
         }
+        return (resent, conflicts)
     }
 
     /// Records the session and the ids of the stored runs, rotating the
@@ -85,11 +129,17 @@ final class ReceivedIDs {
         let statement = insert[Int(pending?.current ?? current)]
         for run in runs {
             try run.ids.withUnsafeBytes { ids in
-                var offset = 0
-                while offset + 12 <= ids.count {
-                    statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[offset..<offset + 12]))
-                    try statement.run()
-                    offset += 12
+                try run.payload.withUnsafeBytes { payload in
+                    var start = 0
+                    for i in 0..<run.count {
+                        statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12]))
+                        statement.bind(
+                            2,
+                            SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
+                        )
+                        start = run.ends[i]
+                        try statement.run()
+                    }
                 }
             }
         }
@@ -119,11 +169,14 @@ final class ReceivedIDs {
         pending = (next, now)
     }
 
-    /// Whether a 12-byte id is in either generation.
-    private func contains(_ id: UnsafeRawBufferPointer) throws -> Bool {
+    /// The content checksum a 12-byte id was received with, from either
+    /// generation: nil when not received, `.some(nil)` when received before
+    /// contents were kept.
+    private func stored(_ id: UnsafeRawBufferPointer) throws -> Int64?? {
         lookup.bind(1, blob: id)
         defer { lookup.reset() }
-        return try lookup.step()
+        guard try lookup.step() else { return nil }
+        return .some(lookup.isNull(0) ? nil : lookup.int64(0))
     }
 
     private func epoch(of nonce: String) throws -> Int64? {

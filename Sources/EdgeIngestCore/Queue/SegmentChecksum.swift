@@ -57,6 +57,12 @@ enum SegmentChecksum {
         return Int64(crc)
     }
 
+    /// The checksum of one received record's encoded line: how a gateway
+    /// tells a re-send (same `_id`, same content) from a conflict.
+    static func ofRecord(_ line: UnsafeRawBufferPointer) -> Int64 {
+        Int64(update(0, line))
+    }
+
     private static func appendLittleEndian(_ value: Int64, to bytes: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }

@@ -57,7 +57,9 @@ package struct ReadingRouter: Sendable {
     }
 
     /// Validates a parsed line and appends it, encoded, to `batch`.
-    package mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) {
+    /// Returns whether the reading carried its own `_id` (else one was generated).
+    @discardableResult
+    package mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) -> Bool {
         let type = try recordType(of: line)
         if spareBuilder?.type != type { spareBuilder = RecordBuilder(type: type) }
         // Mutated in place through `!` (`fill` is static: an instance method
@@ -65,7 +67,9 @@ package struct ReadingRouter: Sendable {
         // builder's arrays were then copied on every write).
         do {
             try ReadingRouter.fill(&spareBuilder!, from: line, verbatim: true, requireID: requireID)
+            let ownID = spareBuilder!.hasID
             try spareBuilder!.finish(into: &batch)
+            return ownID
         } catch {
             spareBuilder!.reset()
             throw ReadingRouter.rejection(for: error)

@@ -107,6 +107,7 @@ public struct EncodedBatch: Sendable {
         runs[last].payload.append(UInt8(ascii: "\n"))
         runs[last].ends.append(runs[last].payload.count)
         id.appendBytes(to: &runs[last].ids)
+        lastID = id
         count += 1
     }
 
@@ -155,6 +156,25 @@ public struct EncodedBatch: Sendable {
             base += run.count
         }
         return picked
+    }
+
+    /// The `_id` of the record appended last (zero when none was).
+    package private(set) var lastID = ObjectId()
+
+    /// The type name of the record appended last.
+    package var lastTypeName: String? { runs.last?.typeName }
+
+    /// Takes the last record out again (a reading refused after it was
+    /// encoded: its `_id` is a duplicate).
+    package mutating func removeLast() {
+        guard !runs.isEmpty else { return }
+        let last = runs.count - 1
+        runs[last].ends.removeLast()
+        runs[last].payload.removeSubrange((runs[last].ends.last ?? 0)...)
+        runs[last].ids.removeLast(12)
+        count -= 1
+        lastID = ObjectId()
+        if runs[last].ends.isEmpty { runs.removeLast() }
     }
 
     /// This batch without the records at `indices` (ascending, over the whole batch).

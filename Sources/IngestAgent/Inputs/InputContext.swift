@@ -56,7 +56,9 @@ struct InputContext: Sendable {
             commitMaxRecords: commitMaxRecords,
             startOffset: startOffset,
             committer: committer,
-            rejectionLog: rejectionLog
+            rejectionLog: rejectionLog,
+            // Nil only when the queue is closed: the commit fails then anyway.
+            recentIDs: try? queue.recentIDs()
         )
     }
 

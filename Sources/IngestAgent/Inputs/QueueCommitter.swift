@@ -89,8 +89,10 @@ final class QueueCommitter: Sendable {
                     try? await Task.sleep(for: .milliseconds(min(5_000, 100 << min(attempt, 6))))
                     continue
                 } catch let error as EdgeIngestError where error.code == .diskFull {
+                    forgetIDs(of: batch)
                     failure.withLock { $0 = lostAtStop(batch.count, because: "the queue's disk is full") }
                 } catch is CancellationError {
+                    forgetIDs(of: batch)
                     failure.withLock {
                         $0 = lostAtStop(
                             batch.count,
@@ -98,6 +100,7 @@ final class QueueCommitter: Sendable {
                         )
                     }
                 } catch {
+                    forgetIDs(of: batch)
                     failure.withLock { $0 = error }
                 }
                 break
@@ -110,6 +113,12 @@ final class QueueCommitter: Sendable {
             return control.stopping
         }
         if stopNow { task.cancel() }
+    }
+
+    /// A batch that was never stored: its `_id`s may come again (a file
+    /// input reads them again) and must not be refused as duplicates.
+    private func forgetIDs(of batch: EncodedBatch) {
+        (try? queue.recentIDs())?.forget(batch)
     }
 
     private func queueFull() {

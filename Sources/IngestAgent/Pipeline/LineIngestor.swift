@@ -27,6 +27,9 @@ struct LineIngestor {
     private var lastCommit = monotonicSeconds()
     /// Rejected lines in the journal, a flood cut to a summary (the input's one log).
     private let rejectionLog: RejectionLog
+    /// The queue's recent `_id`s: a reading with its own `_id` already
+    /// queued or recently taken is refused (`duplicate_id`).
+    private let recentIDs: RecentIDs?
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
@@ -52,8 +55,10 @@ struct LineIngestor {
         commitMaxRecords: Int,
         startOffset: Int64 = 0,
         committer: QueueCommitter,
-        rejectionLog: RejectionLog
+        rejectionLog: RejectionLog,
+        recentIDs: RecentIDs? = nil
     ) {
+        self.recentIDs = recentIDs
         self.settings = settings
         self.counters = counters
         self.logger = logger
@@ -190,14 +195,29 @@ struct LineIngestor {
                     }
                     try csv.parse(bytes, into: &parsed)
                 }
-                if settings.format == .ndjson || !parsed.fields.isEmpty {
-                    try router.route(parsed, into: &batch)
+                if settings.format == .ndjson || !parsed.fields.isEmpty,
+                    try router.route(parsed, into: &batch), let recentIDs
+                {
+                    try refuseIfRepeated(recentIDs)
                 }
             } catch {
                 reject(error, line: number, raw: bytes, rawLength: bytes.count)
             }
         }
         if batch.count >= commitMaxRecords { try flush() }
+    }
+
+    /// Takes the last routed reading out again when its own `_id` is
+    /// already queued or was taken recently (by any input of the queue).
+    private mutating func refuseIfRepeated(_ recentIDs: RecentIDs) throws(LineRejection) {
+        guard let type = batch.lastTypeName, !recentIDs.claim(typeName: type, id: batch.lastID) else { return }
+        let repeated = batch.lastID
+        batch.removeLast()
+        throw LineRejection(
+            reason: "duplicate_id",
+            message:
+                "_id \(repeated.hexString) is already queued or was taken recently; a reading is stored once per _id (a line sent again, or two readings under one _id)"
+        )
     }
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {

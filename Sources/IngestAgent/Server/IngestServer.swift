@@ -271,6 +271,12 @@ final class IngestServer: HTTPHandler {
                 peer: peer
             )
         case .stored(let result):
+            var rejections = rejections
+            var rejectedByReason = rejectedByReason
+            if !result.conflicts.isEmpty {
+                rejections = Self.adding(conflicts: result.conflicts, of: records, to: rejections)
+                rejectedByReason["duplicate_id", default: 0] += Int64(result.conflicts.count)
+            }
             for rejection in rejections.prefix(Self.loggedRejectionsPerBatch) {
                 logger.warning(
                     "Rejected a received record",
@@ -323,6 +329,38 @@ final class IngestServer: HTTPHandler {
             }
             return .json(200, object: fields)
         }
+    }
+
+    /// `rejections` with a `duplicate_id` one for each conflicting record
+    /// (`conflicts`: indices into `records`), by line: record k is on the
+    /// k-th line that was not rejected.
+    static func adding(
+        conflicts: [Int],
+        of records: [Record],
+        to rejections: [BatchDecoder.Rejection]
+    ) -> [BatchDecoder.Rejection] {
+        let refused = Set(rejections.map(\.index))
+        var out = rejections
+        var line = 0
+        var record = 0
+        for conflict in conflicts {
+            while true {
+                if !refused.contains(line) {
+                    if record == conflict { break }
+                    record += 1
+                }
+                line += 1
+            }
+            out.append(
+                BatchDecoder.Rejection(
+                    index: line,
+                    reason: "duplicate_id",
+                    message:
+                        "_id \(records[conflict].id.hexString) was already received with other content; a re-send must be identical, and a new reading needs a new _id"
+                )
+            )
+        }
+        return out.sorted { $0.index < $1.index }
     }
 
     /// Records (lines) one batch may hold: 413 `too_many_records` above.

@@ -111,6 +111,16 @@ extension AgentStatus {
             .counter,
             help: "Records an HTTP input received again (same _id) and did not store again."
         ),
+        .optionalInt(K.receivedConflictsTotal.stringValue, \.receivedConflictsTotal) { s in
+            s.receivedConflictsTotal.flatMap {
+                $0 == 0 ? nil : "conflicts: \($0) received under a known _id with other content, refused (duplicate_id)"
+            }
+        }
+        .exported(
+            "ingestd_received_conflicts_total",
+            .counter,
+            help: "Records an HTTP input refused: their _id was received before with other content (duplicate_id)."
+        ),
         .optionalString(K.uploadReason.stringValue, \.uploadReason) { s in
             s.uploadReason.map { reason in
                 "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason

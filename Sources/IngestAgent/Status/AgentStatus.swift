@@ -44,6 +44,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// been received before (clients re-sending batches), since the queue
     /// was created.
     public var receivedDuplicatesTotal: Int64?
+    /// HTTP inputs: received records refused because their `_id` had been
+    /// received before with other content (answered `duplicate_id`), since
+    /// the queue was created.
+    public var receivedConflictsTotal: Int64?
     /// How long the sink took to answer each request since the start.
     public var uploadLatency: UploadLatency?
     /// The longest the running agent goes without rewriting the status
@@ -76,6 +80,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case uploadRequests = "upload_requests"
         case uploadResends = "upload_resends"
         case receivedDuplicatesTotal = "received_duplicates_total"
+        case receivedConflictsTotal = "received_conflicts_total"
         case uploadLatency = "upload_latency"
         case refreshMilliseconds = "refresh_ms"
     }
@@ -101,6 +106,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         }
         rejectedByReason = rejected
         receivedDuplicatesTotal = statistics.counters["received.duplicates"]
+        receivedConflictsTotal = statistics.counters["received.conflicts"]
         rejectedTotal = rejected.values.reduce(0, +)
         uploadedTotal = statistics.acknowledgedTotal
         droppedByReason = statistics.droppedByReason
