@@ -80,4 +80,26 @@ import Testing
             }
         }
     }
+
+    /// A batch claimed at once answers as claiming its ids one by one
+    /// would: repeats of earlier batches and repeats within it, only for
+    /// the records asked about.
+    @Test func aBatchClaimAnswersAsOneByOne() {
+        let recent = RecentIDs(generationSize: 1000)
+        #expect(Self.claim(recent, 5))
+        var batch = EncodedBatch()
+        let ids = [1, 5, 2, 1, 9, 5]
+        batch.runs = [
+            .init(
+                typeName: "T",
+                ids: ids.flatMap { Self.id($0) },
+                payload: Array(String(repeating: "{}\n", count: ids.count).utf8),
+                ends: (1...ids.count).map { $0 * 3 }
+            )
+        ]
+        // Record 4 (id 9) is not asked about: it had a generated id.
+        #expect(recent.claim(batch, indices: [0, 1, 2, 3, 5]) == [1, 3, 4])
+        #expect(Self.claim(recent, 9))
+        #expect(!Self.claim(recent, 2))
+    }
 }

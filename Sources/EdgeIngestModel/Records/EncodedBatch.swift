@@ -107,7 +107,6 @@ public struct EncodedBatch: Sendable {
         runs[last].payload.append(UInt8(ascii: "\n"))
         runs[last].ends.append(runs[last].payload.count)
         id.appendBytes(to: &runs[last].ids)
-        lastID = id
         count += 1
     }
 
@@ -158,23 +157,35 @@ public struct EncodedBatch: Sendable {
         return picked
     }
 
-    /// The `_id` of the record appended last (zero when none was).
-    package private(set) var lastID = ObjectId()
+    /// The `_id` of record `index` (over the whole batch).
+    package func id(at index: Int) -> ObjectId {
+        var base = 0
+        for run in runs {
+            if index < base + run.count {
+                let offset = (index - base) * 12
+                return run.ids.withUnsafeBytes {
+                    ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 12]))
+                }
+            }
+            base += run.count
+        }
+        preconditionFailure("record \(index) of a batch of \(count)")
+    }
 
-    /// The type name of the record appended last.
-    package var lastTypeName: String? { runs.last?.typeName }
-
-    /// Takes the last record out again (a reading refused after it was
-    /// encoded: its `_id` is a duplicate).
-    package mutating func removeLast() {
-        guard !runs.isEmpty else { return }
-        let last = runs.count - 1
-        runs[last].ends.removeLast()
-        runs[last].payload.removeSubrange((runs[last].ends.last ?? 0)...)
-        runs[last].ids.removeLast(12)
-        count -= 1
-        lastID = ObjectId()
-        if runs[last].ends.isEmpty { runs.removeLast() }
+    /// Calls `body` with record `index`'s JSON line (without its newline).
+    package func withRecord<R>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var base = 0
+        for run in runs {
+            if index < base + run.count {
+                let i = index - base
+                let start = i == 0 ? 0 : run.ends[i - 1]
+                return try run.payload.withUnsafeBytes {
+                    try body(UnsafeRawBufferPointer(rebasing: $0[start..<run.ends[i] - 1]))
+                }
+            }
+            base += run.count
+        }
+        preconditionFailure("record \(index) of a batch of \(count)")
     }
 
     /// This batch without the records at `indices` (ascending, over the whole batch).

@@ -30,6 +30,10 @@ struct LineIngestor {
     /// The queue's recent `_id`s: a reading with its own `_id` already
     /// queued or recently taken is refused (`duplicate_id`).
     private let recentIDs: RecentIDs?
+    /// The batch's readings that came with their own `_id` (indices in the
+    /// batch) and their line numbers, checked at ``flush()``.
+    private var ownIDRecords: [Int] = []
+    private var ownIDLines: [Int] = []
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
@@ -132,6 +136,7 @@ struct LineIngestor {
     /// commit (in order, in the background; see ``flushAndWait()``).
     mutating func flush() throws {
         guard pendingLines > 0 else { return }
+        refuseRepeatedIDs()
         var positions: [SourcePosition] = []
         if let source = positionSource {
             positions.append(SourcePosition(source: source, position: positionEncoder(committedOffset)))
@@ -196,9 +201,10 @@ struct LineIngestor {
                     try csv.parse(bytes, into: &parsed)
                 }
                 if settings.format == .ndjson || !parsed.fields.isEmpty,
-                    try router.route(parsed, into: &batch), let recentIDs
+                    try router.route(parsed, into: &batch), recentIDs != nil
                 {
-                    try refuseIfRepeated(recentIDs)
+                    ownIDRecords.append(batch.count - 1)
+                    ownIDLines.append(number)
                 }
             } catch {
                 reject(error, line: number, raw: bytes, rawLength: bytes.count)
@@ -207,17 +213,31 @@ struct LineIngestor {
         if batch.count >= commitMaxRecords { try flush() }
     }
 
-    /// Takes the last routed reading out again when its own `_id` is
-    /// already queued or was taken recently (by any input of the queue).
-    private mutating func refuseIfRepeated(_ recentIDs: RecentIDs) throws(LineRejection) {
-        guard let type = batch.lastTypeName, !recentIDs.claim(typeName: type, id: batch.lastID) else { return }
-        let repeated = batch.lastID
-        batch.removeLast()
-        throw LineRejection(
-            reason: "duplicate_id",
-            message:
-                "_id \(repeated.hexString) is already queued or was taken recently; a reading is stored once per _id (a line sent again, or two readings under one _id)"
-        )
+    /// Takes the readings out of the batch whose own `_id` is already
+    /// queued or was taken recently (by any input of the queue, or earlier
+    /// in this batch), each a `duplicate_id` rejection of its line. One
+    /// claim per batch: one lock, and the window's cache misses overlap.
+    private mutating func refuseRepeatedIDs() {
+        defer {
+            ownIDRecords.removeAll(keepingCapacity: true)
+            ownIDLines.removeAll(keepingCapacity: true)
+        }
+        guard let recentIDs else { return }
+        let known = recentIDs.claim(batch, indices: ownIDRecords)
+        guard !known.isEmpty else { return }
+        var records: [Int] = []
+        for position in known {
+            let index = ownIDRecords[position]
+            records.append(index)
+            let rejection = LineRejection(
+                reason: "duplicate_id",
+                message:
+                    "_id \(batch.id(at: index).hexString) is already queued or was taken recently; a reading is stored once per _id (a line sent again, or two readings under one _id)"
+            )
+            let raw = batch.withRecord(at: index) { Array($0) }
+            raw.withUnsafeBytes { reject(rejection, line: ownIDLines[position], raw: $0, rawLength: $0.count) }
+        }
+        batch = batch.removing(records)
     }
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {
