@@ -80,8 +80,58 @@ import Testing
                 #expect(!type.storesVerbatim(form), "\(type) must convert \(form)")
             }
         }
+        #expect(FieldType.timestamp.storesVerbatim(.canonicalTimestamp))
+        #expect(!FieldType.string.storesVerbatim(.canonicalTimestamp))
         #expect(!FieldType.string.storesVerbatim(.integer))
         #expect(!FieldType.bool.storesVerbatim(.plainString))
+    }
+
+    private func canonical(_ text: String) -> Bool {
+        Array(("\"" + text + "\"").utf8).withUnsafeBytes { VerbatimJSON.isCanonicalTimestamp($0) }
+    }
+
+    /// Every instant of years 0–9999 written by the writer is canonical
+    /// and reads back to itself; random texts of the same shape are
+    /// canonical only when the writer writes them so.
+    @Test func canonicalTimestampsAreExactlyTheWritersText() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100_000 {
+            let ms = Int64.random(in: -62_167_219_200_000...253_402_300_799_999, using: &generator)
+            var text: [UInt8] = []
+            Timestamp.appendISO8601(milliseconds: ms, to: &text)
+            let literal = [UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]
+            #expect(literal.withUnsafeBytes { VerbatimJSON.isCanonicalTimestamp($0) }, "\(ms)")
+            #expect(
+                literal.withUnsafeBytes { FieldType.timestamp.value(verbatim: $0, form: .canonicalTimestamp) }
+                    == .timestamp(milliseconds: ms)
+            )
+        }
+        let alphabet = Array("0123456789TZtz-:.,+ ".utf8)
+        var canonicalSeen = 0
+        for n in 0..<200_000 {
+            // Mostly valid shapes with one or two bytes changed.
+            var text = Array("2026-11-21T10:00:00.100Z".utf8)
+            for _ in 0..<(1 + n % 2) {
+                text[Int.random(in: 0..<text.count, using: &generator)] = alphabet.randomElement(using: &generator)!
+            }
+            let literal = [UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]
+            guard literal.withUnsafeBytes({ VerbatimJSON.isCanonicalTimestamp($0) }) else { continue }
+            canonicalSeen += 1
+            let ms = text.withUnsafeBytes { Timestamp.parse($0) }!
+            var written: [UInt8] = []
+            Timestamp.appendISO8601(milliseconds: ms, to: &written)
+            #expect(written == text, "\(String(decoding: text, as: UTF8.self))")
+        }
+        #expect(canonicalSeen > 1_000)
+    }
+
+    @Test(arguments: [
+        "2026-12-31T23:59:60.000Z", "2026-11-21t10:00:00.100Z", "2026-11-21T10:00:00.100z", "2026-11-21T10:00:00,100Z",
+        "2026-11-21T10:00:00.10Z", "2026-11-21T10:00:00Z", "2026-11-21T10:00:00.100+00:00", "2023-02-29T10:00:00.100Z",
+        "2026-11-21T24:00:00.000Z", "2026-11-21 10:00:00.100Z", "+02026-11-21T10:00:00.100Z",
+    ])
+    func otherTimestampFormsAreConverted(_ text: String) {
+        #expect(!canonical(text))
     }
 
     /// A builder given verbatim text finishes into the same Record as one
@@ -92,6 +142,7 @@ import Testing
             fields: [
                 .init(name: "s", type: .string), .init(name: "i", type: .int), .init(name: "d", type: .double),
                 .init(name: "b", type: .bool), .init(name: "o", type: .int, isRequired: false),
+                .init(name: "t", type: .timestamp),
             ]
         )
         let id = ObjectId.generate()
@@ -103,6 +154,7 @@ import Testing
             (0, #""WX1278UIT""#, VerbatimJSON.plainString, RawFieldValue.string("WX1278UIT")),
             (1, "-42", .integer, .int(-42)), (2, "29.65", .shortDecimal, .double(29.65)),
             (3, "true", .boolean, .bool(true)),
+            (5, #""2026-11-21T10:00:00.100Z""#, .canonicalTimestamp, .string("2026-11-21T10:00:00.100Z")),
         ] {
             #expect(try Array(text.utf8).withUnsafeBytes { try verbatim.setVerbatim(field: index, $0, form: form) })
             try converted.set(field: index, value)
@@ -115,7 +167,8 @@ import Testing
         #expect(stored.runs[0].payload == expected.runs[0].payload)
         #expect(
             String(decoding: stored.runs[0].payload, as: UTF8.self)
-                == #"{"_id":"\#(id.hexString)","s":"WX1278UIT","i":-42,"d":29.65,"b":true}"# + "\n"
+                == #"{"_id":"\#(id.hexString)","s":"WX1278UIT","i":-42,"d":29.65,"b":true,"t":"2026-11-21T10:00:00.100Z"}"#
+                + "\n"
         )
     }
 

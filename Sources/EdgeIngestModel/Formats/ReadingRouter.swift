@@ -125,10 +125,13 @@ package struct ReadingRouter: Sendable {
         for field in line.fields {
             if let index = line.withKey(field, { type.fieldIndex(utf8: $0, hint: hint) }) {
                 hint = index + 1
-                if verbatim, let (text, form) = line.verbatim(field),
-                    try builder.setVerbatim(field: index, text, form: form)
-                {
-                    continue
+                if verbatim, var (text, form) = line.verbatim(field) {
+                    if form == .plainString, type.storage.fieldTypes[index].kind == .timestamp,
+                        VerbatimJSON.isCanonicalTimestamp(text)
+                    {
+                        form = .canonicalTimestamp
+                    }
+                    if try builder.setVerbatim(field: index, text, form: form) { continue }
                 }
                 try builder.set(field: index, try line.value(field))
             } else if ReadingRouter.isKey("_id", field, in: line) {
