@@ -80,6 +80,9 @@ struct RepairCommand: IngestdCommand {
         printVerification(repair.found, path: configuration.resolvedQueuePath)
         if let copy = repair.damagedFileCopy {
             print("  rebuilt the file from what could be read; the damaged file is kept at \(copy)")
+            if repair.schemaRowsRestored > 0 {
+                print("  put back the damaged definition of \(repair.schemaRowsRestored) tables")
+            }
             if repair.rowsUnreadable > 0 { print("  \(repair.rowsUnreadable) rows could not be read") }
             if !repair.tablesUnreadable.isEmpty {
                 print("  unreadable: \(repair.tablesUnreadable.joined(separator: ", ")) (input positions may restart)")

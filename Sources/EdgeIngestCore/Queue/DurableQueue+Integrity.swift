@@ -73,6 +73,8 @@ public struct QueueRepair: Sendable, Hashable {
     public var rowsUnreadable = 0
     /// Small tables (counters, positions, meta) the rebuild could not read.
     public var tablesUnreadable: [String] = []
+    /// Tables whose damaged definition in the schema the rebuild put back.
+    public var schemaRowsRestored = 0
 }
 
 extension DurableQueue {
@@ -134,6 +136,7 @@ extension DurableQueue {
         repair.damagedFileCopy = salvage.savedCopy
         repair.rowsUnreadable = salvage.rowsUnreadable
         repair.tablesUnreadable = salvage.tablesUnreadable
+        repair.schemaRowsRestored = salvage.schemaRowsRestored
         return repair
     }
 

@@ -24,6 +24,43 @@ enum QueueSalvage {
         var rowsUnreadable = 0
         /// Small tables (counters, positions, meta) that could not be read.
         var tablesUnreadable: [String] = []
+        /// Tables whose `CREATE` text in the schema was damaged and put back.
+        var schemaRowsRestored = 0
+    }
+
+    /// A bit flipped in a table's `CREATE` text makes SQLite refuse the
+    /// whole file ("malformed database schema"). The fresh file holds the
+    /// text every table of this format must have: each table of the
+    /// damaged file, found by type and name, gets it back (with
+    /// `writable_schema`, which also lets a damaged schema be read at all).
+    /// Works on the file being rebuilt, never on the saved copy. Returns
+    /// how many rows were put back; a table whose name is damaged stays
+    /// unreadable, and its rows are counted lost.
+    private static func restoreSchema(path: String, from fresh: SQLiteConnection) -> Int {
+        guard let canonical = try? fresh.prepare("SELECT sql FROM sqlite_master WHERE type = ?1 AND name = ?2"),
+            let damaged = try? SQLiteConnection(path: path, displayName: path),
+            (try? damaged.execute("PRAGMA writable_schema = ON")) != nil,
+            let rows = try? damaged.prepare("SELECT rowid, type, name, CAST(sql AS BLOB) FROM sqlite_master"),
+            let update = try? damaged.prepare("UPDATE sqlite_master SET sql = ?1 WHERE rowid = ?2")
+        else { return 0 }
+        var fixes: [(rowid: Int64, sql: String)] = []
+        while (try? rows.step()) == true {
+            canonical.bind(1, rows.string(1))
+            canonical.bind(2, rows.string(2))
+            defer { canonical.reset() }
+            guard (try? canonical.step()) == true, !canonical.isNull(0) else { continue }
+            let sql = canonical.string(0)
+            if !rows.blob(3).elementsEqual(sql.utf8) { fixes.append((rows.int64(0), sql)) }
+        }
+        rows.reset()
+        var restored = 0
+        for fix in fixes {
+            update.bind(1, fix.sql)
+            update.bind(2, fix.rowid)
+            if (try? update.run()) != nil { restored += 1 }
+            update.reset()
+        }
+        return restored
     }
 
     /// The caller holds the file's lock and no connection to it.
@@ -39,8 +76,22 @@ enum QueueSalvage {
         try QueueFile.prepare(path: temporary)
         do {
             let fresh = try SQLiteConnection(path: temporary, displayName: path)
+            outcome.schemaRowsRestored = restoreSchema(path: path, from: fresh)
             let damaged = try SQLiteConnection(path: path, displayName: path, readOnly: true)
-            let version = (try? damaged.integer("PRAGMA user_version")) ?? -1
+            // A table whose schema row is still damaged (its root page, its
+            // name) is then missing or unreadable alone, not the whole file.
+            try damaged.execute("PRAGMA writable_schema = ON")
+            var version = (try? damaged.integer("PRAGMA user_version")) ?? -1
+            // One flipped bit in the format number, in a file whose segments
+            // table has this format's columns: this format.
+            let flipped = version ^ QueueFormat.currentVersion
+            if version >= 0, flipped & (flipped - 1) == 0,
+                (try? damaged.integer(
+                    "SELECT count(*) FROM pragma_table_info('segments') WHERE name IN ('codec', 'checksum')"
+                )) == 2
+            {
+                version = QueueFormat.currentVersion
+            }
             guard version == QueueFormat.currentVersion else {
                 throw EdgeIngestError(
                     .queueCorrupt,
@@ -50,21 +101,36 @@ enum QueueSalvage {
             // No transaction: SQLite may roll one back by itself when a read
             // hits a damaged page. The new file is not in place yet, so it
             // needs no journal; it is fsynced before the rename.
-            try fresh.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+            try fresh.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA writable_schema = ON")
             try fresh.execute("ATTACH DATABASE '\(path.replacingQuotes)' AS damaged")
+            // `WHERE 1` everywhere: without a WHERE, SQLite copies the stored
+            // records between identical tables as they are (its transfer
+            // optimization), damaged ones too, and the rebuilt file was then
+            // as malformed as the old one.
             for table in ["counters", "positions", "meta"] {
                 do {
-                    try fresh.execute("INSERT OR REPLACE INTO main.\(table) SELECT * FROM damaged.\(table)")
+                    try fresh.execute("INSERT OR REPLACE INTO main.\(table) SELECT * FROM damaged.\(table) WHERE 1")
                 } catch {
                     outcome.tablesUnreadable.append(table)
                 }
             }
             for table in ["segments", "dead_letters", "quarantine"] {
-                let (copied, unreadable) = try copyRows(of: table, fresh)
-                outcome.rowsCopied += copied
-                outcome.rowsUnreadable += unreadable
+                do {
+                    let (copied, unreadable) = try copyRows(of: table, fresh)
+                    outcome.rowsCopied += copied
+                    outcome.rowsUnreadable += unreadable
+                } catch {
+                    // Its schema row is gone (a damaged name): none of its rows can be found.
+                    outcome.tablesUnreadable.append(table)
+                }
             }
-            try? fresh.execute("INSERT OR REPLACE INTO main.sqlite_sequence SELECT * FROM damaged.sqlite_sequence")
+            // Ids are never reused: each table's sequence is the highest either file had.
+            try? fresh.execute(
+                """
+                UPDATE main.sqlite_sequence SET seq = max(seq, coalesce((SELECT max(seq) FROM damaged.sqlite_sequence AS d WHERE d.name = sqlite_sequence.name), 0));
+                INSERT INTO main.sqlite_sequence(name, seq) SELECT name, max(seq) FROM damaged.sqlite_sequence WHERE name NOT IN (SELECT name FROM main.sqlite_sequence) GROUP BY name;
+                """
+            )
             try fresh.execute("DETACH DATABASE damaged")
             syncFile(temporary)
         } catch {
@@ -93,6 +159,14 @@ enum QueueSalvage {
         var unreadable = 0
         var after: Int64 = 0
         var jump: Int64 = 1
+        // Unreadable between `after` and the next readable row: probe further on.
+        func probeFurther() -> Bool {
+            let limit = highest > after ? highest : after + (1 << 40)
+            guard jump < (1 << 40), after + jump <= limit else { return false }
+            after += jump
+            jump *= 2
+            return true
+        }
         while true {
             next.bind(1, after)
             let found: Int64?
@@ -101,14 +175,16 @@ enum QueueSalvage {
                 next.reset()
             } catch {
                 next.reset()
-                // Unreadable between `after` and the next readable row: probe further on.
-                let limit = highest > 0 ? highest : after + (1 << 40)
-                guard jump < (1 << 40), after + jump <= limit else { break }
-                after += jump
-                jump *= 2
+                guard probeFurther() else { break }
                 continue
             }
             guard let id = found else { break }
+            // A damaged page can answer an id that is not past `after`
+            // (its keys out of order): taking it would loop for ever.
+            guard id > after else {
+                guard probeFurther() else { break }
+                continue
+            }
             jump = 1
             copy.bind(1, id)
             do {
@@ -123,26 +199,55 @@ enum QueueSalvage {
         return (copied, unreadable)
     }
 
+    /// Puts back the header fields every queue file has alike (below). And:
     /// SQLite refuses every statement on a truncated file: its size is not
     /// a whole number of pages, and the header still counts the pages that
-    /// are gone. Cut the torn last page off and make the header's page
-    /// count (bytes 28–31) match what is there. The damaged original is
-    /// kept in the saved copy.
+    /// are gone. Cut the torn last page off, then put the missing pages
+    /// back as zeros: a table whose root page was cut off then reads as
+    /// damaged (its rows are counted lost) instead of making the whole
+    /// schema unreadable, as a header shrunk to the pages left did when the
+    /// cut fell before a table's root ("invalid rootpage"). A page count
+    /// too large to believe (a damaged header) is shrunk to what is there.
+    /// The damaged original is kept in the saved copy.
     private static func makeTruncatedFileReadable(_ path: String) {
         let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
         var header = [UInt8](repeating: 0, count: 100)
         guard header.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, 100, 0) }) == 100 else { return }
-        let raw = Int(header[16]) << 8 | Int(header[17])
-        let pageSize = raw == 1 ? 65_536 : raw
-        guard pageSize >= 512, pageSize & (pageSize - 1) == 0 else { return }
+        var fixedHeader = header
+        // The magic string, and the page size when it is not a power of two
+        // (one flipped bit of 4096, the size SQLite gives every queue file).
+        for (offset, byte) in "SQLite format 3\0".utf8.enumerated() { fixedHeader[offset] = byte }
+        var raw = Int(header[16]) << 8 | Int(header[17])
+        var pageSize = raw == 1 ? 65_536 : raw
+        if pageSize < 512 || pageSize & (pageSize - 1) != 0 {
+            raw = 4096
+            pageSize = 4096
+            fixedHeader[16] = 0x10
+            fixedHeader[17] = 0
+        }
+        // Header fields every queue file has the same value in (WAL read and
+        // write versions, payload fractions, schema format 4, UTF-8): a
+        // flipped bit there makes SQLite refuse the file ("unsupported file
+        // format"). The page size cannot be guessed and is only checked.
+        for (offset, value) in [(18, 2), (19, 2), (21, 64), (22, 32), (23, 32), (44, 0), (45, 0), (46, 0), (47, 4)] {
+            fixedHeader[offset] = UInt8(value)
+        }
+        for (offset, value) in [(56, 0), (57, 0), (58, 0), (59, 1)] { fixedHeader[offset] = UInt8(value) }
+        if fixedHeader != header {
+            _ = fixedHeader.withUnsafeBytes { pwrite(fd, $0.baseAddress, 100, 0) }
+        }
         let size = Int(QueueFile.size(of: path))
         if size % pageSize != 0 { _ = ftruncate(fd, off_t(size - size % pageSize)) }
         let pages = UInt32(truncatingIfNeeded: size / pageSize)
         let declared =
             UInt32(header[28]) << 24 | UInt32(header[29]) << 16 | UInt32(header[30]) << 8 | UInt32(header[31])
         guard pages > 0, declared > pages else { return }
+        if Int64(declared) * Int64(pageSize) <= max(Int64(size) * 64, 1 << 30) {
+            _ = ftruncate(fd, off_t(Int64(declared) * Int64(pageSize)))
+            return
+        }
         let bytes: [UInt8] = [
             UInt8(pages >> 24), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF),
         ]

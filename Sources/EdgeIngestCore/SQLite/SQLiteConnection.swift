@@ -97,7 +97,10 @@ final class SQLiteConnection {
                 .diskFull,
                 "The disk holding the \(role) '\(displayName)' is full (\(detail)). Free space\(role == "queue" ? ", or lower the queue's max_bytes so the overflow policy applies first" : "")."
             )
-        case SQLITE_NOTADB, SQLITE_CORRUPT:
+        case SQLITE_NOTADB, SQLITE_CORRUPT,
+            SQLITE_ERROR where detail == "unsupported file format":
+            // The last: a header field out of range (a flipped bit, or a file
+            // from a newer SQLite): the file cannot be read as it is.
             return EdgeIngestError(
                 .queueCorrupt,
                 "The \(role) file '\(displayName)' is damaged or not a database (\(detail)). It was left untouched: \(role == "queue" ? "stop the agent and run `ingestd repair` (it keeps a copy and rebuilds what can be read), or move it away to start a new queue" : "move it away to start a new \(role)")."
