@@ -41,6 +41,12 @@ let package = Package(
             name: "CZlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // libzstd: queue segments compressed when committed (docs/QUEUE.md,
+        // "Compressed segments"); Debian's apt and dpkg use it already.
+        .systemLibrary(
+            name: "CZstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
         // libcrypto (OpenSSL, already linked by libcurl): AES-256-GCM for
         // queues opened with an encryption key.
         .systemLibrary(
@@ -66,6 +72,7 @@ let package = Package(
                 "CSQLite",
                 "CCurl",
                 "CZlib",
+                "CZstd",
                 "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -69,13 +69,16 @@ import Testing
     ])
     func anyChangeToWhatIsSentIsDetected(_ damage: String) async throws {
         let dir = try TemporaryDirectory()
+        // Stored plain, so the damage can name a value; compressed payloads: below.
+        var configuration = try fileConfiguration(dir)
+        configuration.compression = .none
         do {
-            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            let queue = try DurableQueue.open(configuration)
             try await queue.append(try weatherRecords(3))
             queue.close()
         }
         _ = try sqlite3(dir.file("queue.sqlite"), damage + ";")
-        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let queue = try DurableQueue.open(configuration)
         let report = try queue.verify()
         #expect(report.damage.map(\.location) == ["segment 1"])
         #expect(report.damage.first?.problem.contains("checksum") == true)

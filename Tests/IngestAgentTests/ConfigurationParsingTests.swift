@@ -168,7 +168,7 @@ import Testing
     @Test func aLikelyMisspellingGetsADidYouMean() {
         #expect(
             Self.problems("[queue]\noverflow-policy = \"drop_oldest\"\ndurability = \"crashsafe\"\n") == [
-                "line 6: queue.overflow-policy: unknown key (did you mean \"overflow_policy\"?): expected one of commit_interval_ms, commit_max_records, durability, encryption_key_file, max_bytes, max_records, overflow_policy, path, schema_version",
+                "line 6: queue.overflow-policy: unknown key (did you mean \"overflow_policy\"?): expected one of commit_interval_ms, commit_max_records, compression, durability, encryption_key_file, max_bytes, max_records, overflow_policy, path, schema_version",
                 "line 7: queue.durability: must be power_loss_safe or crash_safe, got \"crashsafe\" (did you mean \"crash_safe\"?)",
             ]
         )

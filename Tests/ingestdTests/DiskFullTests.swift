@@ -18,7 +18,8 @@ import Testing
         let filler = small.file("filler")
         try #require(Self.sh("dd if=/dev/zero of=\(filler) bs=1k count=1700") == 0)
 
-        let fixture = try AgentFixture("\n[queue]\npath = \"\(small.file("queue.sqlite"))\"\n")
+        // Stored plain: compressed, 4,000 readings would not fill the disk.
+        let fixture = try AgentFixture("\n[queue]\npath = \"\(small.file("queue.sqlite"))\"\ncompression = \"none\"\n")
         // stdin from a file: the paused input stops reading, which must not block the test.
         let input = fixture.dir.file("readings.ndjson")
         try UploadTests.readings(0..<4000).write(toFile: input, atomically: true, encoding: .utf8)

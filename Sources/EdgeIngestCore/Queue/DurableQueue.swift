@@ -168,6 +168,7 @@ public final class DurableQueue: Sendable {
             }
         }
         quarantinedFile = quarantined
+        store.compresses = configuration.settings.compression == .zstd
         do {
             try DurableQueue.applyEncryption(store, configuration: configuration)
             try DurableQueue.checkSchemaVersion(store, configuration: configuration, logger: logger)

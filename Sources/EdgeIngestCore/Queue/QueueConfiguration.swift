@@ -148,6 +148,7 @@ extension QueueConfiguration {
         if mine.maxRecords != theirs.maxRecords || mine.maxBytes != theirs.maxBytes { differing.append("bound") }
         if mine.overflowPolicy != theirs.overflowPolicy { differing.append("overflow policy") }
         if mine.durability != theirs.durability { differing.append("durability") }
+        if mine.compression != theirs.compression { differing.append("compression") }
         return differing
     }
 }

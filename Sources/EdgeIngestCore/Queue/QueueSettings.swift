@@ -31,7 +31,26 @@ public struct QueueSettings: Sendable {
     /// queue with unencrypted records cannot be given one. The default is
     /// nil (no encryption). Never printed.
     public var encryptionKey: [UInt8]?
+    /// How new segments are stored. The default, ``QueueCompression/zstd``,
+    /// writes a fraction of the bytes to the device (flash wear) and holds
+    /// several times more readings offline in the same `maxBytes` of file.
+    /// Either way, segments of both kinds are read.
+    public var compression: QueueCompression = .zstd
 
     /// Every default.
     public init() {}
+}
+
+/// How a queue stores the records of a new segment (docs/QUEUE.md,
+/// "Compressed segments").
+///
+/// ```swift
+/// var settings = QueueSettings()
+/// settings.compression = .none  // a queue read by EdgeIngest before format 3's codecs
+/// ```
+public enum QueueCompression: String, Sendable, CaseIterable {
+    /// The JSON lines as they are.
+    case none
+    /// One zstd frame (level 1) per segment, when that is smaller.
+    case zstd
 }

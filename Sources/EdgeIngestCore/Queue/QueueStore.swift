@@ -14,6 +14,13 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// Set when the queue was opened with an encryption key: payloads are
     /// sealed on the way in and opened on the way out; nothing else changes.
     var cipher: PayloadCipher?
+    /// Whether new segments are stored compressed (``QueueSettings/compression``);
+    /// segments of either codec are read whatever it says.
+    var compresses = true
+    private let segmentCodec = SegmentCodec()
+    /// The last compressed segment read, by id and checksum, decompressed:
+    /// the uploader takes a segment in several leases.
+    private var decoded: (id: Int64, checksum: Int64, plain: [UInt8])?
     /// Ids and sessions received over HTTP; opened when first needed.
     private var received: ReceivedIDs?
     /// The segments whose checksum matched when last read, by id, with that
@@ -70,10 +77,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         } else {
             try QueueStore.migrate(db)
         }
+        try QueueSchemaCheck.check(db)
         insertSegment = try db.prepare(
             // ?9, the id: NULL for a new segment (the next id), or the id of
             // the segment a migration replaces in place (order kept).
-            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)"
+            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8)"
         )
         deleteSegment = try db.prepare("DELETE FROM segments WHERE id = ?1")
         consumeSegment = try db.prepare("UPDATE segments SET consumed = ?2, consumed_bytes = ?3 WHERE id = ?1")
@@ -293,22 +301,22 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 if verified.count >= 64 { verified.removeAll(keepingCapacity: true) }
                 verified[row.id] = checksum
             }
-            guard codec == 0 else {
+            guard codec == SegmentCodec.plain || codec == SegmentCodec.zstd else {
                 throw EdgeIngestError(
                     .queueFormatTooNew,
                     "Segment \(row.id) of the queue '\(db.displayName)' is stored with codec \(codec), which this version of EdgeIngest cannot read. Upgrade ingestd, or drain the queue with the version that wrote it."
                 )
             }
-            guard let cipher else {
+            if cipher == nil, codec == SegmentCodec.plain {
                 row.damage = QueueStore.structuralDamage(row, payloadBytes: payloadBytes, checksummed: checksum != nil)
                 guard try body(row) else { return }
                 continue
             }
             let plain: [UInt8]
-            do {
-                plain = try cipher.open(row.payload, what: "Segment \(row.id)")
-            } catch let error as EdgeIngestError {
-                row.damage = error.message
+            switch opened(row, codec: codec, payloadBytes: payloadBytes, checksum: checksum) {
+            case .success(let bytes): plain = bytes
+            case .failure(let damage):
+                row.damage = damage.message
                 guard try body(row) else { return }
                 continue
             }
@@ -324,6 +332,35 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             }
             guard more else { return }
         }
+    }
+
+    /// A row's JSON lines from its stored payload: opened with the cipher
+    /// (if any), then decompressed (codec 1), or what is wrong with it.
+    private func opened(
+        _ row: SegmentRow,
+        codec: Int64,
+        payloadBytes: Int64,
+        checksum: Int64?
+    ) -> Result<[UInt8], SegmentCodec.Damage> {
+        if codec == SegmentCodec.zstd, let checksum, let decoded, decoded.id == row.id, decoded.checksum == checksum {
+            return .success(decoded.plain)
+        }
+        var unsealed: [UInt8]?
+        if let cipher {
+            do {
+                unsealed = try cipher.open(row.payload, what: "Segment \(row.id)")
+            } catch let error as EdgeIngestError {
+                return .failure(.init(message: error.message))
+            } catch {
+                return .failure(.init(message: "\(error)"))
+            }
+        }
+        guard codec == SegmentCodec.zstd else { return .success(unsealed ?? Array(row.payload)) }
+        let result =
+            unsealed.map { opened in opened.withUnsafeBytes { segmentCodec.decode($0, plainBytes: payloadBytes) } }
+            ?? segmentCodec.decode(row.payload, plainBytes: payloadBytes)
+        if let checksum, case .success(let plain) = result { decoded = (row.id, checksum, plain) }
+        return result
     }
 
     /// Invariant 3 on an opened row: ids for every record, a consumed
@@ -403,24 +440,38 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         insertSegment.bind(3, enqueuedAt)
         insertSegment.bind(4, records)
         insertSegment.bind(5, Int64(payload.count))
-        try sealed(payload) { stored in
-            insertSegment.bind(6, blob: ids)
-            insertSegment.bind(7, blob: stored)
-            insertSegment.bind(
-                8,
-                SegmentChecksum.of(
-                    type: type,
-                    schemaVersion: schemaVersion,
-                    enqueuedAt: enqueuedAt,
-                    recordCount: records,
-                    payloadBytes: Int64(payload.count),
-                    codec: 0,
-                    ids: ids,
-                    payload: stored
+        try encoded(payload) { encoded, codec in
+            try sealed(encoded) { stored in
+                insertSegment.bind(6, blob: ids)
+                insertSegment.bind(7, blob: stored)
+                insertSegment.bind(10, codec)
+                insertSegment.bind(
+                    8,
+                    SegmentChecksum.of(
+                        type: type,
+                        schemaVersion: schemaVersion,
+                        enqueuedAt: enqueuedAt,
+                        recordCount: records,
+                        payloadBytes: Int64(payload.count),
+                        codec: codec,
+                        ids: ids,
+                        payload: stored
+                    )
                 )
-            )
-            try insertSegment.step()
+                try insertSegment.step()
+            }
         }
+        if id != nil { decoded = nil }
+    }
+
+    /// Calls `body` with `payload` as it is encoded — compressed when the
+    /// queue compresses and that makes it smaller — and its codec.
+    private func encoded(
+        _ payload: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer, Int64) throws -> Void
+    ) throws {
+        guard compresses else { return try body(payload, SegmentCodec.plain) }
+        try segmentCodec.encode(payload, body)
     }
 
     /// Calls `body` with `payload` as it is stored: sealed with the cipher, if any.

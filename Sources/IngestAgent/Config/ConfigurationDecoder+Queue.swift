@@ -11,7 +11,7 @@ extension ConfigurationDecoder {
     static let queueKeys: Set<String> = [
         "path", "max_bytes", "max_records", "overflow_policy", "durability", "schema_version", "commit_max_records",
         "commit_interval_ms",
-        "encryption_key_file",
+        "encryption_key_file", "compression",
     ]
 
     mutating func decodeQueue(_ queue: TOMLTable?, into c: inout AgentConfiguration, environment: [String: String]) {
@@ -36,6 +36,15 @@ extension ConfigurationDecoder {
             Durability.init(name:)
         ) {
             c.queue.durability = durability
+        }
+        if let compression = choice(
+            queue?["compression"],
+            "queue.compression",
+            "must be zstd or none",
+            choices: QueueCompression.allCases.map(\.rawValue),
+            QueueCompression.init(rawValue:)
+        ) {
+            c.queue.compression = compression
         }
         if let v = queue?["schema_version"], let n = integer(v, "queue.schema_version", min: 0) {
             c.queue.schemaVersion = n
