@@ -8,6 +8,10 @@
 # size), and the queue file's size per reading.
 #
 #   bench/realistic.sh [RUNS] [DIR]     # defaults: 3 runs, /var/tmp/edgeingest-realistic
+#
+# MODE=e2e measures end to end instead: the readings are uploaded to the
+# loopback receiver (Tests/Support/ingest-test-server.py --fast) and
+# deleted from the queue as they are acknowledged, before the agent exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -19,9 +23,17 @@ mkdir -p "$dir"
 swift build -c release --product ingestd >/dev/null
 make_realistic_input "$dir/in.ndjson" 1000000
 realistic_config > "$dir/ingest.toml"
+case "${MODE:-ingest}" in
+ingest) ;;
+e2e)
+    start_receiver "$dir"
+    printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port" >> "$dir/ingest.toml"
+    ;;
+*) echo "MODE must be ingest or e2e" >&2; exit 64 ;;
+esac
 input_bytes=$(stat -c %s "$dir/in.ndjson")
 machine_line
-echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); input $input_bytes bytes, 1,000,000 readings"
+echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); input $input_bytes bytes, 1,000,000 readings, ${MODE:-ingest}"
 for run in $(seq "$runs"); do
     rm -rf "$dir/state"
     sync

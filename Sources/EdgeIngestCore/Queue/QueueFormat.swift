@@ -31,9 +31,10 @@
 //
 // Format 3 (integrity, and room for compressed storage):
 // segments.codec    INTEGER  how payload is stored: 0 = the JSON lines as
-//                            they are. Other values are reserved for
-//                            compressed storage; a reader that does not
-//                            know a codec refuses the file as too new.
+//                            they are, 1 = one zstd frame of them
+//                            (`SegmentCodec`; payload_bytes stays the plain
+//                            size). A reader that does not know a codec
+//                            refuses the file as too new.
 // segments.checksum INTEGER  CRC-32 (zlib's) over the row's type, schema
 //                            version, enqueue time, record count, payload
 //                            length, codec, ids and payload as stored
