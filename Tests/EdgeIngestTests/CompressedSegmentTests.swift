@@ -100,6 +100,72 @@ import Testing
         #expect(try queue.statistics().quarantinedRecords == 400)
     }
 
+    /// A codec set on a row without a checksum (no writer does that) or a
+    /// codec no version writes is a damaged row — quarantined — not a
+    /// newer format that would stop the whole queue.
+    @Test(arguments: ["codec = 2, checksum = NULL", "codec = 3185011036"])
+    func aCodecNoWriterSetsIsDamage(_ change: String) async throws {
+        let dir = try TemporaryDirectory()
+        let kept = try weatherRecords(300, start: 1000)
+        do {
+            let queue = try DurableQueue.open(try configuration(dir, .zstd))
+            try await queue.append(try weatherRecords(300))
+            try await queue.append(kept)
+            queue.close()
+        }
+        _ = try sqlite3(dir.file("queue.sqlite"), "UPDATE segments SET \(change) WHERE id = 1;")
+        let queue = try DurableQueue.open(try configuration(dir, .zstd))
+        #expect(try queue.verify().damage.map(\.location) == ["segment 1"])
+        #expect(try drain(queue) == kept.map(\.jsonString))
+    }
+
+    /// A codec a newer version writes (a small number, with a checksum) is
+    /// refused as too new, never quarantined.
+    @Test func aNewerCodecIsTooNew() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let queue = try DurableQueue.open(try configuration(dir, .zstd))
+            try await queue.append(try weatherRecords(300))
+            queue.close()
+        }
+        // Codec 2 with its checksum recomputed, as a newer writer would store it.
+        let row = try sqlite3(
+            dir.file("queue.sqlite"),
+            "SELECT type, schema_version, enqueued_at, record_count, payload_bytes, hex(ids), hex(payload) FROM segments WHERE id = 1;"
+        ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
+        func bytes(_ hex: String) -> [UInt8] {
+            var out: [UInt8] = []
+            var i = hex.startIndex
+            while i < hex.endIndex {
+                let j = hex.index(i, offsetBy: 2)
+                out.append(UInt8(hex[i..<j], radix: 16)!)
+                i = j
+            }
+            return out
+        }
+        let ids = bytes(row[5])
+        let payload = bytes(row[6])
+        let checksum = ids.withUnsafeBytes { i in
+            payload.withUnsafeBytes { p in
+                SegmentChecksum.of(
+                    type: row[0],
+                    schemaVersion: Int64(row[1])!,
+                    enqueuedAt: Int64(row[2])!,
+                    recordCount: Int64(row[3])!,
+                    payloadBytes: Int64(row[4])!,
+                    codec: 2,
+                    ids: i,
+                    payload: p
+                )
+            }
+        }
+        _ = try sqlite3(dir.file("queue.sqlite"), "UPDATE segments SET codec = 2, checksum = \(checksum) WHERE id = 1;")
+        let queue = try DurableQueue.open(try configuration(dir, .zstd))
+        let error = try #require(throws: EdgeIngestError.self) { try queue.take(maxRecords: 10) }
+        #expect(error.code == .queueFormatTooNew)
+        #expect(try queue.statistics().quarantinedRecords == 0)
+    }
+
     /// What the decoder says of frames that are not what the row declares
     /// (reached when a damaged row carries a matching checksum: written so
     /// by a faulty writer, or a checksum collision).

@@ -301,6 +301,16 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 if verified.count >= 64 { verified.removeAll(keepingCapacity: true) }
                 verified[row.id] = checksum
             }
+            // Every writer of a codec but 0 also writes a checksum, and codecs
+            // are small numbers: anything else is a damaged row, not a newer one.
+            if codec != SegmentCodec.plain, checksum == nil || codec < 0 || codec > 255 {
+                row.damage =
+                    checksum == nil
+                    ? "its codec is \(codec) but it has no checksum (a row without one is never compressed)"
+                    : "its codec \(codec) is not one any version writes"
+                guard try body(row) else { return }
+                continue
+            }
             guard codec == SegmentCodec.plain || codec == SegmentCodec.zstd else {
                 throw EdgeIngestError(
                     .queueFormatTooNew,
