@@ -161,4 +161,30 @@ import Testing
         #expect(status["quarantined_records"] as? Int == 100)
         #expect(status["queued_records"] as? Int == 200)
     }
+
+    /// `import` of an exported file with a damaged segment: the damaged
+    /// part stays behind in the file's quarantine, the rest is imported,
+    /// and the printed number is what came over.
+    @Test func importLeavesADamagedSegmentBehind() throws {
+        let source = try AgentFixture(queue: "commit_max_records = 100\n")
+        let readings = (0..<300).map { reading($0, device: "I\($0)") + "\n" }.joined()
+        #expect(try source.run(["run"], stdin: Data(readings.utf8)).status == 0)
+        let exported = source.dir.file("carry.ingest.sqlite")
+        #expect(try source.run(["export", "--out", exported]).status == 0)
+        let first = try sqlite3(exported, "SELECT min(id) FROM segments;").trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        _ = try sqlite3(
+            exported,
+            "UPDATE segments SET payload = substr(payload, 1, 40) || (CASE WHEN substr(payload, 41, 1) = x'00' THEN x'01' ELSE x'00' END) || substr(payload, 42) WHERE id = \(first);"
+        )
+        let target = try AgentFixture()
+        let result = try target.run(["import", exported])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Imported 200 readings"), "\(result.stdout)")
+        let lines = try target.queuedLines()
+        #expect(lines.count == 200)
+        #expect(!lines.contains { $0.contains("\"I1\"") } && lines.contains { $0.contains("\"I101\"") })
+        #expect(try target.status()["queued_records"] as? Int == 200)
+    }
 }
