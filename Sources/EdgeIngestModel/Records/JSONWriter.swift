@@ -154,13 +154,15 @@ extension Record {
 
     /// `"<24 hex digits>"`, written in place (no String per id).
     private static func appendQuotedHex(_ id: ObjectId, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: 24))
-        out.withUnsafeMutableBytes {
-            id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + 24]))
+        // Written on the stack, appended once (a `repeatElement` append and a
+        // mutable view of the array per id showed in issue 22's profile).
+        var text: (UInt64, UInt64, UInt64, UInt16) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { buffer in
+            buffer[0] = UInt8(ascii: "\"")
+            id.writeHex(into: UnsafeMutableRawBufferPointer(rebasing: buffer[1..<25]))
+            buffer[25] = UInt8(ascii: "\"")
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<26]))
         }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// The record as one line of JSON (see ``encodeJSON(into:)``).

@@ -111,10 +111,13 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Writes the 24 hex characters into `out` (which must hold 24 bytes).
     func writeHex(into out: UnsafeMutableRawBufferPointer) {
+        // Arithmetic, not a table: a global array is a lazy global, checked
+        // on each of the 24 reads (issue 22's profile).
+        @inline(__always) func digit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? nibble &+ 48 : nibble &+ 87 }
         withUnsafeBytes(of: bytes) { raw in
             for i in 0..<12 {
-                out[2 * i] = hexDigits[Int(raw[i] >> 4)]
-                out[2 * i + 1] = hexDigits[Int(raw[i] & 0xF)]
+                out[2 * i] = digit(raw[i] >> 4)
+                out[2 * i + 1] = digit(raw[i] & 0xF)
             }
         }
     }
@@ -141,8 +144,6 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         }
     }
 }
-
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
 /// Process-wide state for ``ObjectId/generate()``.
 final class ObjectIdGenerator: Sendable {
