@@ -11,7 +11,8 @@
 #
 # MODE=e2e measures end to end instead: the readings are uploaded to the
 # loopback receiver (Tests/Support/ingest-test-server.py --fast) and
-# deleted from the queue as they are acknowledged, before the agent exits.
+# deleted from the queue as they are acknowledged, before the agent exits;
+# GZIP=1 with it sends the batches gzip-compressed (upload.gzip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,12 +29,13 @@ ingest) ;;
 e2e)
     start_receiver "$dir"
     printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port" >> "$dir/ingest.toml"
+    [ "${GZIP:-0}" = 1 ] && echo 'gzip = true' >> "$dir/ingest.toml"
     ;;
 *) echo "MODE must be ingest or e2e" >&2; exit 64 ;;
 esac
 input_bytes=$(stat -c %s "$dir/in.ndjson")
 machine_line
-echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); input $input_bytes bytes, 1,000,000 readings, ${MODE:-ingest}"
+echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); input $input_bytes bytes, 1,000,000 readings, ${MODE:-ingest}$([ "${GZIP:-0}" = 1 ] && echo ', gzip')"
 for run in $(seq "$runs"); do
     rm -rf "$dir/state"
     sync
