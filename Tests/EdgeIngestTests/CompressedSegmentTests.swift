@@ -98,6 +98,9 @@ import Testing
         #expect(try queue.verify().damage.map(\.location) == ["segment 1"])
         #expect(try drain(queue) == kept.map(\.jsonString))
         #expect(try queue.statistics().quarantinedRecords == 400)
+        // The quarantined row says how its payload is stored, for whoever examines it.
+        let problem = try sqlite3(dir.file("queue.sqlite"), "SELECT problem FROM quarantine;")
+        #expect(problem.contains("checksum") && problem.contains("(payload kept as stored, codec 1)"), "\(problem)")
     }
 
     /// A codec set on a row without a checksum (no writer does that) or a

@@ -556,7 +556,9 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let move = try db.prepare(
                 """
                 INSERT INTO quarantine(origin, type, schema_version, enqueued_at, record_count, found_at, problem, ids, payload)
-                SELECT 'segment ' || id, type, schema_version, enqueued_at, ?2, ?3, ?4, ids, payload FROM segments WHERE id = ?1
+                SELECT 'segment ' || id, type, schema_version, enqueued_at, ?2, ?3,
+                    ?4 || CASE WHEN codec = 0 THEN '' ELSE ' (payload kept as stored, codec ' || codec || ')' END,
+                    ids, payload FROM segments WHERE id = ?1
                 """
             )
             move.bind(1, id)
