@@ -151,7 +151,7 @@ public final class CurlTransport {
 /// rest is read and dropped, so the connection stays usable and the
 /// status code counts; nothing the protocol needs lies past the bound.
 struct ResponseSink {
-    /// Body bytes kept: the classifier reads at most the first MiB.
+    /// Body bytes kept: all the classifier ever reads of an answer.
     static let maxBodyBytes = 1 << 20
     /// Header bytes kept (all header lines of one exchange).
     static let maxHeaderBytes = 64 << 10
@@ -159,13 +159,10 @@ struct ResponseSink {
     var headers: [String: String] = [:]
     var body: [UInt8] = []
     var headerBytes = 0
-    /// Body bytes read and not kept.
-    var droppedBodyBytes = 0
 
     mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
         let room = Self.maxBodyBytes - body.count
         if room > 0 { body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes.prefix(room))) }
-        droppedBodyBytes += max(0, bytes.count - max(room, 0))
     }
 
     /// Whether a header line of `count` bytes is still within the bound.

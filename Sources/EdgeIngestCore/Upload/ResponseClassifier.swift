@@ -108,10 +108,11 @@ package enum ResponseClassifier {
         _ body: [UInt8],
         batchSize: Int
     ) throws(RejectionListError) -> [RecordRejection] {
-        guard find(Array("\"rejected\"".utf8), in: body.prefix(1 << 20)[...]) != nil else { return [] }
+        // `body` is bounded where it is read (``ResponseSink/maxBodyBytes``).
+        guard find(Array("\"rejected\"".utf8), in: body[...]) != nil else { return [] }
         let json: JSONValue
         do {
-            json = try JSONValue.parse(Array(body.prefix(1 << 20)), maxDepth: 16)
+            json = try JSONValue.parse(body, maxDepth: 16)
         } catch {
             throw RejectionListError(detail: "the answer names \"rejected\" records but is not valid JSON")
         }
