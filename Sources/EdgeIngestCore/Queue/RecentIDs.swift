@@ -256,8 +256,11 @@ package final class RecentIDs: Sendable {
 extension DurableQueue {
     /// Ids per generation of ``recentIDs()``: an id is remembered for at
     /// least this many later readings (and at most twice as many), in a
-    /// table of 2 MB.
+    /// table of 1 MiB.
     package static let recentIDGeneration = 32_768
+
+    /// The window if ``recentIDs()`` has made it (nothing claimed otherwise).
+    package var existingRecentIDs: RecentIDs? { state.withLock { $0.recentIDs } }
 
     /// The queue's window of recent `_id`s, made on first use and seeded
     /// with the ids of its newest stored segments (up to one generation),

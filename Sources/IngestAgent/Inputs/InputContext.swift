@@ -56,9 +56,7 @@ struct InputContext: Sendable {
             commitMaxRecords: commitMaxRecords,
             startOffset: startOffset,
             committer: committer,
-            rejectionLog: rejectionLog,
-            // Nil only when the queue is closed: the commit fails then anyway.
-            recentIDs: try? queue.recentIDs()
+            rejectionLog: rejectionLog
         )
     }
 

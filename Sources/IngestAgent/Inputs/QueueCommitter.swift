@@ -118,7 +118,7 @@ final class QueueCommitter: Sendable {
     /// A batch that was never stored: its `_id`s may come again (a file
     /// input reads them again) and must not be refused as duplicates.
     private func forgetIDs(of batch: EncodedBatch) {
-        (try? queue.recentIDs())?.forget(batch)
+        queue.existingRecentIDs?.forget(batch)
     }
 
     private func queueFull() {

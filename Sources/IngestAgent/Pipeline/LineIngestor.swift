@@ -27,9 +27,6 @@ struct LineIngestor {
     private var lastCommit = monotonicSeconds()
     /// Rejected lines in the journal, a flood cut to a summary (the input's one log).
     private let rejectionLog: RejectionLog
-    /// The queue's recent `_id`s: a reading with its own `_id` already
-    /// queued or recently taken is refused (`duplicate_id`).
-    private let recentIDs: RecentIDs?
     /// The batch's readings that came with their own `_id` (indices in the
     /// batch) and their line numbers, checked at ``flush()``.
     private var ownIDRecords: [Int] = []
@@ -59,10 +56,8 @@ struct LineIngestor {
         commitMaxRecords: Int,
         startOffset: Int64 = 0,
         committer: QueueCommitter,
-        rejectionLog: RejectionLog,
-        recentIDs: RecentIDs? = nil
+        rejectionLog: RejectionLog
     ) {
-        self.recentIDs = recentIDs
         self.settings = settings
         self.counters = counters
         self.logger = logger
@@ -201,7 +196,7 @@ struct LineIngestor {
                     try csv.parse(bytes, into: &parsed)
                 }
                 if settings.format == .ndjson || !parsed.fields.isEmpty,
-                    try router.route(parsed, into: &batch), recentIDs != nil
+                    try router.route(parsed, into: &batch)
                 {
                     ownIDRecords.append(batch.count - 1)
                     ownIDLines.append(number)
@@ -222,7 +217,10 @@ struct LineIngestor {
             ownIDRecords.removeAll(keepingCapacity: true)
             ownIDLines.removeAll(keepingCapacity: true)
         }
-        guard let recentIDs else { return }
+        // The queue's window is made (and read from the file) on first need:
+        // agents whose readings get generated ids never pay for it. Nil only
+        // when the queue is closed, and then the commit fails anyway.
+        guard !ownIDRecords.isEmpty, let recentIDs = try? committer.queue.recentIDs() else { return }
         let known = recentIDs.claim(batch, indices: ownIDRecords)
         guard !known.isEmpty else { return }
         var records: [Int] = []
