@@ -66,7 +66,7 @@ import Testing
         )
 
         // Back to version 0: refused, nothing changed.
-        let before = FileManager.default.contents(atPath: dir.file("state/queue.sqlite"))
+        let before = try #require(FileManager.default.contents(atPath: dir.file("state/queue.sqlite")))
         let back = try IngestdBinary.run(["run", "--config", v0], stdin: Data())
         #expect(back.status == 78)
         #expect(back.stderr.contains("newer than the configured 0"))
@@ -81,7 +81,7 @@ import Testing
         let v0 = try config(dir, version: 0, types: "deviceId = \"string\"")
         let first = try IngestdBinary.run(["run", "--config", v0], stdin: Data(#"{"deviceId":"WX1"}"#.utf8 + [10]))
         #expect(first.status == 0, "\(first.stderr)")
-        let before = FileManager.default.contents(atPath: dir.file("state/queue.sqlite"))
+        let before = try #require(FileManager.default.contents(atPath: dir.file("state/queue.sqlite")))
         // Version 1 requires a field the queued reading lacks, with no default.
         let v1 = try config(
             dir,
@@ -94,5 +94,8 @@ import Testing
         #expect(result.stderr.contains("Migrating record"), "\(result.stderr.suffix(800))")
         #expect(result.stderr.contains("Nothing was changed"))
         #expect(FileManager.default.contents(atPath: dir.file("state/queue.sqlite")) == before)
+        // Nor in the log beside it: no committed frame waits there.
+        let wal = FileManager.default.contents(atPath: dir.file("state/queue.sqlite-wal")) ?? Data()
+        #expect(wal.isEmpty, "\(wal.count) bytes in the WAL")
     }
 }
