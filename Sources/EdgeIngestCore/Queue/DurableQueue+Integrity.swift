@@ -95,7 +95,7 @@ extension DurableQueue {
     ) throws -> QueueRepair {
         guard let path = configuration.location.path else { return try open(configuration, logger: logger).repair() }
         var problems: [String] = []
-        if access(path, F_OK) == 0, QueueFile.size(of: path) == 0, QueueFile.size(of: path + "-wal") == 0 {
+        if QueueFile.isTruncated(path: path) {
             let fd = try QueueFile.lock(path: path)
             let moved = try QueueFile.quarantine(path: path, now: wallClockMilliseconds())
             QueueFile.closeDescriptor(fd)

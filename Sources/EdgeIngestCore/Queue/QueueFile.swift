@@ -56,10 +56,15 @@ package enum QueueFile {
         }
     }
 
-    /// Refuses a 0-byte file with no write-ahead log beside it: a queue
-    /// file is never empty (``prepare(path:)``), so it was truncated.
+    /// Whether the file exists with 0 bytes and no write-ahead log beside
+    /// it: a queue file is never empty (``prepare(path:)``), so it was truncated.
+    static func isTruncated(path: String) -> Bool {
+        access(path, F_OK) == 0 && size(of: path) == 0 && size(of: path + "-wal") == 0
+    }
+
+    /// Refuses a truncated file (``isTruncated(path:)``).
     static func checkNotTruncated(path: String) throws {
-        guard size(of: path) == 0, size(of: path + "-wal") == 0 else { return }
+        guard isTruncated(path: path) else { return }
         throw EdgeIngestError(
             .queueCorrupt,
             "The queue file '\(path)' is empty (0 bytes): a queue file is never empty, so it was truncated (a full disk, a failed copy?) and whatever it held is gone. It was left untouched: move it aside to start a new queue, or restore it from a backup."

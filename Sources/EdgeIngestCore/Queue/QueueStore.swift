@@ -391,27 +391,20 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         }
         if row.consumed > 0 {
             let prefix = UnsafeRawBufferPointer(rebasing: row.payload[..<Int(row.consumedBytes)])
-            guard prefix.last == UInt8(ascii: "\n"), countLines(prefix) == Int(row.consumed) else {
+            guard prefix.last == UInt8(ascii: "\n"), forEachLine(in: prefix, { _, _ in true }) == Int(row.consumed)
+            else {
                 return
                     "its acknowledged prefix (\(row.consumed) records, \(row.consumedBytes) bytes) does not end on a record"
             }
         }
         if !checksummed {
-            guard row.payload.last == UInt8(ascii: "\n"), countLines(row.payload) == Int(row.recordCount) else {
+            guard row.payload.last == UInt8(ascii: "\n"),
+                forEachLine(in: row.payload, { _, _ in true }) == Int(row.recordCount)
+            else {
                 return "its payload does not hold the \(row.recordCount) records it declares"
             }
         }
         return nil
-    }
-
-    private static func countLines(_ bytes: UnsafeRawBufferPointer) -> Int {
-        var lines = 0
-        var cursor = 0
-        while let newline = firstOffset(of: UInt8(ascii: "\n"), in: bytes, from: cursor) {
-            lines += 1
-            cursor = newline + 1
-        }
-        return lines
     }
 
     // MARK: Writes (call inside a transaction)

@@ -143,20 +143,6 @@ public struct EncodedBatch: Sendable {
         return out
     }
 
-    /// Indices (over the whole batch) of the records whose id `test` picks;
-    /// `test` gets a run's ids and the byte offset of one id.
-    package func indices(where test: (UnsafeRawBufferPointer, Int) throws -> Bool) throws -> [Int] {
-        var picked: [Int] = []
-        var base = 0
-        for run in runs {
-            try run.ids.withUnsafeBytes { ids in
-                for i in 0..<run.count where try test(ids, i * 12) { picked.append(base + i) }
-            }
-            base += run.count
-        }
-        return picked
-    }
-
     /// The `_id` of record `index` (over the whole batch).
     package func id(at index: Int) -> ObjectId {
         var base = 0
