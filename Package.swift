@@ -20,6 +20,9 @@ let package = Package(
     name: "EdgeIngest",
     products: [
         .library(name: "EdgeIngest", targets: ["EdgeIngest"]),
+        // Realm's spellings for write-only data: apps written for Realm's
+        // Data Ingest change `import RealmSwift` to `import EdgeIngestRealm`.
+        .library(name: "EdgeIngestRealm", targets: ["EdgeIngestRealm"]),
         .executable(name: "ingestd", targets: ["ingestd"]),
     ],
     dependencies: [
@@ -83,6 +86,12 @@ let package = Package(
             name: "EdgeIngest",
             dependencies: ["EdgeIngestCore"]
         ),
+        // The Realm-shaped layer (docs/MIGRATING-FROM-REALM.md): a thin
+        // mapping onto EdgeIngest, with Foundation and Dispatch as in Realm.
+        .target(
+            name: "EdgeIngestRealm",
+            dependencies: ["EdgeIngest", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "IngestAgent",
             dependencies: [
@@ -129,6 +138,13 @@ let package = Package(
         .testTarget(
             name: "EdgeIngestTests",
             dependencies: ["EdgeIngest", "EdgeIngestCore", "EdgeIngestModel", "TestSupport", "queue-crash-probe"]
+        ),
+        // The seeds' samples for write-only data, compiled with only the
+        // import and the backend line changed, run against a gateway
+        // (the built ingestd) the tests start.
+        .testTarget(
+            name: "EdgeIngestRealmTests",
+            dependencies: ["EdgeIngestRealm", "TestSupport", "ingestd"]
         ),
         .testTarget(
             name: "IngestAgentTests",

@@ -88,6 +88,48 @@ import Testing
         #expect(states == ["connecting", "open"])
     }
 
+    /// With records queued while offline, `.always` uploads them before
+    /// `.open`, reporting the fraction confirmed: 0 first, 1 last, rising.
+    @Test func asyncOpenReportsTheUploadOfWhatWasQueuedAsProgress() async throws {
+        let dir = try TemporaryDirectory()
+        let backend = try TestBackend(["--api-key", "k"])
+        let user = try await user(dir: dir, loggedInOn: backend)
+        var local = IngestConfiguration()
+        local.filePath = dir.file("weather.ingest.sqlite")
+        local.objectTypes = [WeatherSensor.self]
+        do {
+            let offline = try await IngestRealm(configuration: local)  // no user: queues only
+            for batch in 0..<5 { try writeSensors(offline, 400, from: batch * 400) }
+        }
+        var configuration = user.configuration()
+        configuration.filePath = local.filePath
+        configuration.objectTypes = [WeatherSensor.self]
+        configuration.upload.maxRecords = 100  // 20 batches: room for fractions between 0 and 1
+        var states: [String] = []
+        var fractions: [Double] = []
+        var opened: IngestRealm?
+        for await state in IngestRealm.asyncOpen(configuration: configuration, openBehavior: .always) {
+            switch state {
+            case .connecting: states.append("connecting")
+            case .waitingForUser: states.append("waitingForUser")
+            case .progress(let fraction):
+                if states.last != "progress" { states.append("progress") }
+                fractions.append(fraction)
+            case .open(let realm):
+                states.append("open")
+                opened = realm
+            case .error(let error): states.append("error: \(error.message)")
+            }
+        }
+        #expect(states == ["connecting", "progress", "open"])
+        #expect(fractions.first == 0)
+        #expect(fractions.last == 1)
+        #expect(fractions == fractions.sorted())
+        // When .open comes, every record queued before is confirmed.
+        #expect(try opened?.statistics().queuedRecords == 0)
+        #expect(try backend.waitForUnique(2000) == 2000)
+    }
+
     @Test func asyncOpenWaitsForTheUserThenOpens() async throws {
         let dir = try TemporaryDirectory()
         let backend = try TestBackend(["--api-key", "k"])

@@ -47,7 +47,7 @@ import Testing
         let user = try await app.login(credentials: .anonymous)
         var configuration = user.configuration()
         configuration.objectTypes = [WeatherSensor.self]
-        configuration.inMemoryIdentifier = "YOUR-IDENTIFIER-STRING"
+        configuration.inMemoryIdentifier = "seed-in-memory-\(ObjectId.generate())"
         let realm = try await IngestRealm(configuration: configuration)
         try writeSensors(realm, 3, from: 0)
         try await realm.waitForUpload()

@@ -349,7 +349,8 @@ public final class DurableQueue: Sendable {
         guard predicate(usage.totalBytes, usage.totalBytes - usage.freeBytes) else { return }
         try store.compactFile()
         let after = try store.pageUsage()
-        logger.info(
+        logger.log(
+            level: configuration.routineLogLevel,
             "Compacted the queue file on launch",
             metadata: ["queue.bytes_before": "\(usage.totalBytes)", "queue.bytes_after": "\(after.totalBytes)"]
         )

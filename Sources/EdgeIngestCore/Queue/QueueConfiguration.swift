@@ -1,3 +1,5 @@
+import Logging
+
 /// Where a queue lives and how it behaves.
 ///
 /// ```swift
@@ -81,6 +83,10 @@ public struct QueueConfiguration: Sendable {
     /// (O(file size); see docs/QUEUE.md for its cost). The default is false:
     /// the header, format and schema are always checked.
     public var verifyIntegrityOnOpen = false
+
+    /// The level of routine messages (a compaction on launch): `info` in
+    /// the agent, `debug` for a realm opened by an application.
+    package var routineLogLevel: Logger.Level = .info
 
     /// Creates a configuration; see each property for its default.
     public init(location: Location, objectTypes: [RecordType]) {

@@ -21,9 +21,10 @@ public struct IngestConfiguration: Sendable {
     /// The queue file (an SQLite file with `-wal`/`-shm` beside it while
     /// open). With neither this nor ``inMemoryIdentifier`` set, the file is
     /// `<metadata directory>/users/<user id>/default.ingest.sqlite` for a
-    /// configuration with a ``user``, else `default.ingest.sqlite` in the
-    /// current directory. `import EdgeIngest` adds `fileURL: URL?`, the
-    /// seeds' name for it.
+    /// configuration with a ``user``, else ``defaultFilePath``.
+    /// ``defaultConfiguration`` has it set to ``defaultFilePath``, so the
+    /// seeds' `fileURL!.deletingLastPathComponent()` works.
+    /// `import EdgeIngest` adds `fileURL: URL?`, the seeds' name for it.
     public var filePath: String? {
         didSet { notAFileURL = nil }
     }
@@ -65,10 +66,32 @@ public struct IngestConfiguration: Sendable {
     /// A local configuration with every default.
     public init() {}
 
-    private static let defaultStorage = Mutex(IngestConfiguration())
+    private static let defaultStorage = Mutex(
+        {
+            var configuration = IngestConfiguration()
+            configuration.filePath = IngestConfiguration.defaultFilePath
+            return configuration
+        }()
+    )
 
-    /// The configuration `IngestRealm()` opens when given none; replace it
-    /// once at start-up.
+    /// The directory of the default realm and of ``App``'s default
+    /// metadata: `$STATE_DIRECTORY` for a systemd service with
+    /// `StateDirectory=`, else `$XDG_DATA_HOME/<program>`, else
+    /// `~/.local/share/<program>` (`<program>`: the executable's file
+    /// name), else the current directory. Read from the environment each
+    /// time; created when a realm is opened there.
+    ///
+    /// ```swift
+    /// // ~/.local/share/weather-station/default.ingest.sqlite for ./weather-station
+    /// print(IngestConfiguration.defaultFilePath)
+    /// ```
+    public static var defaultDirectory: String { DefaultLocation.directory() }
+
+    /// `<defaultDirectory>/default.ingest.sqlite`: the default realm's file.
+    public static var defaultFilePath: String { defaultDirectory + "/default.ingest.sqlite" }
+
+    /// The configuration `IngestRealm()` opens when given none, with
+    /// ``filePath`` set to ``defaultFilePath``; replace it once at start-up.
     public static var defaultConfiguration: IngestConfiguration {
         get { defaultStorage.withLock { $0 } }
         set { defaultStorage.withLock { $0 = newValue } }
@@ -99,7 +122,7 @@ public struct IngestConfiguration: Sendable {
                     path: user.app.configuration.metadataDirectory + "/users/" + user.id + "/default.ingest.sqlite"
                 )
             } else {
-                location = .file(path: "default.ingest.sqlite")
+                location = .file(path: Self.defaultFilePath)
             }
         }
         var types = try objectTypes.map { try $0.recordType() }
@@ -108,6 +131,7 @@ public struct IngestConfiguration: Sendable {
         configuration.settings = queue
         configuration.shouldCompactOnLaunch = shouldCompactOnLaunch
         configuration.migrationBlock = migrationBlock
+        configuration.routineLogLevel = .debug  // an application's realm is quiet unless asked
         return configuration
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Logging
 
 extension IngestRealm {
     /// Opens a realm step by step, reporting each state: the seeds'
@@ -17,47 +17,110 @@ extension IngestRealm {
     /// }
     /// ```
     ///
-    /// The sequence ends after `.open` or `.error`. While the configuration's
-    /// user is logged out or waits for a new login, it reports
-    /// `.waitingForUser` once and checks again every 250 ms.
+    /// What is reported, in order:
+    /// - `.waitingForUser`, once, when the backend is needed (``OpenBehavior/always``,
+    ///   or the first ``OpenBehavior/once``) and the configuration's user is
+    ///   logged out or waits for a new login; checked again every 250 ms.
+    /// - `.connecting` when the backend is needed, before reaching it.
+    /// - `.progress(fraction)` when the backend is needed and records were
+    ///   queued at open: the write-only counterpart of Realm's download
+    ///   before open is the **upload** of what was queued. `0.0` first,
+    ///   then the fraction of those records confirmed by the backend as it
+    ///   grows (checked every 50 ms), `1.0` last.
+    /// - `.open` with the realm, or `.error` (for example
+    ///   ``EdgeIngestError/Code/offline`` when the backend cannot be reached,
+    ///   or the queued records are not all uploaded, within `timeout`).
+    ///
+    /// With ``OpenBehavior/never`` the sequence is `.open` or `.error` alone.
+    /// The sequence ends after `.open` or `.error`.
     public static func asyncOpen(
         configuration: IngestConfiguration = .defaultConfiguration,
         openBehavior: OpenBehavior = .never,
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30),
+        logger: Logger = Logger(label: "edgeingest")
     ) -> AsyncStream<AsyncOpenState> {
-        // The unfolding closure is called once at a time; the lock only makes that visible to the compiler.
-        let steps = Mutex(AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil))
-        return AsyncStream(unfolding: {
-            while true {
-                let userState = configuration.user?.state
-                switch steps.withLock({ $0.next(userState: userState) }) {
-                case .finish:
-                    return nil
-                case .emit(let state):
-                    return state
-                case .pollUser:
-                    try? await Task.sleep(for: .milliseconds(250))
-                    if Task.isCancelled { return nil }
-                case .open:
-                    do {
-                        let realm = try await IngestRealm(
-                            configuration: configuration,
-                            openBehavior: openBehavior,
-                            timeout: timeout
-                        )
-                        steps.withLock { $0.opened() }
-                        return .open(realm)
-                    } catch let error as EdgeIngestError {
-                        steps.withLock { $0.opened() }
-                        return .error(error)
-                    } catch {
-                        steps.withLock { $0.opened() }
-                        return .error(EdgeIngestError(.storage, "Opening failed: \(error)."))
+        AsyncStream { continuation in
+            let task = Task {
+                var steps = AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil)
+                while true {
+                    switch steps.next(userState: configuration.user?.state) {
+                    case .finish:
+                        continuation.finish()
+                        return
+                    case .emit(let state):
+                        continuation.yield(state)
+                    case .pollUser:
+                        try? await Task.sleep(for: .milliseconds(250))
+                        if Task.isCancelled {
+                            continuation.finish()
+                            return
+                        }
+                    case .open:
+                        steps.opened()
+                        let start = ContinuousClock.now
+                        do {
+                            let realm = try await IngestRealm(
+                                configuration: configuration,
+                                openBehavior: openBehavior,
+                                timeout: timeout,
+                                logger: logger
+                            )
+                            if steps.needsBackend {
+                                try await realm.uploadQueued(until: start + timeout) {
+                                    continuation.yield(.progress($0))
+                                }
+                            }
+                            continuation.yield(.open(realm))
+                        } catch let error as EdgeIngestError {
+                            continuation.yield(.error(error))
+                        } catch is CancellationError {
+                        } catch {
+                            continuation.yield(.error(EdgeIngestError(.storage, "Opening failed: \(error).")))
+                        }
                     }
                 }
             }
-        })
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
+
+    /// Waits until the records queued now are confirmed by the backend
+    /// (the upload before open of ``asyncOpen(configuration:openBehavior:timeout:logger:)``),
+    /// reporting the fraction done: 0 first, 1 last, nothing when none
+    /// were queued.
+    func uploadQueued(until deadline: ContinuousClock.Instant, progress: (Double) -> Void) async throws {
+        let first = try queue.statistics()
+        guard first.queuedRecords > 0 else { return }
+        progress(0)
+        var reported = 0.0
+        while true {
+            let now = try queue.statistics()
+            // Confirmed, or gone another accounted way (dead letters, drops);
+            // records written meanwhile do not move the goal.
+            let gone = now.leftTotal - first.leftTotal
+            let done = now.queuedRecords == 0 || gone >= first.queuedRecords
+            let fraction = done ? 1 : min(1, Double(gone) / Double(first.queuedRecords))
+            if fraction > reported {
+                reported = fraction
+                progress(fraction)
+            }
+            if done { return }
+            guard ContinuousClock.now < deadline else {
+                let reason = uploadState?.reason.map { " (\($0))" } ?? ""
+                throw EdgeIngestError(
+                    .offline,
+                    "\(now.queuedRecords) of the \(first.queuedRecords) records queued at open were not uploaded in time\(reason); open with .never to open offline."
+                )
+            }
+            upload?.wake.stop()
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+extension QueueStatistics {
+    /// Records that ever left the queue: confirmed, dead-lettered, quarantined or dropped.
+    fileprivate var leftTotal: Int64 { acknowledgedTotal + deadLetterRecords + quarantinedRecords + droppedTotal }
 }
 
 /// The order of ``IngestRealm/asyncOpen(configuration:openBehavior:timeout:)``'s
@@ -87,9 +150,9 @@ struct AsyncOpenSteps {
                 return .pollUser
             }
             phase = .reported
-            return needsBackend ? .emit(.connecting) : .emit(.progress(0))
+            return needsBackend ? .emit(.connecting) : .open
         case .reported:
-            return .open  // the caller reports the outcome and calls opened()
+            return .open  // the caller calls opened(), then reports the outcome
         case .done:
             return .finish
         }

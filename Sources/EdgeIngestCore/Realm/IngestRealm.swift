@@ -48,7 +48,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         configuration: IngestConfiguration = .defaultConfiguration,
         openBehavior: OpenBehavior = .never,
         timeout: Duration = .seconds(30),
-        logger: Logger = Logger(label: "edgeingest.realm")
+        logger: Logger = Logger(label: "edgeingest")
     ) async throws {
         let queue = try DurableQueue.open(configuration.queueConfiguration(), logger: logger)
         var mustConnect = openBehavior == .always
@@ -63,6 +63,20 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             try await user.reachBackend(timeout: timeout)
             try queue.setMeta("opened_online", 1)
         }
+        try self.init(assembling: queue, configuration: configuration, logger: logger)
+    }
+
+    /// Opens at once, without reaching the backend (``OpenBehavior/never``),
+    /// for callers that cannot suspend (the Realm-shaped `Realm(configuration:)`).
+    package convenience init(openingNow configuration: IngestConfiguration, logger: Logger) throws {
+        let queue = try DurableQueue.open(configuration.queueConfiguration(), logger: logger)
+        try self.init(assembling: queue, configuration: configuration, logger: logger)
+    }
+
+    /// The realm on an open queue: with a user, its client-reset handler
+    /// and the queue's background upload (shared by every realm on it).
+    private convenience init(assembling queue: DurableQueue, configuration: IngestConfiguration, logger: Logger) throws
+    {
         guard let user = configuration.user else {
             self.init(opened: queue, configuration: configuration)
             return
@@ -114,6 +128,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         settings.lingerMilliseconds = configuration.upload.lingerMilliseconds
         settings.backoff = configuration.upload.backoff
         settings.shutdownTimeoutMilliseconds = configuration.upload.closeTimeoutMilliseconds
+        settings.routineLogLevel = .debug  // an application's realm is quiet unless asked
         var hooks = UploadHooks()
         hooks.requestHeaders = { [user, handler] in
             [("Authorization", "Bearer " + (try user.accessToken())), ("EdgeIngest-Session", handler.session)]

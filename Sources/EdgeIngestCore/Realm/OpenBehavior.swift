@@ -30,9 +30,10 @@ public enum AsyncOpenState: Sendable {
     /// No usable session: the user logged out or the backend refused to
     /// refresh it. Log in again; the open then succeeds.
     case waitingForUser
-    /// Opening work in progress, as a fraction. Today only 0 is reported,
-    /// once, before the file is opened when the backend is not needed
-    /// (there is nothing to download; migration reports no fractions yet).
+    /// The records queued at open being uploaded before the realm opens
+    /// (``OpenBehavior/always``, or the first ``OpenBehavior/once``, when
+    /// records were queued): the fraction of them the backend confirmed,
+    /// from 0 to 1.
     case progress(Double)
     /// Open and ready for writes.
     case open(IngestRealm)

@@ -1,3 +1,5 @@
+import Logging
+
 /// The `[upload]` section: where and how readings stream to the backend.
 public struct UploadSettings: Sendable {
     public var http: HTTPSettings
@@ -18,6 +20,10 @@ public struct UploadSettings: Sendable {
     public var holdMilliseconds = 300_000
     /// Sent as `EdgeIngest-Client`. The default is the host name.
     public var clientID: String
+    /// The level of routine messages (the uploader started, stopped with
+    /// nothing left): `info` in the agent's journal, `debug` inside an
+    /// application (the library stays quiet unless asked).
+    public var routineLogLevel: Logger.Level = .info
 
     public init(http: HTTPSettings, clientID: String) {
         self.http = http

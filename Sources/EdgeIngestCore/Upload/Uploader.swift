@@ -70,7 +70,7 @@ package final class Uploader: Sendable {
     package func run(stop: StopSignal, wake: StopSignal) throws {
         let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
         var maxBytes = settings.maxBytes
-        logger.info("Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
+        logger.log(level: settings.routineLogLevel, "Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {
             state.expectProgress(within: 0)
             guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
@@ -128,7 +128,7 @@ package final class Uploader: Sendable {
         }
         let left = (try? queue.statistics().queuedRecords) ?? 0
         guard left > 0 else {
-            logger.info("Uploader stopped", metadata: ["ingest.queued": "0"])
+            logger.log(level: settings.routineLogLevel, "Uploader stopped", metadata: ["ingest.queued": "0"])
             return
         }
         let snapshot = state.snapshot

@@ -1,0 +1,112 @@
+import EdgeIngestRealm
+import Foundation
+import TestSupport
+import Testing
+
+/// The Data Ingest page (../shared/seeds, "Atlas へのデータのストリーム"):
+/// its code as written, inside a type whose `app` is made by the one
+/// line that says where the backend is.
+struct DataIngestSample {
+    let app: App
+
+    init(backend: String, metadata: String) {
+        // Was: let app = App(id: INSERT_APP_ID_HERE)
+        app = App(
+            id: GatewayProcess.appID,
+            configuration: AppConfiguration(baseURL: backend, metadataDirectory: metadata)
+        )
+    }
+
+    // The page's top-level code.
+    func run() async {
+        do {
+            let user = try await login()
+            await openSyncedRealm(user: user)
+        } catch {
+            print("Error logging in: \(error.localizedDescription)")
+        }
+    }
+
+    func login() async throws -> User {
+        let user = try await app.login(credentials: .anonymous)
+        return user
+    }
+
+    func openSyncedRealm(user: User) async {
+        do {
+            var asymmetricConfig = user.flexibleSyncConfiguration()
+            asymmetricConfig.objectTypes = [WeatherSensor.self]
+            let asymmetricRealm = try await Realm(configuration: asymmetricConfig)
+            await useRealm(asymmetricRealm, user)
+        } catch {
+            print("Error opening realm: \(error.localizedDescription)")
+        }
+    }
+
+    func useRealm(_ asymmetricRealm: Realm, _ user: User) async {
+        try! asymmetricRealm.write {
+            asymmetricRealm.create(
+                WeatherSensor.self,
+                value: [
+                    "_id": ObjectId.generate(),
+                    "deviceId": "WX1278UIT",
+                    "temperatureInFahrenheit": 66.7,
+                    "barometricPressureInHg": 29.65,
+                    "windSpeedInMph": 2,
+                ]
+            )
+        }
+    }
+}
+
+@Suite struct DataIngestSeedTests {
+    @Test func theDataIngestPageStreamsAWeatherSensorReadingToTheGateway() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let metadata = try TemporaryDirectory()
+        await DataIngestSample(backend: gateway.baseURL, metadata: metadata.path).run()
+        // The realm was released at the end of useRealm: its final drain uploaded the reading.
+        #expect(gateway.waitUntilArchived(1) == 1, "\(gateway.stderr.suffix(2000))")
+        let row = try sqlite3(
+            gateway.dir.file("archive.sqlite"),
+            "SELECT deviceId, temperatureInFahrenheit, windSpeedInMph FROM WeatherSensor"
+        )
+        #expect(row == "WX1278UIT|66.7|2")
+        // The reading left the device once confirmed: nothing is queued in the user's file.
+        let app = App(
+            id: GatewayProcess.appID,
+            configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: metadata.path)
+        )
+        let user = try #require(app.currentUser)
+        var configuration = user.flexibleSyncConfiguration()
+        configuration.objectTypes = [WeatherSensor.self]
+        #expect(FileManager.default.fileExists(atPath: configuration.fileURL!.path))
+        let realm = try await Realm(configuration: configuration)
+        #expect(try realm.ingestRealm.statistics().queuedRecords == 0)
+    }
+
+    static func reading(wind: Any) -> [String: Any] {
+        ["deviceId": "WX", "temperatureInFahrenheit": 60.5, "barometricPressureInHg": 30.1, "windSpeedInMph": wind]
+    }
+
+    @Test func aValueThatDoesNotFitFailsTheWriteAndStoresNothing() async throws {
+        var configuration = Realm.Configuration(inMemoryIdentifier: "bad-\(ObjectId.generate())")
+        configuration.objectTypes = [WeatherSensor.self]
+        let realm = try await Realm(configuration: configuration)
+        #expect {
+            try realm.write {
+                realm.create(WeatherSensor.self, value: Self.reading(wind: 1))
+                realm.create(WeatherSensor.self, value: Self.reading(wind: "fast"))
+            }
+        } throws: { error in
+            // Says which field and what was expected, and is catchable as an NSError.
+            let message = (error as NSError).localizedDescription
+            return message.contains("windSpeedInMph") && message.contains("int")
+        }
+        #expect(try realm.ingestRealm.statistics().appendedTotal == 0)
+        #expect(!realm.isInWriteTransaction)
+        // A write inside a write is refused, not a deadlock.
+        #expect(throws: Realm.Error.self) {
+            try realm.write { try realm.write {} }
+        }
+    }
+}

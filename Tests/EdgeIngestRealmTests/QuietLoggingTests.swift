@@ -1,0 +1,56 @@
+import EdgeIngestRealm
+import Foundation
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+/// The library logs only through the Logger it is given (`Realm.logger`,
+/// or IngestRealm's `logger:`), and routine events at debug: an app that
+/// did not ask for logs (swift-log's default handler shows info and up)
+/// sees nothing while all goes well.
+@Suite(.serialized) struct QuietLoggingTests {
+    final class Captured: LogHandler, @unchecked Sendable {
+        let entries = Mutex<[(level: Logger.Level, message: String)]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            entries.withLock { $0.append((event.level, "\(event.message)")) }
+        }
+    }
+
+    @Test func openingWritingUploadingAndReleasingLogOnlyAtDebug() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        let captured = Captured()
+        let saved = Realm.logger
+        Realm.logger = Logger(label: "test") { _ in captured }
+        defer { Realm.logger = saved }
+
+        let app = App(
+            id: GatewayProcess.appID,
+            configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: dir.path)
+        )
+        let user = try await app.login(credentials: .anonymous)
+        var configuration = user.flexibleSyncConfiguration()
+        configuration.objectTypes = [WeatherSensor.self]
+        configuration.shouldCompactOnLaunch = { _, _ in true }  // a compaction on launch is routine too
+        do {
+            let realm = try await Realm(configuration: configuration)
+            try realm.write { realm.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 1)) }
+            try await realm.ingestRealm.waitForUpload()
+        }
+        #expect(gateway.waitUntilArchived(1) == 1)
+        let entries = captured.entries.withLock { $0 }
+        // Routine events were logged, through the given logger, at debug...
+        #expect(entries.contains { $0.level == .debug && $0.message == "Uploading to the sink" }, "\(entries)")
+        #expect(entries.contains { $0.level == .debug && $0.message == "Uploader stopped" }, "\(entries)")
+        // ...and nothing at info or above.
+        let loud = entries.filter { $0.level >= .info }
+        #expect(loud.isEmpty, "\(loud)")
+    }
+}
