@@ -39,6 +39,9 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     ///   - openBehavior: whether to reach the backend first; the default,
     ///     ``OpenBehavior/never``, opens at once, offline or not.
     ///   - timeout: how long ``OpenBehavior/always`` may take to reach the backend.
+    ///   - logger: where the realm, its queue and its upload log. The
+    ///     default, `Logger(label: "edgeingest")`, follows the application's
+    ///     `LoggingSystem.bootstrap`; routine events are at `debug`.
     /// - Throws: ``EdgeIngestError``: ``EdgeIngestError/Code/invalidConfiguration``
     ///   (both `fileURL` and `inMemoryIdentifier`, no object types, …), the
     ///   queue's open errors, ``EdgeIngestError/Code/offline`` when
