@@ -19,7 +19,9 @@ import EdgeIngest
 /// hold more than fit in memory, so the block is called **once per queued
 /// record** written with an older schema version, its `enumerateObjects`
 /// visiting that one record. A block that only calls the migration's
-/// methods (as Realm's samples do) behaves the same either way.
+/// methods (as Realm's samples do) behaves the same either way. As in
+/// Realm, fields the new type no longer declares are dropped afterwards,
+/// and new required fields get their type's default.
 public typealias MigrationBlock = @Sendable (_ migration: Migration, _ oldSchemaVersion: UInt64) -> Void
 
 /// What a ``MigrationBlock`` works on: Realm's `Migration`, for the queued
@@ -59,12 +61,28 @@ public final class Migration {
     )
     public func deleteData(forType typeName: String) -> Bool { false }
 
-    /// The primary API's per-record block for a Realm-style `block`.
-    static func perRecord(_ block: @escaping MigrationBlock) -> EdgeIngestCore.MigrationBlock {
-        { record, oldSchemaVersion in
+    /// The primary API's per-record block for a Realm-style `block`. As in
+    /// Realm, after the block a field the record's type no longer declares
+    /// is dropped, and a new required field the block did not set gets its
+    /// type's default (`""`, `0`, `false`; timestamps and ids have none).
+    static func perRecord(_ block: @escaping MigrationBlock, types: [RecordType]) -> EdgeIngestCore.MigrationBlock {
+        let declared = Dictionary(types.map { ($0.name, $0.fields) }, uniquingKeysWith: { first, _ in first })
+        return { record, oldSchemaVersion in
             let migration = Migration(record)
             block(migration, UInt64(clamping: oldSchemaVersion))
             record = migration.record
+            guard let fields = declared[record.typeName] else { return }
+            let names = Set(fields.map(\.name))
+            for name in record.values.keys where !names.contains(name) { record[name] = nil }
+            for field in fields where field.isRequired && field.defaultValue == nil && record[field.name] == nil {
+                switch field.type {
+                case .string: record[field.name] = .string("")
+                case .int: record[field.name] = .int(0)
+                case .double: record[field.name] = .double(0)
+                case .bool: record[field.name] = .bool(false)
+                default: break
+                }
+            }
         }
     }
 }

@@ -30,9 +30,11 @@ import Synchronization
 public final class Realm: Sendable, CustomStringConvertible {
     /// The realm of the primary API this one maps onto.
     public let ingestRealm: IngestRealm
-    /// Serializes write blocks on this realm, as a Realm write transaction does.
-    private let writer = NSLock()
-    private let transaction = Mutex<OpenTransaction?>(nil)
+    /// The write blocks running now, by file (every `Realm` on one file
+    /// shares them, as Realm's instances of one file on one thread are one).
+    private static let transactions = Mutex<[ObjectIdentifier: OpenTransaction]>([:])
+    /// Serializes write blocks on one file, as a Realm write transaction does.
+    private static let writers = Mutex<[ObjectIdentifier: NSLock]>([:])
 
     /// The write block running now: its thread and the records it created.
     private struct OpenTransaction: @unchecked Sendable {
@@ -44,6 +46,8 @@ public final class Realm: Sendable, CustomStringConvertible {
     private final class Steps: @unchecked Sendable {
         var list: [(IngestTransaction) throws -> Void] = []
     }
+
+    private var file: ObjectIdentifier { ingestRealm.queueIdentity }
 
     /// The configuration the realm was opened with.
     public let configuration: Configuration
@@ -102,7 +106,7 @@ public final class Realm: Sendable, CustomStringConvertible {
 
     /// Whether a write block of this realm runs on the calling thread.
     public var isInWriteTransaction: Bool {
-        transaction.withLock { $0.map { pthread_equal($0.thread, pthread_self()) != 0 } ?? false }
+        Realm.transactions.withLock { $0[file].map { pthread_equal($0.thread, pthread_self()) != 0 } ?? false }
     }
 
     /// Runs `block`, in which ``create(_:value:)`` adds records, and stores
@@ -151,12 +155,19 @@ public final class Realm: Sendable, CustomStringConvertible {
                 )
             )
         }
+        let file = self.file
+        let writer = Realm.writers.withLock { writers in
+            if let lock = writers[file] { return lock }
+            let lock = NSLock()
+            writers[file] = lock
+            return lock
+        }
         writer.lock()
         defer { writer.unlock() }
-        transaction.withLock { $0 = OpenTransaction(thread: pthread_self()) }
-        defer { transaction.withLock { $0 = nil } }
+        Realm.transactions.withLock { $0[file] = OpenTransaction(thread: pthread_self()) }
+        defer { _ = Realm.transactions.withLock { $0.removeValue(forKey: file) } }
         let result = try block()
-        let steps = transaction.withLock { $0?.steps }?.list ?? []
+        let steps = Realm.transactions.withLock { $0[file]?.steps }?.list ?? []
         return (steps, result)
     }
 
@@ -186,8 +197,8 @@ public final class Realm: Sendable, CustomStringConvertible {
     }
 
     private func add(_ step: @escaping (IngestTransaction) throws -> Void) {
-        let steps = transaction.withLock { open in
-            open.flatMap { pthread_equal($0.thread, pthread_self()) != 0 ? $0.steps : nil }
+        let steps = Realm.transactions.withLock { open in
+            open[file].flatMap { pthread_equal($0.thread, pthread_self()) != 0 ? $0.steps : nil }
         }
         steps?.list.append(step)
         let added = steps != nil

@@ -41,7 +41,7 @@ extension Realm {
             self.schemaVersion = schemaVersion
             // Observers do not run in an initializer: map these here.
             self.migrationBlock = migrationBlock
-            ingestConfiguration.migrationBlock = migrationBlock.map(Migration.perRecord)
+            ingestConfiguration.migrationBlock = migrationBlock.map { Migration.perRecord($0, types: []) }
             self.shouldCompactOnLaunch = shouldCompactOnLaunch
             if let shouldCompactOnLaunch {  // else EdgeIngest's default policy stays
                 ingestConfiguration.shouldCompactOnLaunch = Self.mapped(shouldCompactOnLaunch)
@@ -55,11 +55,15 @@ extension Realm {
         /// configuration's (Realm finds every type of the program; Swift
         /// on Linux cannot, so declare them once there).
         var resolved: IngestConfiguration {
-            guard ingestConfiguration.objectTypes.isEmpty, ingestConfiguration.recordTypes.isEmpty else {
-                return ingestConfiguration
-            }
             var resolved = ingestConfiguration
-            resolved.objectTypes = Configuration.defaultConfiguration.ingestConfiguration.objectTypes
+            if resolved.objectTypes.isEmpty, resolved.recordTypes.isEmpty {
+                resolved.objectTypes = Configuration.defaultConfiguration.ingestConfiguration.objectTypes
+            }
+            if let migrationBlock {
+                let types =
+                    resolved.recordTypes + resolved.objectTypes.compactMap { try? $0.recordType() }
+                resolved.migrationBlock = Migration.perRecord(migrationBlock, types: types)
+            }
             return resolved
         }
 
@@ -106,7 +110,7 @@ extension Realm {
         /// Rewrites queued records of an older schema version at open; see
         /// ``Migration`` for what it is called with.
         public var migrationBlock: MigrationBlock? {
-            didSet { ingestConfiguration.migrationBlock = migrationBlock.map(Migration.perRecord) }
+            didSet { ingestConfiguration.migrationBlock = migrationBlock.map { Migration.perRecord($0, types: []) } }
         }
 
         /// Decides at open whether to compact the file, given its total and used bytes.

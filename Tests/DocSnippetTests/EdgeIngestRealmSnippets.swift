@@ -54,8 +54,8 @@ func docs_MIGRATING_FROM_REALM_md_line34() async throws {
     }
 }
 
-// docs/MIGRATING-FROM-REALM.md, the block at line 139.
-func docs_MIGRATING_FROM_REALM_md_line139() async throws {
+// docs/MIGRATING-FROM-REALM.md, the block at line 141.
+func docs_MIGRATING_FROM_REALM_md_line141() async throws {
 
     var config = Realm.Configuration.defaultConfiguration
     config.schemaVersion = 2

@@ -141,6 +141,7 @@ import Testing
         try await realm.ingestRealm.waitForUpload()
         #expect(device.gateway.waitUntilArchived(device.storedBefore + 2) == device.storedBefore + 2)
         #expect(try realm.ingestRealm.statistics().droppedByReason.isEmpty)
+        #expect(device.gateway.stderr.contains("session_superseded"))  // a reset did happen
     }
 
     @Test func recoverOrDiscardDiscardsWhenTheGatewaySaysItCannot() async throws {

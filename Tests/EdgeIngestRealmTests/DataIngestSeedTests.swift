@@ -110,3 +110,25 @@ struct DataIngestSample {
         }
     }
 }
+
+/// Two `Realm`s on one file are one realm, as in Realm: a record created
+/// through either inside the other's write belongs to that write.
+@Suite struct SharedFileTests {
+    @Test func twoRealmsOnOneFileShareTheirWriteTransaction() async throws {
+        let dir = try TemporaryDirectory()
+        let config = Realm.Configuration(
+            fileURL: URL(fileURLWithPath: dir.file("one.realm")),
+            objectTypes: [WeatherSensor.self]
+        )
+        let first = try await Realm(configuration: config)
+        let second = try await Realm(configuration: config)
+        try first.write {
+            #expect(second.isInWriteTransaction)
+            second.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 1))
+            first.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 2))
+        }
+        #expect(try first.ingestRealm.statistics().queuedRecords == 2)
+        // A write inside a write through the other handle is refused too.
+        #expect(throws: Realm.Error.self) { try first.write { try second.write {} } }
+    }
+}

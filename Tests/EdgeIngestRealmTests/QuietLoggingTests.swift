@@ -27,28 +27,29 @@ import Testing
         let gateway = try GatewayProcess(types: seedTypesTOML)
         let dir = try TemporaryDirectory()
         let captured = Captured()
-        let saved = Realm.logger
-        Realm.logger = Logger(label: "test") { _ in captured }
-        defer { Realm.logger = saved }
+        // The logger is given to this realm only (Realm.logger is process-wide,
+        // and other suites' realms run at the same time).
+        let logger = Logger(label: "test") { _ in captured }
 
         let app = App(
             id: GatewayProcess.appID,
             configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: dir.path)
         )
         let user = try await app.login(credentials: .anonymous)
-        var configuration = user.flexibleSyncConfiguration()
+        var configuration = user.configuration()
         configuration.objectTypes = [WeatherSensor.self]
         configuration.shouldCompactOnLaunch = { _, _ in true }  // a compaction on launch is routine too
         do {
-            let realm = try await Realm(configuration: configuration)
-            try realm.write { realm.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 1)) }
-            try await realm.ingestRealm.waitForUpload()
+            let realm = try await IngestRealm(configuration: configuration, logger: logger)
+            try realm.write { try $0.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 1)) }
+            try await realm.waitForUpload()
         }
         #expect(gateway.waitUntilArchived(1) == 1)
         let entries = captured.entries.withLock { $0 }
         // Routine events were logged, through the given logger, at debug...
         #expect(entries.contains { $0.level == .debug && $0.message == "Uploading to the sink" }, "\(entries)")
         #expect(entries.contains { $0.level == .debug && $0.message == "Uploader stopped" }, "\(entries)")
+        #expect(entries.contains { $0.level == .debug && $0.message == "Compacted the queue file on launch" })
         // ...and nothing at info or above.
         let loud = entries.filter { $0.level >= .info }
         #expect(loud.isEmpty, "\(loud)")

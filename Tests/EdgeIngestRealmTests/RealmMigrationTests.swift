@@ -51,7 +51,6 @@ class WeatherSensorV0: AsymmetricObject {
             if oldSchemaVersion < 1 {
                 migration.enumerateObjects(ofType: WeatherSensor.className()) { oldObject, newObject in
                     newObject!["windSpeedInMph"] = (oldObject!["windSpeedInKph"] as! Int) * 10 / 16
-                    newObject!["windSpeedInKph"] = nil
                 }
                 migration.renameProperty(onType: WeatherSensor.className(), from: "deviceName", to: "deviceId")
             }

@@ -13,8 +13,8 @@ import Testing
 
         """
 
-    /// The compiler's errors for `body` in a function of the prelude's.
-    func typecheck(_ body: String) throws -> String {
+    /// The compiler's exit status and errors for `body` in a function of the prelude's.
+    func typecheck(_ body: String) throws -> (status: Int32, errors: String) {
         let dir = try TemporaryDirectory()
         try (Self.prelude + body + "\n}\n").write(toFile: dir.file("sample.swift"), atomically: true, encoding: .utf8)
         let build = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
@@ -25,18 +25,19 @@ import Testing
             ["swiftc", "-typecheck", dir.file("sample.swift"), "-I", build.appendingPathComponent("Modules").path]
             + cModules.flatMap { ["-I", sources.appendingPathComponent($0).path] }
         let result = try runTool("/usr/bin/env", arguments)
-        return result.output.split(separator: "\n").filter { $0.contains("error:") }.joined(separator: "\n")
+        let errors = result.output.split(separator: "\n").filter { $0.contains("error:") }.joined(separator: "\n")
+        return (result.status, errors)
     }
 
     @Test func whatAWriteOnlyRealmOffersTypeChecks() throws {
-        let errors = try typecheck(
+        let (status, errors) = try typecheck(
             """
             try! realm.write { realm.create(WeatherSensor.self, value: ["name": "x"]) }
             _ = user.flexibleSyncConfiguration(clientResetMode: .discardUnsyncedChanges({ before in }, nil))
             migration.renameProperty(onType: "WeatherSensor", from: "a", to: "b")
             """
         )
-        #expect(errors.isEmpty, "\(errors)")
+        #expect(status == 0 && errors.isEmpty, "\(errors)")
     }
 
     @Test(
@@ -55,7 +56,7 @@ import Testing
         ]
     )
     func whatItCannotHonourFailsToCompileWithTheReason(code: String, reason: String) throws {
-        let errors = try typecheck(code)
-        #expect(errors.contains("is unavailable") && errors.contains(reason), "\(errors)")
+        let (status, errors) = try typecheck(code)
+        #expect(status != 0 && errors.contains("is unavailable") && errors.contains(reason), "\(errors)")
     }
 }

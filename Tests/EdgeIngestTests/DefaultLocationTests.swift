@@ -6,7 +6,7 @@ import Testing
 /// directory, else the XDG data home, else ~/.local/share, else here.
 @Suite struct DefaultLocationTests {
     func directory(_ environment: [String: String]) -> String {
-        DefaultLocation.directory { environment[$0] }
+        DefaultLocation.directory(environment: { environment[$0] }, accountHome: { nil })
     }
 
     @Test func theStateDirectoryOfAServiceWinsThenXDGThenHome() {
@@ -19,6 +19,11 @@ import Testing
         #expect(directory(["XDG_DATA_HOME": "data", "HOME": "/home/pi"]) == "/home/pi/.local/share/" + program)
         #expect(directory(["HOME": "/"]) == "/.local/share/" + program)
         #expect(directory([:]) == ".")
+        // Without HOME (a service), the account's home.
+        #expect(
+            DefaultLocation.directory(environment: { _ in nil }, accountHome: { "/root" }) == "/root/.local/share/"
+                + program
+        )
         #expect(!program.isEmpty && !program.contains("/"))
     }
 

@@ -10,16 +10,20 @@ import Glibc
 /// drain) when the last is released.
 final class BackgroundUpload: Sendable {
     let uploader: Uploader
+    /// The client-reset handler of the file, shared by every realm on it.
+    let resetHandler: ClientResetHandler
     let stop = StopSignal()
     let wake = StopSignal()
     private let thread: Mutex<pthread_t?> = Mutex(nil)
     private let resumer: UInt64
     private let app: App
 
-    init(uploader: Uploader, user: User) {
+    init(uploader: Uploader, user: User, resetHandler: ClientResetHandler) {
         self.uploader = uploader
         self.app = user.app
+        self.resetHandler = resetHandler
         resumer = user.app.addResumer(userID: user.id) { [uploader] in uploader.resume() }
+        resetHandler.attach(self)  // before the first batch: a reset then finds the live realm
         let handle = BlockingThread.start { [uploader, stop, wake] in
             do {
                 try uploader.run(stop: stop, wake: wake)
@@ -45,10 +49,10 @@ final class BackgroundUpload: Sendable {
     }
 
     /// The running upload of `queue`, or a new one made by `make`.
-    static func shared(for queue: DurableQueue, make: () -> BackgroundUpload) -> BackgroundUpload {
-        registry.withLock { entries in
+    static func shared(for queue: DurableQueue, make: () throws -> BackgroundUpload) throws -> BackgroundUpload {
+        try registry.withLock { entries in
             if let existing = entries[ObjectIdentifier(queue)]?.upload { return existing }
-            let upload = make()
+            let upload = try make()
             entries[ObjectIdentifier(queue)] = WeakUpload(upload)
             return upload
         }

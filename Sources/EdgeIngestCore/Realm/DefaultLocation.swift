@@ -9,11 +9,15 @@ enum DefaultLocation {
     /// 1. `$STATE_DIRECTORY` (the first entry), set by systemd for a
     ///    service with `StateDirectory=`;
     /// 2. `$XDG_DATA_HOME/<program>`, when that variable holds an absolute path;
-    /// 3. `$HOME/.local/share/<program>` (the XDG default);
+    /// 3. `$HOME/.local/share/<program>` (the XDG default; without `HOME`,
+    ///    as for a service, the account's home directory from the password database);
     /// 4. the current directory.
     ///
     /// `<program>` is the executable's file name (`/proc/self/exe`).
-    static func directory(environment: (String) -> String? = environmentValue) -> String {
+    static func directory(
+        environment: (String) -> String? = environmentValue,
+        accountHome: () -> String? = accountHomeDirectory
+    ) -> String {
         if let state = environment("STATE_DIRECTORY")?.split(separator: ":").first, state.hasPrefix("/") {
             return String(state)
         }
@@ -21,10 +25,21 @@ enum DefaultLocation {
         if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") {
             return trimmed(data) + "/" + program
         }
-        if let home = environment("HOME"), home.hasPrefix("/") {
+        if let home = environment("HOME") ?? accountHome(), home.hasPrefix("/") {
             return trimmed(home) + "/.local/share/" + program
         }
         return "."
+    }
+
+    /// The running account's home directory (`getpwuid_r`), or nil.
+    static func accountHomeDirectory() -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil, let dir = entry.pw_dir
+        else { return nil }
+        let home = String(cString: dir)
+        return home.isEmpty ? nil : home
     }
 
     static func environmentValue(_ name: String) -> String? {

@@ -41,7 +41,16 @@ extension IngestRealm {
     ) -> AsyncStream<AsyncOpenState> {
         AsyncStream { continuation in
             let task = Task {
-                var steps = AsyncOpenSteps(needsBackend: openBehavior != .never && configuration.user != nil)
+                // A local realm never needs the backend; `.once` only until the file was opened online.
+                let behavior = configuration.user == nil ? .never : openBehavior
+                var needsBackend = behavior != .never
+                if behavior == .once,
+                    let queue = try? DurableQueue.open(configuration.queueConfiguration(), logger: logger),
+                    (try? queue.meta("opened_online")) != nil
+                {
+                    needsBackend = false
+                }
+                var steps = AsyncOpenSteps(needsBackend: needsBackend)
                 while true {
                     switch steps.next(userState: configuration.user?.state) {
                     case .finish:
@@ -61,7 +70,7 @@ extension IngestRealm {
                         do {
                             let realm = try await IngestRealm(
                                 configuration: configuration,
-                                openBehavior: openBehavior,
+                                openBehavior: behavior,
                                 timeout: timeout,
                                 logger: logger
                             )

@@ -84,9 +84,14 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             self.init(opened: queue, configuration: configuration)
             return
         }
-        let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
-        let upload = BackgroundUpload.shared(for: queue) {
-            BackgroundUpload(
+        // One upload per file in the process, and with it one client-reset
+        // handler: every realm on the file resolves resets through it (its
+        // mode is that of the first realm opened on the file).
+        var made: ClientResetHandler?
+        let upload = try BackgroundUpload.shared(for: queue) {
+            let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
+            made = handler
+            return BackgroundUpload(
                 uploader: IngestRealm.makeUploader(
                     queue: queue,
                     configuration: configuration,
@@ -94,11 +99,20 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
                     handler: handler,
                     logger: logger
                 ),
-                user: user
+                user: user,
+                resetHandler: handler
             )
         }
-        handler.attach(upload)
-        self.init(opened: queue, configuration: configuration, upload: upload, resetHandler: handler)
+        if made == nil, upload.resetHandler.configuration.clientResetMode.kind != configuration.clientResetMode.kind {
+            logger.warning(
+                "This file is already open with another client-reset mode; the first realm's mode applies",
+                metadata: [
+                    "ingest.mode": "\(upload.resetHandler.configuration.clientResetMode)",
+                    "ingest.ignored_mode": "\(configuration.clientResetMode)",
+                ]
+            )
+        }
+        self.init(opened: queue, configuration: configuration, upload: upload, resetHandler: upload.resetHandler)
     }
 
     init(
@@ -264,6 +278,9 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     public var pendingClientReset: String? { resetHandler?.pendingReason }
 
     public var description: String { "IngestRealm(\(queue.configuration.location))" }
+
+    /// The same for every realm on one file (or in-memory queue) in the process.
+    package var queueIdentity: ObjectIdentifier { ObjectIdentifier(queue) }
 }
 
 extension User {
