@@ -120,7 +120,13 @@ import Testing
             )
         )
         try write(realm, 4)
-        #expect(eventually(timeout: 30) { (try? realm.ingestRealm.statistics().droppedByReason["client_reset"]) == 4 })
+        // Dropped first, then the blocks run: wait for the after block too.
+        #expect(
+            eventually(timeout: 30) {
+                (try? realm.ingestRealm.statistics().droppedByReason["client_reset"]) == 4
+                    && seen.after.withLock { $0 } != nil
+            }
+        )
         #expect(seen.before.withLock { $0 } == 4)
         #expect(seen.after.withLock { $0 }.map { $0.before } == 4)
         // Uploading goes on under the new session.
@@ -191,26 +197,29 @@ import Testing
     }
 
     @Test func recoverFallsBackToManualAndTheSyncManagerWhenItCannotWork() async throws {
-        let gateway = try GatewayProcess(types: seedTypesTOML, schemaVersion: 0)
-        let dir = try TemporaryDirectory()
-        let app = App(
-            id: GatewayProcess.appID,
-            configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: dir.path)
-        )
-        let device = Device(gateway: gateway, dir: dir, user: try await app.login(credentials: .anonymous))
-        let reported = Mutex<String?>(nil)
-        app.syncManager.errorHandler = { error, session in
-            if (error as? Realm.Error)?.ingestCode == .clientResetRequired {
-                reported.withLock { $0 = session?.parentUser()?.id }
+        // The handler is process-wide: other suites' tests set it too.
+        try await withProcessWideState {
+            let gateway = try GatewayProcess(types: seedTypesTOML, schemaVersion: 0)
+            let dir = try TemporaryDirectory()
+            let app = App(
+                id: GatewayProcess.appID,
+                configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: dir.path)
+            )
+            let device = Device(gateway: gateway, dir: dir, user: try await app.login(credentials: .anonymous))
+            let reported = Mutex<String?>(nil)
+            app.syncManager.errorHandler = { error, session in
+                if (error as? Realm.Error)?.ingestCode == .clientResetRequired {
+                    reported.withLock { $0 = session?.parentUser()?.id }
+                }
             }
+            defer { app.syncManager.errorHandler = nil }
+            let realm = try await Realm(
+                configuration: device.configuration("newer.ingest.sqlite", .recoverUnsyncedChanges(), schemaVersion: 1)
+            )
+            try write(realm, 2)
+            #expect(eventually(timeout: 30) { reported.withLock { $0 } == device.user.id })
+            #expect(try realm.ingestRealm.statistics().queuedRecords == 2)
+            #expect(realm.ingestRealm.pendingClientReset != nil)
         }
-        defer { app.syncManager.errorHandler = nil }
-        let realm = try await Realm(
-            configuration: device.configuration("newer.ingest.sqlite", .recoverUnsyncedChanges(), schemaVersion: 1)
-        )
-        try write(realm, 2)
-        #expect(eventually(timeout: 30) { reported.withLock { $0 } == device.user.id })
-        #expect(try realm.ingestRealm.statistics().queuedRecords == 2)
-        #expect(realm.ingestRealm.pendingClientReset != nil)
     }
 }

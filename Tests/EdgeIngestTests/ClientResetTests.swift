@@ -118,21 +118,25 @@ import Testing
     }
 
     @Test func aRecoveryTheBackendRulesOutFallsBackToManualAndTheGlobalHandler() async throws {
-        let reported = Mutex<[String]>([])
-        SyncManager.errorHandler = { error, user in reported.withLock { $0.append("\(error.code) \(user?.id ?? "-")") }
+        // SyncManager.errorHandler is process-wide: other suites' tests set it too.
+        try await withProcessWideState {
+            let reported = Mutex<[String]>([])
+            SyncManager.errorHandler = { error, user in
+                reported.withLock { $0.append("\(error.code) \(user?.id ?? "-")") }
+            }
+            defer { SyncManager.errorHandler = nil }
+            let s = try await setUp(.recoverUnsyncedChanges(), recoverable: false)
+            try writeSensors(s.realm, 2, from: 5)
+            #expect(eventually { s.realm.pendingClientReset != nil })
+            #expect(eventually { reported.withLock { $0 }.contains("client_reset_required key-0") })
+            #expect(try s.realm.statistics().queuedRecords == 2)
+            // The operator chooses to discard, with a backup.
+            var backup = IngestConfiguration()
+            backup.fileURL = URL(fileURLWithPath: s.dir.file("backup.ingest.sqlite"))
+            backup.objectTypes = [WeatherSensor.self]
+            try s.realm.resolveClientReset(discard: true, backup: backup)
+            #expect(try s.realm.statistics().droppedByReason["client_reset"] == 2)
+            #expect(try await IngestRealm(configuration: backup).statistics().queuedRecords == 2)
         }
-        defer { SyncManager.errorHandler = nil }
-        let s = try await setUp(.recoverUnsyncedChanges(), recoverable: false)
-        try writeSensors(s.realm, 2, from: 5)
-        #expect(eventually { s.realm.pendingClientReset != nil })
-        #expect(eventually { reported.withLock { $0 }.contains("client_reset_required key-0") })
-        #expect(try s.realm.statistics().queuedRecords == 2)
-        // The operator chooses to discard, with a backup.
-        var backup = IngestConfiguration()
-        backup.fileURL = URL(fileURLWithPath: s.dir.file("backup.ingest.sqlite"))
-        backup.objectTypes = [WeatherSensor.self]
-        try s.realm.resolveClientReset(discard: true, backup: backup)
-        #expect(try s.realm.statistics().droppedByReason["client_reset"] == 2)
-        #expect(try await IngestRealm(configuration: backup).statistics().queuedRecords == 2)
     }
 }

@@ -104,11 +104,7 @@ extension IngestRealm {
         var reported = 0.0
         while true {
             let now = try queue.statistics()
-            // Confirmed, or gone another accounted way (dead letters, drops);
-            // records written meanwhile do not move the goal.
-            let gone = now.leftTotal - first.leftTotal
-            let done = now.queuedRecords == 0 || gone >= first.queuedRecords
-            let fraction = done ? 1 : min(1, Double(gone) / Double(first.queuedRecords))
+            let (fraction, done) = Self.uploadProgress(from: first, to: now)
             if fraction > reported {
                 reported = fraction
                 progress(fraction)
@@ -124,6 +120,19 @@ extension IngestRealm {
             upload?.wake.stop()
             try await Task.sleep(for: .milliseconds(50))
         }
+    }
+}
+
+extension IngestRealm {
+    /// How far the upload of the records queued at `first` got by `now`:
+    /// records confirmed, or gone another accounted way (dead letters,
+    /// drops), over those queued at first; records written meanwhile do not
+    /// move the goal. Done when as many left as were queued, or none is left.
+    static func uploadProgress(from first: QueueStatistics, to now: QueueStatistics) -> (fraction: Double, done: Bool) {
+        let gone = now.leftTotal - first.leftTotal
+        let done = now.queuedRecords == 0 || gone >= first.queuedRecords
+        guard !done, first.queuedRecords > 0 else { return (1, true) }
+        return (min(1, max(0, Double(gone) / Double(first.queuedRecords))), false)
     }
 }
 
