@@ -82,8 +82,8 @@ depends="$(cd "$work/shlibs" && dpkg-shlibdeps -O ingestd 2>/dev/null | sed -n '
 
 mkdir -p "$pkg/DEBIAN"
 installed_kb="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"
-# Suggests: libpq5 — the postgresql sink loads it with dlopen when used;
-# the binary does not link it (docs/SINKS.md).
+# Suggests: libpq5, libmosquitto1 — the postgresql and mqtt sinks load them
+# with dlopen when used; the binary links neither (docs/SINKS.md).
 cat > "$pkg/DEBIAN/control" <<CONTROL
 Package: ingestd
 Version: $version
@@ -91,7 +91,7 @@ Architecture: $arch
 Maintainer: EdgeIngest <packages@edgeingest.invalid>
 Installed-Size: $installed_kb
 Depends: $depends
-Suggests: libpq5
+Suggests: libpq5, libmosquitto1
 Section: net
 Priority: optional
 Homepage: https://github.com/edgeingest/edgeingest

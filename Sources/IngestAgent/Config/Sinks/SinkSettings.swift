@@ -17,13 +17,13 @@ public struct SinkSettings: Sendable {
     /// The ingest protocol over HTTP to `upload.url` (the default).
     public static let ingestProtocol = SinkSettings(IngestSinkConfiguration())
 
-    /// Its name in `upload.sink`: `ingest`, `sqlite`, `clickhouse`, `postgresql` or `influxdb`.
+    /// Its name in `upload.sink`: `ingest`, `sqlite`, `clickhouse`, `postgresql`, `influxdb` or `mqtt`.
     public var name: String { type(of: configuration).name }
 
     /// Every sink, in the order errors list them.
     static let kinds: [any SinkConfiguration.Type] = [
         IngestSinkConfiguration.self, SQLiteSinkConfiguration.self, ClickHouseSinkConfiguration.self,
-        PostgreSQLSinkConfiguration.self, InfluxDBSinkConfiguration.self,
+        PostgreSQLSinkConfiguration.self, InfluxDBSinkConfiguration.self, MQTTSinkConfiguration.self,
     ]
 
     /// The names `upload.sink` accepts.

@@ -1,0 +1,193 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// libmosquitto (the Eclipse Mosquitto client library), loaded with
+/// `dlopen` the first time an MQTT sink connects, like libpq for the
+/// PostgreSQL sink: the agent does not link it, a box that never uses the
+/// `mqtt` sink needs no libmosquitto1, and one that does gets a clear error.
+///
+/// Only the calls the sink needs, with the C signatures of mosquitto.h
+/// 2.0 (`libmosquitto.so.1`; Debian 12 ships 2.0.11).
+struct LibMosquitto: @unchecked Sendable {
+    typealias Client = OpaquePointer
+    typealias Properties = OpaquePointer
+    typealias ConnectCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
+    typealias PublishCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
+    typealias DisconnectCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Properties?) -> Void
+
+    let libInit: @convention(c) () -> Int32
+    let new: @convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?
+    let destroy: @convention(c) (Client?) -> Void
+    let intOption: @convention(c) (Client?, Int32, Int32) -> Int32
+    let usernamePasswordSet: @convention(c) (Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32
+    let tlsSet:
+        @convention(c) (
+            Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+            OpaquePointer?
+        ) -> Int32
+    let connectBindV5:
+        @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) -> Int32
+    let disconnect: @convention(c) (Client?) -> Int32
+    let publishV5:
+        @convention(c) (
+            Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32, UnsafeRawPointer?, Int32, Bool,
+            Properties?
+        ) -> Int32
+    let loop: @convention(c) (Client?, Int32, Int32) -> Int32
+    let connectV5CallbackSet: @convention(c) (Client?, ConnectCallback?) -> Void
+    let publishV5CallbackSet: @convention(c) (Client?, PublishCallback?) -> Void
+    let disconnectV5CallbackSet: @convention(c) (Client?, DisconnectCallback?) -> Void
+    let propertyAddStringPair:
+        @convention(c) (UnsafeMutablePointer<Properties?>?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) ->
+            Int32
+    let propertyFreeAll: @convention(c) (UnsafeMutablePointer<Properties?>?) -> Void
+    let strerror: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    let reasonString: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    let connackString: @convention(c) (Int32) -> UnsafePointer<CChar>?
+
+    // Values from mosquitto.h and mqtt_protocol.h.
+    static let success: Int32 = 0
+    static let optionProtocolVersion: Int32 = 1
+    static let protocolV311: Int32 = 4
+    static let protocolV5: Int32 = 5
+    static let propertyUserProperty: Int32 = 38
+
+    /// The library, loaded (and initialised) on first use. A failure is not
+    /// kept: once the operator installs libmosquitto1, the next attempt finds it.
+    static func shared() throws(MQTTError) -> LibMosquitto {
+        try loaded.withLock { (cached: inout LibMosquitto?) throws(MQTTError) -> LibMosquitto in
+            if let cached { return cached }
+            let library = try load(names: ["libmosquitto.so.1", "libmosquitto.so"]).get()
+            _ = library.libInit()
+            cached = library
+            return library
+        }
+    }
+    private static let loaded = Mutex<LibMosquitto?>(nil)
+
+    static func load(names: [String]) -> Result<LibMosquitto, MQTTError> {
+        var handle: UnsafeMutableRawPointer?
+        for name in names where handle == nil { handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) }
+        guard let handle else {
+            return .failure(
+                MQTTError(
+                    .configuration,
+                    "libmosquitto.so.1 (the Mosquitto client library) is not installed: the mqtt sink needs it (apt-get install libmosquitto1)"
+                )
+            )
+        }
+        var missing: [String] = []
+        func symbol<F>(_ name: String, as _: F.Type = F.self) -> F? {
+            guard let pointer = dlsym(handle, name) else {
+                missing.append(name)
+                return nil
+            }
+            return unsafeBitCast(pointer, to: F.self)
+        }
+        let libInit: (@convention(c) () -> Int32)? = symbol("mosquitto_lib_init")
+        let new: (@convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?)? = symbol(
+            "mosquitto_new"
+        )
+        let destroy: (@convention(c) (Client?) -> Void)? = symbol("mosquitto_destroy")
+        let intOption: (@convention(c) (Client?, Int32, Int32) -> Int32)? = symbol("mosquitto_int_option")
+        let usernamePasswordSet: (@convention(c) (Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32)? =
+            symbol("mosquitto_username_pw_set")
+        let tlsSet:
+            (
+                @convention(c) (
+                    Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+                    OpaquePointer?
+                ) -> Int32
+            )? = symbol("mosquitto_tls_set")
+        let connectBindV5:
+            (
+                @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) ->
+                    Int32
+            )? = symbol("mosquitto_connect_bind_v5")
+        let disconnect: (@convention(c) (Client?) -> Int32)? = symbol("mosquitto_disconnect")
+        let publishV5:
+            (
+                @convention(c) (
+                    Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32, UnsafeRawPointer?, Int32, Bool,
+                    Properties?
+                ) -> Int32
+            )? = symbol("mosquitto_publish_v5")
+        let loop: (@convention(c) (Client?, Int32, Int32) -> Int32)? = symbol("mosquitto_loop")
+        let connectV5CallbackSet: (@convention(c) (Client?, ConnectCallback?) -> Void)? = symbol(
+            "mosquitto_connect_v5_callback_set"
+        )
+        let publishV5CallbackSet: (@convention(c) (Client?, PublishCallback?) -> Void)? = symbol(
+            "mosquitto_publish_v5_callback_set"
+        )
+        let disconnectV5CallbackSet: (@convention(c) (Client?, DisconnectCallback?) -> Void)? = symbol(
+            "mosquitto_disconnect_v5_callback_set"
+        )
+        let propertyAddStringPair:
+            (
+                @convention(c) (UnsafeMutablePointer<Properties?>?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?)
+                    -> Int32
+            )? = symbol("mosquitto_property_add_string_pair")
+        let propertyFreeAll: (@convention(c) (UnsafeMutablePointer<Properties?>?) -> Void)? = symbol(
+            "mosquitto_property_free_all"
+        )
+        let strerror: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_strerror")
+        let reasonString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_reason_string")
+        let connackString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_connack_string")
+        guard let libInit, let new, let destroy, let intOption, let usernamePasswordSet, let tlsSet, let connectBindV5,
+            let disconnect, let publishV5, let loop, let connectV5CallbackSet, let publishV5CallbackSet,
+            let disconnectV5CallbackSet, let propertyAddStringPair, let propertyFreeAll, let strerror, let reasonString,
+            let connackString
+        else {
+            dlclose(handle)
+            return .failure(
+                MQTTError(
+                    .configuration,
+                    "the installed libmosquitto lacks \(missing.joined(separator: ", ")): the mqtt sink needs libmosquitto 2.0 or later"
+                )
+            )
+        }
+        return .success(
+            LibMosquitto(
+                libInit: libInit,
+                new: new,
+                destroy: destroy,
+                intOption: intOption,
+                usernamePasswordSet: usernamePasswordSet,
+                tlsSet: tlsSet,
+                connectBindV5: connectBindV5,
+                disconnect: disconnect,
+                publishV5: publishV5,
+                loop: loop,
+                connectV5CallbackSet: connectV5CallbackSet,
+                publishV5CallbackSet: publishV5CallbackSet,
+                disconnectV5CallbackSet: disconnectV5CallbackSet,
+                propertyAddStringPair: propertyAddStringPair,
+                propertyFreeAll: propertyFreeAll,
+                strerror: strerror,
+                reasonString: reasonString,
+                connackString: connackString
+            )
+        )
+    }
+
+    /// The text of a libmosquitto error number.
+    func errorText(_ code: Int32) -> String { strerror(code).map { String(cString: $0) } ?? "error \(code)" }
+    /// The text of an MQTT 5 reason code.
+    func reasonText(_ code: Int32) -> String { reasonString(code).map { String(cString: $0) } ?? "reason \(code)" }
+}
+
+/// Why the MQTT sink could not deliver: `configuration` (fix and restart),
+/// `refused` (the broker said no: a hold), `transient` (retry).
+package struct MQTTError: Error, CustomStringConvertible {
+    package enum Kind: Sendable { case configuration, refused, transient }
+    package let kind: Kind
+    package let message: String
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    package var description: String { message }
+}

@@ -1,0 +1,242 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Publishes confirmed records to an MQTT broker (libmosquitto, MQTT 5 or
+/// 3.1.1): one message per record (its JSON) or per batch (NDJSON), at
+/// QoS 1 by default. A batch is stored — and its records deleted from the
+/// queue — only once the broker acknowledged every message of it (PUBACK,
+/// or PUBCOMP at QoS 2); a lost connection or a timeout sends the whole
+/// batch again, with the same `_id`s in the messages' user properties, so
+/// a consumer can drop repeats (at least once).
+///
+/// All of libmosquitto's work happens on the uploader's thread, in
+/// ``deliver(_:)`` (`mosquitto_loop`, no thread of its own): its callbacks
+/// run there too.
+package final class MQTTSink: BatchSink {
+    let settings: MQTTSettings
+    private let library: LibMosquitto
+    private var client: LibMosquitto.Client?
+    /// Set by the callbacks, during `mosquitto_loop` on this thread.
+    private var connack: Int32?
+    private var lost = false
+    private var acknowledged: [Int32: Int32] = [:]
+
+    package init(settings: MQTTSettings) throws(MQTTError) {
+        self.settings = settings
+        self.library = try LibMosquitto.shared()
+    }
+
+    deinit { close() }
+
+    package var description: String { settings.description }
+
+    package var deliveryTimeLimitMilliseconds: Int? {
+        settings.connectTimeoutMilliseconds + settings.timeoutMilliseconds + 5_000
+    }
+
+    package func deliver(_ batch: SinkBatch) -> UploadOutcome {
+        do {
+            try connect()
+            let mids = try publish(batch)
+            try waitForAcknowledgements(mids)
+            return .stored(rejected: [])
+        } catch {
+            switch error.kind {
+            case .configuration, .refused: return .hold(reason: error.message)
+            case .transient:
+                close()  // a new connection (and session) next time: the batch is sent again whole
+                return .retry(reason: error.message, retryAfterSeconds: nil)
+            }
+        }
+    }
+
+    // MARK: - Connection
+
+    private func connect() throws(MQTTError) {
+        if client != nil, !lost { return }
+        close()
+        guard let client = library.new(settings.clientID, true, Unmanaged.passUnretained(self).toOpaque()) else {
+            throw MQTTError(.transient, "libmosquitto could not make a client (out of memory?)")
+        }
+        self.client = client
+        connack = nil
+        lost = false
+        acknowledged = [:]
+        _ = library.intOption(
+            client,
+            LibMosquitto.optionProtocolVersion,
+            settings.version5 ? LibMosquitto.protocolV5 : LibMosquitto.protocolV311
+        )
+        library.connectV5CallbackSet(client) { _, context, code, _, _ in
+            guard let context else { return }
+            Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().connack = code
+        }
+        library.publishV5CallbackSet(client) { _, context, mid, reason, _ in
+            guard let context else { return }
+            Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().acknowledged[mid] = reason
+        }
+        library.disconnectV5CallbackSet(client) { _, context, _, _ in
+            guard let context else { return }
+            Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().lost = true
+        }
+        if settings.username != nil || settings.password != nil {
+            _ = library.usernamePasswordSet(client, settings.username, settings.password)
+        }
+        if settings.tls {
+            let rc = library.tlsSet(
+                client,
+                settings.caFile,
+                settings.caFile == nil ? "/etc/ssl/certs" : nil,
+                settings.clientCertificate,
+                settings.clientKey,
+                nil
+            )
+            guard rc == LibMosquitto.success else {
+                throw MQTTError(.configuration, "the TLS files were refused: \(library.errorText(rc))")
+            }
+        }
+        let rc = library.connectBindV5(client, settings.host, Int32(settings.port), settings.keepAliveSeconds, nil, nil)
+        guard rc == LibMosquitto.success else {
+            throw MQTTError(.transient, "cannot connect to \(settings.host):\(settings.port): \(library.errorText(rc))")
+        }
+        let deadline = monotonicMilliseconds() + Int64(settings.connectTimeoutMilliseconds)
+        while connack == nil {
+            do {
+                try loopOnce(until: deadline, doing: "waiting for the broker's CONNACK")
+            } catch {
+                // A refusal comes with the connection closed right after it: the CONNACK says why.
+                if connack != nil { break }
+                throw error
+            }
+        }
+        guard let code = connack, code == 0 else {
+            let code = connack ?? -1
+            // v5: 134 bad user name or password, 135 not authorized; 3.1.1: 4 and 5.
+            let refusedCredentials = settings.version5 ? (code == 134 || code == 135) : (code == 4 || code == 5)
+            let text =
+                settings.version5
+                ? library.reasonText(code) : (library.connackString(code).map { String(cString: $0) } ?? "\(code)")
+            throw MQTTError(
+                refusedCredentials ? .refused : .transient,
+                "the broker refused the connection: \(text)\(refusedCredentials ? " (check upload.username and upload.password_file)" : "")"
+            )
+        }
+    }
+
+    private func close() {
+        guard let client else { return }
+        if !lost { _ = library.disconnect(client) }
+        library.destroy(client)
+        self.client = nil
+    }
+
+    private func loopOnce(until deadline: Int64, doing what: String) throws(MQTTError) {
+        let left = deadline - monotonicMilliseconds()
+        guard left > 0 else { throw MQTTError(.transient, "timed out \(what)") }
+        let rc = library.loop(client, Int32(min(left, 100)), 1)
+        guard rc == LibMosquitto.success, !lost else {
+            lost = true
+            throw MQTTError(.transient, "the connection to the broker was lost \(what): \(library.errorText(rc))")
+        }
+    }
+
+    // MARK: - Publishing
+
+    /// Publishes the batch's messages; returns the ids to wait for (none at QoS 0).
+    private func publish(_ batch: SinkBatch) throws(MQTTError) -> [Int32] {
+        var mids: [Int32] = []
+        var failure: MQTTError?
+        if settings.message == .batch {
+            let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { _ in nil }
+            let properties = [
+                ("idempotency-key", batch.idempotencyKey), ("record-type", batch.type),
+                ("records", "\(batch.recordCount)"),
+            ]
+            batch.payload.withUnsafeBytes { bytes in
+                do throws(MQTTError) { mids.append(try send(topic: topic, bytes, properties)) } catch {
+                    failure = error
+                }
+            }
+        } else {
+            batch.forEachRecord { _, line in
+                guard failure == nil else { return }
+                let values = (try? JSONValue.parse(Array(line)))
+                let id = values?[RecordType.primaryKey]?.string ?? ""
+                let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { name in
+                    switch values?[name] {
+                    case .string(let s)?: return s
+                    case .int(let i)?: return String(i)
+                    case .double(let d)?: return "\(d)"
+                    case .bool(let b)?: return b ? "true" : "false"
+                    default: return nil
+                    }
+                }
+                do throws(MQTTError) {
+                    mids.append(try send(topic: topic, line, [("_id", id), ("record-type", batch.type)]))
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        if let failure { throw failure }
+        return settings.qos == 0 ? [] : mids
+    }
+
+    private func send(
+        topic: String,
+        _ payload: UnsafeRawBufferPointer,
+        _ userProperties: [(String, String)]
+    ) throws(MQTTError) -> Int32 {
+        var properties: LibMosquitto.Properties?
+        defer { library.propertyFreeAll(&properties) }
+        if settings.version5 {
+            for (name, value) in userProperties where !value.isEmpty {
+                _ = library.propertyAddStringPair(&properties, LibMosquitto.propertyUserProperty, name, value)
+            }
+        }
+        var mid: Int32 = 0
+        let rc = library.publishV5(
+            client,
+            &mid,
+            topic,
+            Int32(payload.count),
+            payload.baseAddress,
+            settings.qos,
+            false,
+            properties
+        )
+        guard rc == LibMosquitto.success else {
+            // 4 no connection, 7 connection lost, 14 errno; others (payload too large, bad topic) will not pass on a retry either.
+            let transient = rc == 4 || rc == 7 || rc == 14 || rc == 1
+            throw MQTTError(
+                transient ? .transient : .refused,
+                "publishing to '\(topic)' failed: \(library.errorText(rc))"
+            )
+        }
+        return mid
+    }
+
+    /// Loops until every message in `mids` is acknowledged; a refusal by the
+    /// broker (a reason code of 128 or more) is a hold for "not authorized"
+    /// or a bad topic, a retry otherwise.
+    private func waitForAcknowledgements(_ mids: [Int32]) throws(MQTTError) {
+        let deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
+        var pending = Set(mids)
+        while true {
+            let answers = acknowledged
+            acknowledged = [:]
+            for (mid, reason) in answers where pending.contains(mid) {
+                pending.remove(mid)
+                guard reason >= 0x80 else { continue }
+                let refused = reason == 135 || reason == 144
+                throw MQTTError(
+                    refused ? .refused : .transient,
+                    "the broker refused a message: \(library.reasonText(reason))\(refused ? " (check the topic and the broker's access rules)" : "")"
+                )
+            }
+            if pending.isEmpty { return }
+            try loopOnce(until: deadline, doing: "waiting for \(pending.count) acknowledgements")
+        }
+    }
+}

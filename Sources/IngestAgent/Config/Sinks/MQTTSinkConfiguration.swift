@@ -1,0 +1,163 @@
+import EdgeIngestCore
+
+/// `sink = "mqtt"`: publishes to an MQTT broker at `upload.url`
+/// (`mqtt://host:1883` or `mqtts://host:8883`), one message per record or
+/// per batch, deleting records only once the broker acknowledged them.
+///
+/// ```toml
+/// [upload]
+/// sink = "mqtt"
+/// url = "mqtts://broker.example:8883"
+/// topic = "telemetry/{client_id}/{type}/{deviceId}"
+/// qos = 1
+/// username = "edge-17"
+/// password_file = "/etc/ingestd/mqtt-password"
+/// ```
+struct MQTTSinkConfiguration: SinkConfiguration {
+    static let name = "mqtt"
+    static let ownKeys: Set<String> = [
+        "topic", "message", "qos", "mqtt_version", "username", "password_file", "keepalive_s",
+    ]
+    static let isOverHTTP = false
+    static let httpKeysRead: Set<String> = [
+        "url", "ca_file", "client_certificate", "client_key", "connect_timeout_ms", "timeout_ms",
+    ]
+    static let withoutHTTP = "publishes over MQTT (TLS: mqtts:// with ca_file, client_certificate, client_key)"
+
+    let settings: MQTTSettings
+
+    static func decode(
+        _ upload: TOMLTable,
+        _ decoder: inout ConfigurationDecoder,
+        environment: [String: String]
+    ) -> Self? {
+        let example = "the broker, e.g. \"mqtt://127.0.0.1:1883\" or \"mqtts://broker.example:8883\""
+        guard let url = decoder.requiredString(upload, "url", sink: name, what: example) else { return nil }
+        let tls = url.hasPrefix("mqtts://")
+        guard tls || url.hasPrefix("mqtt://") else {
+            decoder.problem(
+                upload["url"],
+                "upload.url",
+                "must start with mqtt:// or mqtts://, got \"\(url.prefix(40))\""
+            )
+            return nil
+        }
+        var hostPort = url.dropFirst(tls ? 8 : 7)
+        if hostPort.hasSuffix("/") { hostPort.removeLast() }
+        var host = String(hostPort)
+        var port = tls ? 8883 : 1883
+        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
+            guard let p = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else {
+                decoder.problem(upload["url"], "upload.url", "has a port that is not a number from 1 to 65535")
+                return nil
+            }
+            port = p
+            host = String(hostPort[..<colon])
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
+            decoder.problem(
+                upload["url"],
+                "upload.url",
+                "must be mqtt(s)://host:port, without a path or credentials (use upload.username and upload.password_file)"
+            )
+            return nil
+        }
+        let topicText = decoder.string(upload["topic"], "upload.topic") ?? "ingestd/{client_id}/{type}"
+        let topic: MQTTTopicTemplate
+        do {
+            topic = try MQTTTopicTemplate(topicText)
+        } catch {
+            decoder.problem(upload["topic"], "upload.topic", "\(error.message), got \"\(topicText.prefix(60))\"")
+            return nil
+        }
+        var settings = MQTTSettings(host: host, port: port, topic: topic, clientID: hostName())
+        settings.tls = tls
+        if let v = upload["message"], let text = decoder.string(v, "upload.message") {
+            guard let message = MQTTSettings.Message(rawValue: text) else {
+                decoder.problem(
+                    v,
+                    "upload.message",
+                    "must be \"record\" (one message per record) or \"batch\" (one NDJSON message per batch)"
+                )
+                return nil
+            }
+            settings.message = message
+        }
+        if let v = upload["qos"], let n = decoder.integer(v, "upload.qos", min: 0) {
+            guard n <= 2 else {
+                decoder.problem(v, "upload.qos", "must be 0, 1 or 2 (1, the default, is acknowledged by the broker)")
+                return nil
+            }
+            settings.qos = Int32(n)
+        }
+        if let v = upload["mqtt_version"], let text = decoder.string(v, "upload.mqtt_version") {
+            guard text == "5" || text == "3.1.1" else {
+                decoder.problem(v, "upload.mqtt_version", "must be \"5\" (the default) or \"3.1.1\"")
+                return nil
+            }
+            settings.version5 = text == "5"
+        }
+        if let v = upload["keepalive_s"], let n = decoder.integer(v, "upload.keepalive_s", min: 5) {
+            settings.keepAliveSeconds = Int32(min(n, 65535))
+        }
+        if let v = upload["connect_timeout_ms"], let n = decoder.integer(v, "upload.connect_timeout_ms", min: 1) {
+            settings.connectTimeoutMilliseconds = Int(n)
+        }
+        if let v = upload["timeout_ms"], let n = decoder.integer(v, "upload.timeout_ms", min: 1) {
+            settings.timeoutMilliseconds = Int(n)
+        }
+        settings.caFile = decoder.string(upload["ca_file"], "upload.ca_file")
+        settings.clientCertificate = decoder.string(upload["client_certificate"], "upload.client_certificate")
+        settings.clientKey = decoder.string(upload["client_key"], "upload.client_key")
+        if !tls, settings.caFile != nil || settings.clientCertificate != nil {
+            decoder.problem(
+                upload["ca_file"] ?? upload["client_certificate"],
+                "upload.ca_file",
+                "applies only to mqtts:// URLs"
+            )
+        }
+        settings.username = decoder.string(upload["username"], "upload.username")
+        settings.password = decoder.secret(
+            upload["password_file"],
+            "upload.password_file",
+            credential: "mqtt-password",
+            environment: environment,
+            required: false
+        )
+        return Self(settings: settings)
+    }
+
+    /// Field placeholders must name declared fields, and a batch message has
+    /// no single record to take them from.
+    func check(_ configuration: AgentConfiguration, upload: TOMLTable, _ decoder: inout ConfigurationDecoder) {
+        for field in settings.topic.fields {
+            if settings.message == .batch {
+                decoder.problem(
+                    upload["topic"],
+                    "upload.topic",
+                    "names the field '{\(field.prefix(40))}', but message = \"batch\" publishes many records at once: use {type} and {client_id} only"
+                )
+            } else if !configuration.types.contains(where: { $0.fields.contains { $0.name == field } }) {
+                decoder.problem(
+                    upload["topic"],
+                    "upload.topic",
+                    "names '{\(field.prefix(40))}', which no record type under [types] declares (placeholders: {type}, {client_id}, or a field)"
+                )
+            }
+        }
+    }
+
+    func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
+        var settings = settings
+        settings.clientID = upload.clientID
+        return
+            "\(settings), topic \(settings.topic.text), one message per \(settings.message.rawValue), QoS \(settings.qos), client id \(upload.clientID), password \(settings.password == nil ? "none" : "set"), \(upload.maxRecords) records per batch"
+    }
+
+    func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
+        var settings = settings
+        settings.clientID = upload.clientID
+        return { [settings] in try MQTTSink(settings: settings) }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `upload.sink = "mqtt"` through the built binary into a real mosquitto
+/// (Debian's, started by the test), read back by `mosquitto_sub`: records
+/// are deleted from the queue only once the broker acknowledged them.
+@Suite(.enabled(if: serverTestsEnabled(MosquittoBroker.executable), "needs mosquitto and mosquitto-clients"))
+struct MQTTSinkTests {
+    /// An agent reading stdin and publishing to `broker`'s port.
+    func agent(port: Int, _ upload: String) throws -> AgentFixture {
+        try AgentFixture(
+            """
+
+            [upload]
+            sink = "mqtt"
+            url = "mqtt://127.0.0.1:\(port)"
+            linger_ms = 20
+            retry_base_ms = 20
+            retry_cap_ms = 200
+            shutdown_timeout_ms = 1500
+            connect_timeout_ms = 1000
+            client_id = "edge-17"
+            \(upload)
+            """,
+            inputs: "[[inputs]]\nkind = \"stdin\"\n"
+        )
+    }
+
+    func readings(_ count: Int, from start: Int = 0) -> String {
+        (start..<start + count).map { reading($0, device: "WX\($0 % 3)") + "\n" }.joined()
+    }
+
+    @Test func eachRecordIsOneMessageWithItsIDAndTopicFromItsFields() throws {
+        let broker = try MosquittoBroker()
+        let subscriber = try broker.subscribe("telemetry/#")
+        let fixture = try agent(
+            port: broker.port,
+            "topic = \"telemetry/{client_id}/{type}/{deviceId}\"\nmax_records = 50"
+        )
+        let result = try fixture.run(["run"], stdin: Data(readings(300).utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(eventually { subscriber.messages().count >= 300 })
+        let messages = subscriber.messages()
+        #expect(messages.count == 300)
+        // The topic carries the client id, the type and the record's deviceId.
+        #expect(
+            Set(messages.map(\.topic)) == [
+                "telemetry/edge-17/WeatherSensor/WX0", "telemetry/edge-17/WeatherSensor/WX1",
+                "telemetry/edge-17/WeatherSensor/WX2",
+            ]
+        )
+        // Each message is one record (its JSON), with its _id as a user property.
+        let ids = messages.compactMap { message -> String? in
+            guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any]
+            else { return nil }
+            let id = json["_id"] as? String
+            #expect(id != nil && message.properties.contains("_id:\(id!)"), "\(message)")
+            return id
+        }
+        #expect(Set(ids).count == 300)
+        let status = try fixture.status()
+        #expect(status["queued_records"] as? Int == 0)
+    }
+
+    @Test func aBatchMessageIsNDJSONWithItsIdempotencyKey() throws {
+        let broker = try MosquittoBroker()
+        let subscriber = try broker.subscribe("batches/#")
+        let fixture = try agent(port: broker.port, "topic = \"batches/{type}\"\nmessage = \"batch\"\nmax_records = 100")
+        let result = try fixture.run(["run"], stdin: Data(readings(250).utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(eventually { subscriber.messages().count >= 3 })
+        // mosquitto_sub prints one line per message; NDJSON payloads span lines,
+        // so count the records by their _id properties and lines in the file.
+        let text = try String(contentsOfFile: subscriber.file, encoding: .utf8)
+        #expect(text.components(separatedBy: "\"_id\"").count - 1 == 250)
+        #expect(text.contains("idempotency-key:"))
+        #expect(text.contains("records:100"))
+    }
+
+    @Test func withTheBrokerDownNothingIsDeletedAndItIsAllDeliveredLater() throws {
+        let port = try MosquittoBroker.freePort()
+        let fixture = try agent(port: port, "topic = \"telemetry/{type}\"")
+        // Nobody acknowledges: pipe mode ends with the readings still queued (exit 75).
+        let first = try fixture.run(["run"], stdin: Data(readings(40).utf8))
+        #expect(first.status == 75, "\(first.stderr.suffix(2000))")
+        #expect(first.stderr.contains("127.0.0.1:\(port)"))
+        #expect(try fixture.queuedLines().count == 40)
+        // The broker comes: the same readings go out, then leave the queue.
+        let broker = try MosquittoBroker(port: port)
+        let subscriber = try broker.subscribe("telemetry/#")
+        let second = try fixture.run(["run"], stdin: Data())
+        #expect(second.status == 0, "\(second.stderr.suffix(2000))")
+        #expect(eventually { subscriber.messages().count >= 40 })
+        #expect(subscriber.messages().count == 40)
+        #expect(try fixture.queuedLines().isEmpty)
+    }
+
+    @Test func refusedCredentialsHoldTheUploadAndSaySo() throws {
+        let broker = try MosquittoBroker(users: [("edge", "right password")])
+        let fixture = try agent(port: broker.port, "username = \"edge\"\npassword_file = \"PASSWORD\"")
+        try "wrong password\n".write(toFile: fixture.dir.file("password"), atomically: true, encoding: .utf8)
+        chmod(fixture.dir.file("password"), 0o600)
+        let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        try text.replacingOccurrences(of: "PASSWORD", with: fixture.dir.file("password"))
+            .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write(readings(5))
+        // A hold with the broker's reason, not a retry storm; nothing leaves the queue.
+        #expect(
+            eventually {
+                ((try? fixture.status())?["upload_reason"] as? String)?.contains("refused the connection") == true
+            },
+            "\(agent.stderr.suffix(2000))"
+        )
+        let status = try fixture.status()
+        #expect(status["state"] as? String == "error", "\(status)")  // held: waits hold_ms, then tries again
+        #expect(status["queued_records"] as? Int == 5)
+        #expect((status["upload_requests"] as? Int ?? 0) <= 2)
+        #expect(agent.terminate() == 0)
+        #expect(agent.stderr.contains("refused the connection"))
+        #expect(!agent.stderr.contains("wrong password"))
+    }
+
+    @Test func checkConfigRefusesTopicsThatCannotBeFilled() throws {
+        let unknown = try agent(port: 1883, "topic = \"t/{site}\"")
+        let first = try unknown.run(["check-config"])
+        #expect(first.status == 78)
+        #expect(first.stderr.contains("upload.topic") && first.stderr.contains("'{site}'"), "\(first.stderr)")
+        let batch = try agent(port: 1883, "topic = \"t/{deviceId}\"\nmessage = \"batch\"")
+        let second = try batch.run(["check-config"])
+        #expect(second.status == 78)
+        #expect(second.stderr.contains("message = \"batch\""), "\(second.stderr)")
+        let good = try agent(port: 1883, "topic = \"t/{type}/{deviceId}\"")
+        let third = try good.run(["check-config"])
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(
+            third.stdout.contains("MQTT 5 broker mqtt://127.0.0.1:1883, topic t/{type}/{deviceId}"),
+            "\(third.stdout)"
+        )
+    }
+}
