@@ -15,17 +15,39 @@ import Glibc
 public final class MosquittoBroker {
     public static let executable = "/usr/sbin/mosquitto"
     public let directory: TemporaryDirectory
+    /// The port clients of the test publish to (TLS with ``TLSFiles``).
     public let port: Int
+    /// The plain port subscribers use (the same as ``port`` without TLS).
+    public let plainPort: Int
     private var pid: pid_t = 0
     private let users: [(String, String)]
+    private let tls: TLSFiles?
+
+    /// A TLS listener's files (PEM), and whether it requires a client certificate.
+    public struct TLSFiles {
+        public var ca: String
+        public var certificate: String
+        public var key: String
+        public var requireClientCertificate: Bool
+
+        public init(ca: String, certificate: String, key: String, requireClientCertificate: Bool) {
+            self.ca = ca
+            self.certificate = certificate
+            self.key = key
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
 
     /// - Parameters:
     ///   - port: the port to listen on (the default: a free one).
     ///   - users: user names and passwords; with any, anonymous clients are refused.
-    public init(port: Int? = nil, users: [(String, String)] = []) throws {
+    ///   - tls: serve TLS on ``port`` (subscribers use ``plainPort``).
+    public init(port: Int? = nil, users: [(String, String)] = [], tls: TLSFiles? = nil) throws {
         directory = try TemporaryDirectory()
         self.users = users
+        self.tls = tls
         self.port = try port ?? Self.freePort()
+        self.plainPort = tls == nil ? self.port : try Self.freePort()
         try start()
     }
 
@@ -34,7 +56,7 @@ public final class MosquittoBroker {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw ToolFailure("mosquitto is not installed: apt-get install mosquitto mosquitto-clients")
         }
-        var config = "listener \(port) 127.0.0.1\npersistence false\nlog_dest stderr\n"
+        var config = "persistence false\nlog_dest stderr\n"
         // As root, mosquitto would become the user mosquitto, who cannot read this directory.
         if geteuid() == 0 { config += "user root\n" }
         if users.isEmpty {
@@ -48,6 +70,11 @@ public final class MosquittoBroker {
             }
             config += "allow_anonymous false\npassword_file \(passwords)\n"
         }
+        config += "listener \(plainPort) 127.0.0.1\n"
+        if let tls {
+            config += "listener \(port) 127.0.0.1\ncafile \(tls.ca)\ncertfile \(tls.certificate)\nkeyfile \(tls.key)\n"
+            config += "tls_version tlsv1.2\nrequire_certificate \(tls.requireClientCertificate)\n"
+        }
         try config.write(toFile: directory.file("mosquitto.conf"), atomically: true, encoding: .utf8)
         pid = try spawn(
             Self.executable,
@@ -56,7 +83,7 @@ public final class MosquittoBroker {
             output: directory.file("broker.log")
         )
         let deadline = Date().addingTimeInterval(10)
-        while !listeningPorts(of: pid).contains(port) {
+        while !Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 pid = 0
@@ -111,7 +138,8 @@ public final class MosquittoBroker {
         init(broker: MosquittoBroker, filter: String, user: (String, String)?) throws {
             file = broker.directory.file("subscriber-\(UUID().uuidString).log")
             var arguments = [
-                "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", filter, "-q", "1", "-V", "mqttv5", "-F", "%t|%P|%p",
+                "-h", "127.0.0.1", "-p", "\(broker.plainPort)", "-t", filter, "-q", "1", "-V", "mqttv5", "-F",
+                "%t|%P|%p",
                 "-i", "sub-\(UUID().uuidString.prefix(8))",
             ]
             if let (name, password) = user { arguments += ["-u", name, "-P", password] }
@@ -123,7 +151,7 @@ public final class MosquittoBroker {
             )
             // Subscribed once a probe published to the filter comes through.
             let probe = filter.replacingOccurrences(of: "#", with: "probe").replacingOccurrences(of: "+", with: "probe")
-            var publish = ["-h", "127.0.0.1", "-p", "\(broker.port)", "-t", probe, "-m", Self.probe, "-q", "1"]
+            var publish = ["-h", "127.0.0.1", "-p", "\(broker.plainPort)", "-t", probe, "-m", Self.probe, "-q", "1"]
             if let (name, password) = user { publish += ["-u", name, "-P", password] }
             let deadline = Date().addingTimeInterval(10)
             while !((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").contains(Self.probe) {

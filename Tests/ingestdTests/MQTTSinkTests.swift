@@ -125,6 +125,40 @@ struct MQTTSinkTests {
         #expect(!agent.stderr.contains("wrong password"))
     }
 
+    @Test(.enabled(if: TLSUploadTests.opensslAvailable))
+    func mqttsWithTheTestCAAndAClientCertificateDelivers() throws {
+        let pki = try TestPKI()
+        let broker = try MosquittoBroker(
+            tls: .init(ca: pki.ca, certificate: pki.serverCert, key: pki.serverKey, requireClientCertificate: true)
+        )
+        let subscriber = try broker.subscribe("secure/#")
+        let fixture = try agent(
+            port: broker.port,
+            """
+            topic = "secure/{type}"
+            ca_file = "\(pki.ca)"
+            client_certificate = "\(pki.clientCert)"
+            client_key = "\(pki.clientKey)"
+            """
+        )
+        let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        try text.replacingOccurrences(of: "mqtt://", with: "mqtts://")
+            .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+        let result = try fixture.run(["run"], stdin: Data(readings(20).utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(eventually { subscriber.messages().count >= 20 })
+        #expect(subscriber.messages().count == 20)
+
+        // Without the client certificate the broker refuses the TLS handshake: nothing leaves the queue.
+        let anonymous = try agent(port: broker.port, "topic = \"secure/{type}\"\nca_file = \"\(pki.ca)\"")
+        let plain = try String(contentsOfFile: anonymous.configPath, encoding: .utf8)
+        try plain.replacingOccurrences(of: "mqtt://", with: "mqtts://")
+            .write(toFile: anonymous.configPath, atomically: true, encoding: .utf8)
+        let refused = try anonymous.run(["run"], stdin: Data(readings(3).utf8))
+        #expect(refused.status == 75, "\(refused.stderr.suffix(2000))")
+        #expect(try anonymous.queuedLines().count == 3)
+    }
+
     @Test func checkConfigRefusesTopicsThatCannotBeFilled() throws {
         let unknown = try agent(port: 1883, "topic = \"t/{site}\"")
         let first = try unknown.run(["check-config"])
