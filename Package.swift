@@ -122,6 +122,12 @@ let package = Package(
             dependencies: ["EdgeIngestCore"],
             path: "bench/queue-bench"
         ),
+        // bench/mqtt.sh: libmosquitto's own QoS 1 rate, the MQTT sink's yardstick.
+        .executableTarget(
+            name: "mqtt-raw-publish",
+            dependencies: ["EdgeIngestCore"],
+            path: "bench/mqtt-raw-publish"
+        ),
         // bench/wakeup-floor.sh: a task that only sleeps, on ingestd's executors.
         .executableTarget(
             name: "wakeup-floor-agent",

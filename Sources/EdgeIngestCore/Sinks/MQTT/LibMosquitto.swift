@@ -11,53 +11,58 @@ import Glibc
 ///
 /// Only the calls the sink needs, with the C signatures of mosquitto.h
 /// 2.0 (`libmosquitto.so.1`; Debian 12 ships 2.0.11).
-struct LibMosquitto: @unchecked Sendable {
-    typealias Client = OpaquePointer
-    typealias Properties = OpaquePointer
-    typealias ConnectCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
-    typealias PublishCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
-    typealias DisconnectCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Properties?) -> Void
+package struct LibMosquitto: @unchecked Sendable {
+    package typealias Client = OpaquePointer
+    package typealias Properties = OpaquePointer
+    package typealias ConnectCallback =
+        @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
+    package typealias PublishCallback =
+        @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, Properties?) -> Void
+    package typealias DisconnectCallback =
+        @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Properties?) -> Void
 
-    let libInit: @convention(c) () -> Int32
-    let new: @convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?
-    let destroy: @convention(c) (Client?) -> Void
-    let intOption: @convention(c) (Client?, Int32, Int32) -> Int32
-    let usernamePasswordSet: @convention(c) (Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32
-    let tlsSet:
+    package let libInit: @convention(c) () -> Int32
+    package let new: @convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?
+    package let destroy: @convention(c) (Client?) -> Void
+    package let intOption: @convention(c) (Client?, Int32, Int32) -> Int32
+    package let usernamePasswordSet: @convention(c) (Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32
+    package let tlsSet:
         @convention(c) (
             Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
             OpaquePointer?
         ) -> Int32
-    let connectBindV5:
+    package let connectBindV5:
         @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) -> Int32
-    let disconnect: @convention(c) (Client?) -> Int32
-    let publishV5:
+    package let disconnect: @convention(c) (Client?) -> Int32
+    package let publishV5:
         @convention(c) (
             Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32, UnsafeRawPointer?, Int32, Bool,
             Properties?
         ) -> Int32
-    let loop: @convention(c) (Client?, Int32, Int32) -> Int32
-    let connectV5CallbackSet: @convention(c) (Client?, ConnectCallback?) -> Void
-    let publishV5CallbackSet: @convention(c) (Client?, PublishCallback?) -> Void
-    let disconnectV5CallbackSet: @convention(c) (Client?, DisconnectCallback?) -> Void
-    let propertyAddStringPair:
+    package let loop: @convention(c) (Client?, Int32, Int32) -> Int32
+    package let socket: @convention(c) (Client?) -> Int32
+    package let connectV5CallbackSet: @convention(c) (Client?, ConnectCallback?) -> Void
+    package let publishV5CallbackSet: @convention(c) (Client?, PublishCallback?) -> Void
+    package let disconnectV5CallbackSet: @convention(c) (Client?, DisconnectCallback?) -> Void
+    package let propertyAddStringPair:
         @convention(c) (UnsafeMutablePointer<Properties?>?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) ->
             Int32
-    let propertyFreeAll: @convention(c) (UnsafeMutablePointer<Properties?>?) -> Void
-    let strerror: @convention(c) (Int32) -> UnsafePointer<CChar>?
-    let reasonString: @convention(c) (Int32) -> UnsafePointer<CChar>?
-    let connackString: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    package let propertyFreeAll: @convention(c) (UnsafeMutablePointer<Properties?>?) -> Void
+    package let strerror: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    package let reasonString: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    package let connackString: @convention(c) (Int32) -> UnsafePointer<CChar>?
 
     // Values from mosquitto.h and mqtt_protocol.h.
-    static let success: Int32 = 0
-    static let optionProtocolVersion: Int32 = 1
-    static let protocolV311: Int32 = 4
-    static let protocolV5: Int32 = 5
-    static let propertyUserProperty: Int32 = 38
+    package static let success: Int32 = 0
+    package static let optionProtocolVersion: Int32 = 1
+    package static let optionTCPNoDelay: Int32 = 11
+    package static let protocolV311: Int32 = 4
+    package static let protocolV5: Int32 = 5
+    package static let propertyUserProperty: Int32 = 38
 
     /// The library, loaded (and initialised) on first use. A failure is not
     /// kept: once the operator installs libmosquitto1, the next attempt finds it.
-    static func shared() throws(MQTTError) -> LibMosquitto {
+    package static func shared() throws(MQTTError) -> LibMosquitto {
         try loaded.withLock { (cached: inout LibMosquitto?) throws(MQTTError) -> LibMosquitto in
             if let cached { return cached }
             let library = try load(names: ["libmosquitto.so.1", "libmosquitto.so"]).get()
@@ -116,6 +121,7 @@ struct LibMosquitto: @unchecked Sendable {
                 ) -> Int32
             )? = symbol("mosquitto_publish_v5")
         let loop: (@convention(c) (Client?, Int32, Int32) -> Int32)? = symbol("mosquitto_loop")
+        let socket: (@convention(c) (Client?) -> Int32)? = symbol("mosquitto_socket")
         let connectV5CallbackSet: (@convention(c) (Client?, ConnectCallback?) -> Void)? = symbol(
             "mosquitto_connect_v5_callback_set"
         )
@@ -137,7 +143,7 @@ struct LibMosquitto: @unchecked Sendable {
         let reasonString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_reason_string")
         let connackString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_connack_string")
         guard let libInit, let new, let destroy, let intOption, let usernamePasswordSet, let tlsSet, let connectBindV5,
-            let disconnect, let publishV5, let loop, let connectV5CallbackSet, let publishV5CallbackSet,
+            let disconnect, let publishV5, let loop, let socket, let connectV5CallbackSet, let publishV5CallbackSet,
             let disconnectV5CallbackSet, let propertyAddStringPair, let propertyFreeAll, let strerror, let reasonString,
             let connackString
         else {
@@ -161,6 +167,7 @@ struct LibMosquitto: @unchecked Sendable {
                 disconnect: disconnect,
                 publishV5: publishV5,
                 loop: loop,
+                socket: socket,
                 connectV5CallbackSet: connectV5CallbackSet,
                 publishV5CallbackSet: publishV5CallbackSet,
                 disconnectV5CallbackSet: disconnectV5CallbackSet,
@@ -174,9 +181,11 @@ struct LibMosquitto: @unchecked Sendable {
     }
 
     /// The text of a libmosquitto error number.
-    func errorText(_ code: Int32) -> String { strerror(code).map { String(cString: $0) } ?? "error \(code)" }
+    package func errorText(_ code: Int32) -> String { strerror(code).map { String(cString: $0) } ?? "error \(code)" }
     /// The text of an MQTT 5 reason code.
-    func reasonText(_ code: Int32) -> String { reasonString(code).map { String(cString: $0) } ?? "reason \(code)" }
+    package func reasonText(_ code: Int32) -> String {
+        reasonString(code).map { String(cString: $0) } ?? "reason \(code)"
+    }
 }
 
 /// Why the MQTT sink could not deliver: `configuration` (fix and restart),

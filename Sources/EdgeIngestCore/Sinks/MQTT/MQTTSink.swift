@@ -68,6 +68,9 @@ package final class MQTTSink: BatchSink {
             LibMosquitto.optionProtocolVersion,
             settings.version5 ? LibMosquitto.protocolV5 : LibMosquitto.protocolV311
         )
+        // Without it, the last messages of a batch wait for delayed ACKs
+        // (~40 ms per batch on loopback; measured in docs/BENCHMARKS.md).
+        _ = library.intOption(client, LibMosquitto.optionTCPNoDelay, 1)
         library.connectV5CallbackSet(client) { _, context, code, _, _ in
             guard let context else { return }
             Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().connack = code
@@ -134,6 +137,17 @@ package final class MQTTSink: BatchSink {
     private func loopOnce(until deadline: Int64, doing what: String) throws(MQTTError) {
         let left = deadline - monotonicMilliseconds()
         guard left > 0 else { throw MQTTError(.transient, "timed out \(what)") }
+        // Acknowledge the broker's segments at once: a broker that leaves
+        // Nagle's algorithm on (mosquitto's default) holds its last PUBACKs
+        // of a batch until our delayed ACK, ~40 ms a batch (docs/BENCHMARKS.md).
+        var on: Int32 = 1
+        _ = setsockopt(
+            library.socket(client),
+            Int32(IPPROTO_TCP),
+            TCP_QUICKACK,
+            &on,
+            socklen_t(MemoryLayout<Int32>.size)
+        )
         let rc = library.loop(client, Int32(min(left, 100)), 1)
         guard rc == LibMosquitto.success, !lost else {
             lost = true
