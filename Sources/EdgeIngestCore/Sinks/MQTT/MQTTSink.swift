@@ -173,19 +173,12 @@ package final class MQTTSink: BatchSink {
                 }
             }
         } else {
+            let wanted = [RecordType.primaryKey] + settings.topic.fields
             batch.forEachRecord { _, line in
                 guard failure == nil else { return }
-                let values = (try? JSONValue.parse(Array(line)))
-                let id = values?[RecordType.primaryKey]?.string ?? ""
-                let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { name in
-                    switch values?[name] {
-                    case .string(let s)?: return s
-                    case .int(let i)?: return String(i)
-                    case .double(let d)?: return "\(d)"
-                    case .bool(let b)?: return b ? "true" : "false"
-                    default: return nil
-                    }
-                }
+                let values = FlatRecordScan.values(line, wanted: wanted) ?? Self.parsedValues(line, wanted: wanted)
+                let id = values[RecordType.primaryKey] ?? ""
+                let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { values[$0] }
                 do throws(MQTTError) {
                     mids.append(try send(topic: topic, line, [("_id", id), ("record-type", batch.type)]))
                 } catch {
@@ -195,6 +188,22 @@ package final class MQTTSink: BatchSink {
         }
         if let failure { throw failure }
         return settings.qos == 0 ? [] : mids
+    }
+
+    /// The slow path of ``FlatRecordScan``: the whole line parsed (escapes, odd spacing).
+    static func parsedValues(_ line: UnsafeRawBufferPointer, wanted: [String]) -> [String: String] {
+        guard let value = try? JSONValue.parse(Array(line)) else { return [:] }
+        var out: [String: String] = [:]
+        for name in wanted {
+            switch value[name] {
+            case .string(let s)?: out[name] = s
+            case .int(let i)?: out[name] = String(i)
+            case .double(let d)?: out[name] = "\(d)"
+            case .bool(let b)?: out[name] = b ? "true" : "false"
+            default: break
+            }
+        }
+        return out
     }
 
     private func send(
