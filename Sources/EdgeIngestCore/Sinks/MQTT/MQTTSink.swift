@@ -180,7 +180,7 @@ package final class MQTTSink: BatchSink {
                 let id = values[RecordType.primaryKey] ?? ""
                 let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { values[$0] }
                 do throws(MQTTError) {
-                    mids.append(try send(topic: topic, line, [("_id", id), ("record-type", batch.type)]))
+                    mids.append(try send(topic: topic, line, [("_id", id)]))
                 } catch {
                     failure = error
                 }
