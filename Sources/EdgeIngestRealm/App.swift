@@ -12,8 +12,8 @@ import Synchronization
 /// let user = try await app.login(credentials: .anonymous)
 /// ```
 ///
-/// Apps with the same id, backend and metadata directory are one: an
-/// `App(id:)` made again elsewhere in the program sees the same users.
+/// Apps with the same id, backend, metadata directory and HTTP settings are
+/// one: an `App(id:)` made again elsewhere in the program sees the same users.
 /// As in Realm, making one does not fail; a problem (an invalid id, no
 /// backend, an unreadable credential cache) is thrown by ``login(credentials:)``.
 public final class App: Sendable {
@@ -42,7 +42,15 @@ public final class App: Sendable {
         if configuration.metadataDirectory == AppConfiguration.defaultAppsDirectory {
             configuration.metadataDirectory += "/" + id  // each app its own users
         }
-        let key = id + "\n" + configuration.baseURL + "\n" + configuration.metadataDirectory
+        // Every setting is part of the key: an App made with other TLS files,
+        // proxy or timeouts is another App, not the first one's.
+        let http = configuration.http
+        let key = [
+            id, configuration.baseURL, configuration.metadataDirectory, http.caFile ?? "", http.caPath ?? "",
+            http.clientCertificate ?? "", http.clientKey ?? "", http.proxy ?? "", "\(http.connectTimeoutMilliseconds)",
+            "\(http.timeoutMilliseconds)", "\(configuration.refreshMarginMilliseconds)",
+            http.headers.sorted { $0.key < $1.key }.map { $0.key + ":" + $0.value }.joined(separator: ","),
+        ].joined(separator: "\n")
         return try registry.withLock { apps in
             if let app = apps[key] { return app }
             let app = try EdgeIngestCore.App(id: id, configuration: configuration)

@@ -66,13 +66,17 @@ extension ClientResetMode {
 
     /// The primary API's mode, its blocks handed ``Realm``s.
     var ingestMode: EdgeIngestCore.ClientResetMode {
+        // The realms handed to the blocks report this mode as theirs.
+        let mode = self
         func wrap(_ before: (@Sendable (Realm) -> Void)?) -> (@Sendable (IngestRealm) -> Void)? {
             guard let before else { return nil }
-            return { @Sendable (realm: IngestRealm) in before(Realm(realm)) }
+            return { @Sendable (realm: IngestRealm) in before(Realm(realm, mode: mode)) }
         }
         func wrap(_ after: (@Sendable (Realm, Realm) -> Void)?) -> (@Sendable (IngestRealm, IngestRealm) -> Void)? {
             guard let after else { return nil }
-            return { @Sendable (before: IngestRealm, live: IngestRealm) in after(Realm(before), Realm(live)) }
+            return { @Sendable (before: IngestRealm, live: IngestRealm) in
+                after(Realm(before, mode: mode), Realm(live, mode: mode))
+            }
         }
         switch self {
         case .discardLocal(let before, let after), .discardUnsyncedChanges(let before, let after):

@@ -57,6 +57,13 @@ public final class Realm: Sendable, CustomStringConvertible {
         self.configuration = configuration ?? Configuration(ingestRealm.configuration)
     }
 
+    /// A realm handed to a client-reset block: its configuration reports `mode`.
+    convenience init(_ ingestRealm: IngestRealm, mode: ClientResetMode) {
+        var configuration = Configuration(ingestRealm.configuration)
+        if ingestRealm.configuration.user != nil { configuration.clientResetMode = mode }
+        self.init(ingestRealm, configuration: configuration)
+    }
+
     /// Opens the realm now, without waiting for the backend (Realm's
     /// synchronous `Realm(configuration:queue:)`; `queue` is accepted and
     /// not needed: this realm is not confined to a thread).

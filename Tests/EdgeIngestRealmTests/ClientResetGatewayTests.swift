@@ -71,6 +71,8 @@ import Testing
     final class Seen: Sendable {
         let before = Mutex<Int64?>(nil)
         let after = Mutex<(before: Int64, live: Int64)?>(nil)
+        /// The mode the live realm in `after` reports.
+        let liveMode = Mutex<String?>(nil)
 
         func beforeBlock(backup: Realm.Configuration? = nil) -> @Sendable (Realm) -> Void {
             { before in
@@ -84,6 +86,14 @@ import Testing
                 let frozen = (try? before.ingestRealm.statistics().queuedRecords) ?? -1
                 let live = (try? after.ingestRealm.statistics().queuedRecords) ?? -1
                 self.after.withLock { $0 = (frozen, live) }
+                let mode: String
+                switch after.configuration.syncConfiguration?.clientResetMode {
+                case .discardUnsyncedChanges?: mode = "discard"
+                case .recoverUnsyncedChanges?: mode = "recover"
+                case .some: mode = "other"
+                case nil: mode = "none"
+                }
+                self.liveMode.withLock { $0 = mode }
             }
         }
     }
@@ -102,6 +112,7 @@ import Testing
         #expect(device.gateway.waitUntilArchived(device.storedBefore + 4) == device.storedBefore + 4)
         #expect(seen.before.withLock { $0 } == 4)
         #expect(seen.after.withLock { $0 }.map { $0.before } == 4)
+        #expect(seen.liveMode.withLock { $0 } == "recover")
         #expect(try realm.ingestRealm.statistics().droppedByReason.isEmpty)
         #expect(device.gateway.stderr.contains("session_superseded"))
     }
@@ -129,6 +140,7 @@ import Testing
         )
         #expect(seen.before.withLock { $0 } == 4)
         #expect(seen.after.withLock { $0 }.map { $0.before } == 4)
+        #expect(seen.liveMode.withLock { $0 } == "discard")
         // Uploading goes on under the new session.
         try write(realm, 1)
         try await realm.ingestRealm.waitForUpload()

@@ -131,4 +131,15 @@ struct DataIngestSample {
         // A write inside a write through the other handle is refused too.
         #expect(throws: Realm.Error.self) { try first.write { try second.write {} } }
     }
+
+    @Test func appsAreOneOnlyWithTheSameSettings() throws {
+        let dir = try TemporaryDirectory()
+        let plain = AppConfiguration(baseURL: "http://127.0.0.1:9", metadataDirectory: dir.path)
+        var pinned = plain
+        pinned.http.caFile = dir.file("ca.pem")
+        let first = try App(id: "weather", configuration: plain).ingestApp()
+        #expect(try App(id: "weather", configuration: plain).ingestApp() === first)
+        #expect(try App(id: "weather", configuration: pinned).ingestApp() !== first)
+        #expect(try App(id: "other", configuration: plain).ingestApp() !== first)
+    }
 }
