@@ -119,7 +119,10 @@ struct MQTTSinkTests {
         let status = try fixture.status()
         #expect(status["state"] as? String == "error", "\(status)")  // held: waits hold_ms, then tries again
         #expect(status["queued_records"] as? Int == 5)
-        #expect((status["upload_requests"] as? Int ?? 0) <= 2)
+        // Held, not retried: no new attempt long after the retry cap (200 ms).
+        let attempts = status["upload_requests"] as? Int ?? 0
+        usleep(1_500_000)
+        #expect(try fixture.status()["upload_requests"] as? Int ?? 0 == attempts)
         #expect(agent.terminate() == 0)
         #expect(agent.stderr.contains("refused the connection"))
         #expect(!agent.stderr.contains("wrong password"))

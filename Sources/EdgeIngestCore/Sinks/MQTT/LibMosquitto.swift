@@ -33,6 +33,8 @@ package struct LibMosquitto: @unchecked Sendable {
         ) -> Int32
     package let connectBindV5:
         @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) -> Int32
+    package let connectBindAsync:
+        @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?) -> Int32
     package let disconnect: @convention(c) (Client?) -> Int32
     package let publishV5:
         @convention(c) (
@@ -112,6 +114,10 @@ package struct LibMosquitto: @unchecked Sendable {
                 @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) ->
                     Int32
             )? = symbol("mosquitto_connect_bind_v5")
+        let connectBindAsync:
+            (@convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?) -> Int32)? = symbol(
+                "mosquitto_connect_bind_async"
+            )
         let disconnect: (@convention(c) (Client?) -> Int32)? = symbol("mosquitto_disconnect")
         let publishV5:
             (
@@ -143,7 +149,8 @@ package struct LibMosquitto: @unchecked Sendable {
         let reasonString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_reason_string")
         let connackString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_connack_string")
         guard let libInit, let new, let destroy, let intOption, let usernamePasswordSet, let tlsSet, let connectBindV5,
-            let disconnect, let publishV5, let loop, let socket, let connectV5CallbackSet, let publishV5CallbackSet,
+            let connectBindAsync, let disconnect, let publishV5, let loop, let socket, let connectV5CallbackSet,
+            let publishV5CallbackSet,
             let disconnectV5CallbackSet, let propertyAddStringPair, let propertyFreeAll, let strerror, let reasonString,
             let connackString
         else {
@@ -164,6 +171,7 @@ package struct LibMosquitto: @unchecked Sendable {
                 usernamePasswordSet: usernamePasswordSet,
                 tlsSet: tlsSet,
                 connectBindV5: connectBindV5,
+                connectBindAsync: connectBindAsync,
                 disconnect: disconnect,
                 publishV5: publishV5,
                 loop: loop,
@@ -191,7 +199,10 @@ package struct LibMosquitto: @unchecked Sendable {
 /// Why the MQTT sink could not deliver: `configuration` (fix and restart),
 /// `refused` (the broker said no: a hold), `transient` (retry).
 package struct MQTTError: Error, CustomStringConvertible {
-    package enum Kind: Sendable { case configuration, refused, transient }
+    /// `configuration` and `refused` hold; `transient` retries; `tooLarge`
+    /// splits the batch; `badRecord` bisects it down to the record (which
+    /// becomes a dead letter).
+    package enum Kind: Sendable { case configuration, refused, transient, tooLarge, badRecord }
     package let kind: Kind
     package let message: String
     init(_ kind: Kind, _ message: String) {

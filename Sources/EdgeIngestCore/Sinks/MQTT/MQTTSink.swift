@@ -15,16 +15,20 @@ import Glibc
 /// run there too.
 package final class MQTTSink: BatchSink {
     let settings: MQTTSettings
-    private let library: LibMosquitto
+    /// Loaded at the first connection: a missing libmosquitto is a hold, not
+    /// a sink that cannot be built (which would stop the uploader).
+    private var library: LibMosquitto?
     private var client: LibMosquitto.Client?
     /// Set by the callbacks, during `mosquitto_loop` on this thread.
     private var connack: Int32?
     private var lost = false
     private var acknowledged: [Int32: Int32] = [:]
+    /// When the connection last did anything: an idle one may be dead (the
+    /// broker drops a client that sent no PINGREQ for 1.5 keep-alives).
+    private var lastActivity: Int64 = 0
 
-    package init(settings: MQTTSettings) throws(MQTTError) {
+    package init(settings: MQTTSettings) {
         self.settings = settings
-        self.library = try LibMosquitto.shared()
     }
 
     deinit { close() }
@@ -37,24 +41,35 @@ package final class MQTTSink: BatchSink {
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
         do {
-            try connect()
-            let mids = try publish(batch)
-            try waitForAcknowledgements(mids)
+            let library = try loaded()
+            try connect(library)
+            let mids = try publish(batch, library)
+            try waitForAcknowledgements(mids, library)
+            lastActivity = monotonicMilliseconds()
             return .stored(rejected: [])
         } catch {
+            close()  // a new connection (and session) next time: the batch is sent again whole
             switch error.kind {
             case .configuration, .refused: return .hold(reason: error.message)
-            case .transient:
-                close()  // a new connection (and session) next time: the batch is sent again whole
-                return .retry(reason: error.message, retryAfterSeconds: nil)
+            case .transient: return .retry(reason: error.message, retryAfterSeconds: nil)
+            case .tooLarge: return .tooLarge
+            case .badRecord: return .badBatch(reason: error.message)
             }
         }
     }
 
+    private func loaded() throws(MQTTError) -> LibMosquitto {
+        if let library { return library }
+        let library = try LibMosquitto.shared()
+        self.library = library
+        return library
+    }
+
     // MARK: - Connection
 
-    private func connect() throws(MQTTError) {
-        if client != nil, !lost { return }
+    private func connect(_ library: LibMosquitto) throws(MQTTError) {
+        let idle = monotonicMilliseconds() - lastActivity
+        if client != nil, !lost, idle < Int64(settings.keepAliveSeconds) * 1000 { return }
         close()
         guard let client = library.new(settings.clientID, true, Unmanaged.passUnretained(self).toOpaque()) else {
             throw MQTTError(.transient, "libmosquitto could not make a client (out of memory?)")
@@ -99,14 +114,17 @@ package final class MQTTSink: BatchSink {
                 throw MQTTError(.configuration, "the TLS files were refused: \(library.errorText(rc))")
             }
         }
-        let rc = library.connectBindV5(client, settings.host, Int32(settings.port), settings.keepAliveSeconds, nil, nil)
+        // Not blocking: the TCP connection completes in mosquitto_loop, within
+        // connect_timeout_ms (a blocking connect to a host that drops packets
+        // takes the kernel's two minutes).
+        let rc = library.connectBindAsync(client, settings.host, Int32(settings.port), settings.keepAliveSeconds, nil)
         guard rc == LibMosquitto.success else {
             throw MQTTError(.transient, "cannot connect to \(settings.host):\(settings.port): \(library.errorText(rc))")
         }
         let deadline = monotonicMilliseconds() + Int64(settings.connectTimeoutMilliseconds)
         while connack == nil {
             do {
-                try loopOnce(until: deadline, doing: "waiting for the broker's CONNACK")
+                try loopOnce(library, until: deadline, doing: "connecting to \(settings.host):\(settings.port)")
             } catch {
                 // A refusal comes with the connection closed right after it: the CONNACK says why.
                 if connack != nil { break }
@@ -117,6 +135,9 @@ package final class MQTTSink: BatchSink {
             let code = connack ?? -1
             // v5: 134 bad user name or password, 135 not authorized; 3.1.1: 4 and 5.
             let refusedCredentials = settings.version5 ? (code == 134 || code == 135) : (code == 4 || code == 5)
+            if settings.version5, code == 132 {
+                throw MQTTError(.refused, "the broker does not speak MQTT 5: set upload.mqtt_version = \"3.1.1\"")
+            }
             let text =
                 settings.version5
                 ? library.reasonText(code) : (library.connackString(code).map { String(cString: $0) } ?? "\(code)")
@@ -128,13 +149,13 @@ package final class MQTTSink: BatchSink {
     }
 
     private func close() {
-        guard let client else { return }
+        guard let client, let library else { return }
         if !lost { _ = library.disconnect(client) }
         library.destroy(client)
         self.client = nil
     }
 
-    private func loopOnce(until deadline: Int64, doing what: String) throws(MQTTError) {
+    private func loopOnce(_ library: LibMosquitto, until deadline: Int64, doing what: String) throws(MQTTError) {
         let left = deadline - monotonicMilliseconds()
         guard left > 0 else { throw MQTTError(.transient, "timed out \(what)") }
         // Acknowledge the broker's segments at once: a broker that leaves
@@ -158,7 +179,7 @@ package final class MQTTSink: BatchSink {
     // MARK: - Publishing
 
     /// Publishes the batch's messages; returns the ids to wait for (none at QoS 0).
-    private func publish(_ batch: SinkBatch) throws(MQTTError) -> [Int32] {
+    private func publish(_ batch: SinkBatch, _ library: LibMosquitto) throws(MQTTError) -> [Int32] {
         var mids: [Int32] = []
         var failure: MQTTError?
         if settings.message == .batch {
@@ -168,7 +189,7 @@ package final class MQTTSink: BatchSink {
                 ("records", "\(batch.recordCount)"),
             ]
             batch.payload.withUnsafeBytes { bytes in
-                do throws(MQTTError) { mids.append(try send(topic: topic, bytes, properties)) } catch {
+                do throws(MQTTError) { mids.append(try send(library, topic: topic, bytes, properties)) } catch {
                     failure = error
                 }
             }
@@ -180,14 +201,15 @@ package final class MQTTSink: BatchSink {
                 let id = values[RecordType.primaryKey] ?? ""
                 let topic = settings.topic.render(type: batch.type, clientID: settings.clientID) { values[$0] }
                 do throws(MQTTError) {
-                    mids.append(try send(topic: topic, line, [("_id", id)]))
+                    mids.append(try send(library, topic: topic, line, [("_id", id)]))
                 } catch {
                     failure = error
                 }
             }
         }
         if let failure { throw failure }
-        return settings.qos == 0 ? [] : mids
+        // At QoS 0 too: on_publish then says the message was written to the socket.
+        return mids
     }
 
     /// The slow path of ``FlatRecordScan``: the whole line parsed (escapes, odd spacing).
@@ -207,6 +229,7 @@ package final class MQTTSink: BatchSink {
     }
 
     private func send(
+        _ library: LibMosquitto,
         topic: String,
         _ payload: UnsafeRawBufferPointer,
         _ userProperties: [(String, String)]
@@ -230,12 +253,15 @@ package final class MQTTSink: BatchSink {
             properties
         )
         guard rc == LibMosquitto.success else {
-            // 4 no connection, 7 connection lost, 14 errno; others (payload too large, bad topic) will not pass on a retry either.
-            let transient = rc == 4 || rc == 7 || rc == 14 || rc == 1
-            throw MQTTError(
-                transient ? .transient : .refused,
-                "publishing to '\(topic)' failed: \(library.errorText(rc))"
-            )
+            let text = "publishing to '\(topic.prefix(80))' failed: \(library.errorText(rc))"
+            switch rc {
+            case 9, 25:  // payload too large, packet larger than the broker's maximum
+                throw MQTTError(settings.message == .batch ? .tooLarge : .badRecord, text)
+            case 3, 18:  // invalid (a topic made from a record's value), malformed UTF-8
+                throw MQTTError(.badRecord, text)
+            default:  // no connection, connection lost, errno, out of memory…
+                throw MQTTError(.transient, text)
+            }
         }
         return mid
     }
@@ -243,23 +269,30 @@ package final class MQTTSink: BatchSink {
     /// Loops until every message in `mids` is acknowledged; a refusal by the
     /// broker (a reason code of 128 or more) is a hold for "not authorized"
     /// or a bad topic, a retry otherwise.
-    private func waitForAcknowledgements(_ mids: [Int32]) throws(MQTTError) {
-        let deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
+    private func waitForAcknowledgements(_ mids: [Int32], _ library: LibMosquitto) throws(MQTTError) {
+        // The deadline moves with every acknowledgement: a slow link that
+        // keeps acknowledging is not a timeout.
+        var deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
         var pending = Set(mids)
         while true {
             let answers = acknowledged
             acknowledged = [:]
             for (mid, reason) in answers where pending.contains(mid) {
                 pending.remove(mid)
+                deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
                 guard reason >= 0x80 else { continue }
-                let refused = reason == 135 || reason == 144
-                throw MQTTError(
-                    refused ? .refused : .transient,
-                    "the broker refused a message: \(library.reasonText(reason))\(refused ? " (check the topic and the broker's access rules)" : "")"
-                )
+                let text = "the broker refused a message: \(library.reasonText(reason))"
+                switch reason {
+                case 135, 144:  // not authorized, topic name invalid
+                    throw MQTTError(.refused, text + " (check the topic and the broker's access rules)")
+                case 149:  // packet too large
+                    throw MQTTError(settings.message == .batch ? .tooLarge : .badRecord, text)
+                default:
+                    throw MQTTError(.transient, text)
+                }
             }
             if pending.isEmpty { return }
-            try loopOnce(until: deadline, doing: "waiting for \(pending.count) acknowledgements")
+            try loopOnce(library, until: deadline, doing: "waiting for \(pending.count) acknowledgements")
         }
     }
 }

@@ -38,24 +38,51 @@ struct MQTTSinkConfiguration: SinkConfiguration {
             decoder.problem(
                 upload["url"],
                 "upload.url",
-                "must start with mqtt:// or mqtts://, got \"\(url.prefix(40))\""
+                "must start with mqtt:// or mqtts://, got \"\(redactedURL(url).prefix(40))\""
             )
             return nil
         }
         var hostPort = url.dropFirst(tls ? 8 : 7)
         if hostPort.hasSuffix("/") { hostPort.removeLast() }
-        var host = String(hostPort)
+        var host: Substring
+        var portText: Substring?
+        if hostPort.hasPrefix("[") {  // [IPv6]:port
+            guard let close = hostPort.firstIndex(of: "]") else {
+                decoder.problem(upload["url"], "upload.url", "has a '[' without its ']' around an IPv6 address")
+                return nil
+            }
+            host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+            let rest = hostPort[hostPort.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else {
+                    decoder.problem(
+                        upload["url"],
+                        "upload.url",
+                        "must be mqtt(s)://[address]:port after an IPv6 address"
+                    )
+                    return nil
+                }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = hostPort.firstIndex(of: ":") {
+            host = hostPort[..<colon]
+            portText = hostPort[hostPort.index(after: colon)...]
+        } else {
+            host = hostPort
+        }
         var port = tls ? 8883 : 1883
-        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
-            guard let p = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else {
-                decoder.problem(upload["url"], "upload.url", "has a port that is not a number from 1 to 65535")
+        if let portText {
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                decoder.problem(
+                    upload["url"],
+                    "upload.url",
+                    "has a port that is not a number from 1 to 65535 (an IPv6 address goes in brackets: mqtt://[::1]:1883)"
+                )
                 return nil
             }
             port = p
-            host = String(hostPort[..<colon])
         }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
+        guard !host.isEmpty, !host.contains("/"), !host.contains("@"), !host.contains("["), !host.contains("]") else {
             decoder.problem(
                 upload["url"],
                 "upload.url",
@@ -63,6 +90,7 @@ struct MQTTSinkConfiguration: SinkConfiguration {
             )
             return nil
         }
+        let hostName = String(host)
         let topicText = decoder.string(upload["topic"], "upload.topic") ?? "ingestd/{client_id}/{type}"
         let topic: MQTTTopicTemplate
         do {
@@ -71,7 +99,7 @@ struct MQTTSinkConfiguration: SinkConfiguration {
             decoder.problem(upload["topic"], "upload.topic", "\(error.message), got \"\(topicText.prefix(60))\"")
             return nil
         }
-        var settings = MQTTSettings(host: host, port: port, topic: topic, clientID: hostName())
+        var settings = MQTTSettings(host: hostName, port: port, topic: topic, clientID: EdgeIngestCore.hostName())
         settings.tls = tls
         if let v = upload["message"], let text = decoder.string(v, "upload.message") {
             guard let message = MQTTSettings.Message(rawValue: text) else {
@@ -125,12 +153,27 @@ struct MQTTSinkConfiguration: SinkConfiguration {
             environment: environment,
             required: false
         )
+        if settings.password != nil, settings.username == nil {
+            decoder.problem(
+                upload["password_file"],
+                "upload.password_file",
+                "needs upload.username too (MQTT sends a password only with a user name)"
+            )
+        }
         return Self(settings: settings)
     }
 
     /// Field placeholders must name declared fields, and a batch message has
     /// no single record to take them from.
     func check(_ configuration: AgentConfiguration, upload: TOMLTable, _ decoder: inout ConfigurationDecoder) {
+        // Message ids are 16 bits: a batch of more messages could not tell their acknowledgements apart.
+        if settings.message == .record, let maxRecords = configuration.upload?.maxRecords, maxRecords > 65_535 {
+            decoder.problem(
+                upload["max_records"],
+                "upload.max_records",
+                "must be at most 65535 with sink = \"mqtt\" and message = \"record\" (MQTT message ids are 16 bits)"
+            )
+        }
         for field in settings.topic.fields {
             if settings.message == .batch {
                 decoder.problem(
@@ -158,6 +201,6 @@ struct MQTTSinkConfiguration: SinkConfiguration {
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
         var settings = settings
         settings.clientID = upload.clientID
-        return { [settings] in try MQTTSink(settings: settings) }
+        return { [settings] in MQTTSink(settings: settings) }
     }
 }
