@@ -43,13 +43,23 @@ import Testing
             let realm = try await IngestRealm(configuration: configuration, logger: logger)
             try realm.write { try $0.create(WeatherSensor.self, value: DataIngestSeedTests.reading(wind: 1)) }
             try await realm.waitForUpload()
+            // A copy's queue logs through the realm's logger too (its compaction here).
+            var copy = IngestConfiguration()
+            copy.filePath = dir.file("copy.ingest.sqlite")
+            copy.objectTypes = [WeatherSensor.self]
+            copy.shouldCompactOnLaunch = { _, _ in true }
+            var local = IngestConfiguration()
+            local.filePath = dir.file("local.ingest.sqlite")
+            local.objectTypes = [WeatherSensor.self]
+            let localRealm = try await IngestRealm(configuration: local, logger: logger)
+            try localRealm.writeCopy(configuration: copy)
         }
         #expect(gateway.waitUntilArchived(1) == 1)
         let entries = captured.entries.withLock { $0 }
         // Routine events were logged, through the given logger, at debug...
         #expect(entries.contains { $0.level == .debug && $0.message == "Uploading to the sink" }, "\(entries)")
         #expect(entries.contains { $0.level == .debug && $0.message == "Uploader stopped" }, "\(entries)")
-        #expect(entries.contains { $0.level == .debug && $0.message == "Compacted the queue file on launch" })
+        #expect(entries.filter { $0.level == .debug && $0.message == "Compacted the queue file on launch" }.count == 2)
         // ...and nothing at info or above.
         let loud = entries.filter { $0.level >= .info }
         #expect(loud.isEmpty, "\(loud)")

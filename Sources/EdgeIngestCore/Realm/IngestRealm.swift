@@ -252,7 +252,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
                 "writeCopy copies between configurations of the same kind: both with a user or both local (this one \(configuration.user == nil ? "is local" : "has a user"))."
             )
         }
-        let queue = try DurableQueue.open(target.queueConfiguration())
+        let queue = try DurableQueue.open(target.queueConfiguration(), logger: self.queue.logger)
         return try self.queue.copyPending(into: queue)
     }
 
@@ -269,7 +269,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             )
         }
         let backupRealm = try backup.map {
-            IngestRealm(opened: try DurableQueue.open($0.queueConfiguration()), configuration: $0)
+            IngestRealm(opened: try DurableQueue.open($0.queueConfiguration(), logger: queue.logger), configuration: $0)
         }
         try resetHandler.resolve(discard: discard, backup: backupRealm)
     }
