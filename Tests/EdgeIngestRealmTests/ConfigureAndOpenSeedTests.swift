@@ -12,26 +12,27 @@ import Testing
     /// The default configuration pointed at a temporary directory with the
     /// seeds' types, for the duration of `body`.
     func withDefaultConfiguration(_ body: (TemporaryDirectory) throws -> Void) throws {
-        let dir = try TemporaryDirectory()
-        let saved = Realm.Configuration.defaultConfiguration
+        let (dir, saved) = try pointDefaultConfigurationAtATemporaryDirectory()
         defer { Realm.Configuration.defaultConfiguration = saved }
-        var configuration = Realm.Configuration.defaultConfiguration
-        configuration.fileURL = URL(fileURLWithPath: dir.file("default.realm"))
-        configuration.objectTypes = [WeatherSensor.self, Dog.self]
-        Realm.Configuration.defaultConfiguration = configuration
         try body(dir)
     }
 
     /// ``withDefaultConfiguration(_:)`` for async samples.
     func withDefaultConfigurationAsync(_ body: (TemporaryDirectory) async throws -> Void) async throws {
+        let (dir, saved) = try pointDefaultConfigurationAtATemporaryDirectory()
+        defer { Realm.Configuration.defaultConfiguration = saved }
+        try await body(dir)
+    }
+
+    /// Sets the default configuration; returns its directory and the configuration it replaced.
+    private func pointDefaultConfigurationAtATemporaryDirectory() throws -> (TemporaryDirectory, Realm.Configuration) {
         let dir = try TemporaryDirectory()
         let saved = Realm.Configuration.defaultConfiguration
-        defer { Realm.Configuration.defaultConfiguration = saved }
-        var configuration = Realm.Configuration.defaultConfiguration
+        var configuration = saved
         configuration.fileURL = URL(fileURLWithPath: dir.file("default.realm"))
         configuration.objectTypes = [WeatherSensor.self, Dog.self]
         Realm.Configuration.defaultConfiguration = configuration
-        try await body(dir)
+        return (dir, saved)
     }
 
     @Test func theDefaultConfigurationHasARealFileURL() {

@@ -44,11 +44,11 @@ extension IngestRealm {
                 // A local realm never needs the backend; `.once` only until the file was opened online.
                 let behavior = configuration.user == nil ? .never : openBehavior
                 var needsBackend = behavior != .never
-                if behavior == .once,
-                    let queue = try? DurableQueue.open(configuration.queueConfiguration(), logger: logger),
-                    (try? queue.meta("opened_online")) != nil
-                {
-                    needsBackend = false
+                // Kept open until the realm opens it again: one open of the file, not two.
+                var peeked: DurableQueue?
+                if behavior == .once {
+                    peeked = try? DurableQueue.open(configuration.queueConfiguration(), logger: logger)
+                    if let peeked, (try? peeked.meta("opened_online")) != nil { needsBackend = false }
                 }
                 var steps = AsyncOpenSteps(needsBackend: needsBackend)
                 while true {
@@ -66,6 +66,7 @@ extension IngestRealm {
                         }
                     case .open:
                         steps.opened()
+                        defer { peeked = nil }
                         let start = ContinuousClock.now
                         do {
                             let realm = try await IngestRealm(
