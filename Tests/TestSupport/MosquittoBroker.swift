@@ -82,14 +82,20 @@ public final class MosquittoBroker {
             environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=\(directory.path)"],
             output: directory.file("broker.log")
         )
-        let deadline = Date().addingTimeInterval(10)
+        // 30 s, as for the engines: with every suite running at once on two
+        // cores, a TLS listener took more than 10 s to appear (CI, b3d110f).
+        let deadline = Date().addingTimeInterval(30)
         while !Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 pid = 0
                 throw ToolFailure("mosquitto exited while starting: \(log.suffix(2000))")
             }
-            guard Date() < deadline else { throw ToolFailure("mosquitto did not listen in 10 s: \(log.suffix(2000))") }
+            guard Date() < deadline else {
+                throw ToolFailure(
+                    "mosquitto did not listen on \(port) and \(plainPort) in 30 s (listening on \(listeningPorts(of: pid))): \(log.suffix(2000))"
+                )
+            }
             usleep(10_000)
         }
     }
