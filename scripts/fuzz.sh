@@ -22,6 +22,8 @@ seconds. TARGET is any of (default: all, in this order):
           (Fuzz/CSVFuzz.swift)
   toml    text -> TOMLDocument.parse, the configuration parser
           (Fuzz/TOMLFuzz.swift)
+  mqtt    bytes from a broker -> MQTTPacketReader -> MQTTPacket.decode
+          (Fuzz/MQTTFuzz.swift), the MQTT input's protocol reader
 
 Besides "no crash", the targets check invariants with preconditions, so a
 violation is a crash too: the framer splits like a reference whatever the
@@ -30,7 +32,9 @@ a parsed line or row written back parses the same; every non-blank line
 within the line limit (2 KiB here) becomes a record, a rejection with a
 known reason and a short message, or (csv) the header; a record's
 JSON (JSONWriter) reads back as the same record; a parsed TOML document
-written back parses the same. Each Fuzz/*.swift file lists its checks.
+written back parses the same; MQTT packets frame the same however the
+stream is cut into reads, and a decoded PUBLISH written again decodes the
+same. Each Fuzz/*.swift file lists its checks.
 
 Options:
   --seconds N   fuzz each target for N seconds (default 60; CI uses 20);
@@ -51,14 +55,14 @@ Run: each target runs over its working corpus .build-fuzz/corpus/TARGET/,
 a copy of the committed seeds Fuzz/corpus/TARGET/ plus what earlier local
 runs found (the committed corpus never grows; delete .build-fuzz/corpus to
 start over), with -rss_limit_mb=512, -timeout=10 (seconds per input) and
--max_len 4096 (ndjson, csv) or 16384 (toml). Leaks are detected (LSan);
+-max_len 4096 (ndjson, csv, mqtt) or 16384 (toml). Leaks are detected (LSan);
 ASan's quarantine is 64 MB (ASAN_OPTIONS adds to or overrides that).
 
 Needs the Swift toolchain's clang runtime (libFuzzer, ASan) and lld, both
 shipped with the toolchain.
 
 Output in .build-fuzz/ (git-ignored):
-  ndjson, csv, toml      the fuzzer binaries
+  ndjson, csv, toml, mqtt  the fuzzer binaries
   modules/, obj/         the instrumented EdgeIngestModel module
   corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
@@ -101,9 +105,9 @@ while [ $# -gt 0 ]; do
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --seconds wants a positive whole number, got '$seconds'" >&2; exit 2; }
 
-all_targets=(ndjson csv toml)
-declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift)
-declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384)
+all_targets=(ndjson csv toml mqtt)
+declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift [mqtt]=Fuzz/MQTTFuzz.swift)
+declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384 [mqtt]=4096)
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
     [ -n "${target_source[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
@@ -158,7 +162,7 @@ pids=()
 build_failed=0
 for t in "${targets[@]}"; do
     sources=("${target_source[$t]}")
-    [ "$t" = toml ] || sources+=(Fuzz/FuzzSupport.swift)
+    [ "$t" = toml ] || [ "$t" = mqtt ] || sources+=(Fuzz/FuzzSupport.swift)
     stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngestModel.o" || continue
     echo "fuzz.sh: building $out/$t"
     # The targets are independent: link them two at a time (one per core).

@@ -56,4 +56,62 @@ static inline int edgeingest_pbkdf2_sha256(const char *password, int passwordLen
                                            int iterations, unsigned char *out, int outLength) {
     return PKCS5_PBKDF2_HMAC(password, passwordLength, salt, saltLength, iterations, EVP_sha256(), outLength, out);
 }
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <string.h>
+
+/// The newest OpenSSL error as text into `error` (empty if there is none), and clears the queue.
+static inline void edgeingest_tls_error(char *error, size_t errorLength) {
+    unsigned long code = ERR_peek_last_error();
+    if (error != NULL && errorLength > 0) {
+        error[0] = 0;
+        if (code != 0) ERR_error_string_n(code, error, errorLength);
+    }
+    ERR_clear_error();
+}
+
+/// A TLS client context: TLS 1.2 or newer, the peer verified against
+/// `caFile` (or the system's CAs when NULL), and a client certificate chain
+/// and key when `certificateFile` is set (the key from `keyFile`, or from the
+/// certificate file when NULL). NULL on failure, with the reason in `error`.
+static inline SSL_CTX *edgeingest_tls_client_context(const char *caFile, const char *certificateFile,
+                                                     const char *keyFile, char *error, size_t errorLength) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL) { edgeingest_tls_error(error, errorLength); return NULL; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    int ok = caFile != NULL ? SSL_CTX_load_verify_locations(ctx, caFile, NULL) : SSL_CTX_set_default_verify_paths(ctx);
+    if (ok == 1 && certificateFile != NULL) {
+        ok = SSL_CTX_use_certificate_chain_file(ctx, certificateFile);
+        ok = ok == 1 ? SSL_CTX_use_PrivateKey_file(ctx, keyFile != NULL ? keyFile : certificateFile, SSL_FILETYPE_PEM) : ok;
+        ok = ok == 1 ? SSL_CTX_check_private_key(ctx) : ok;
+    }
+    if (ok != 1) { edgeingest_tls_error(error, errorLength); SSL_CTX_free(ctx); return NULL; }
+    return ctx;
+}
+
+/// A TLS connection over `fd` to `host`, whose certificate must name it (an
+/// IP address is matched against the certificate's IP entries; a name is also
+/// sent as SNI). NULL on failure.
+static inline SSL *edgeingest_tls_client(SSL_CTX *ctx, int fd, const char *host, int hostIsAddress) {
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) return NULL;
+    int ok = SSL_set_fd(ssl, fd);
+    if (hostIsAddress) {
+        ok = ok == 1 ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) : ok;
+    } else {
+        ok = ok == 1 ? (int)SSL_set_tlsext_host_name(ssl, host) : ok;
+        ok = ok == 1 ? SSL_set1_host(ssl, host) : ok;
+    }
+    if (ok != 1) { SSL_free(ssl); return NULL; }
+    SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+/// Why the peer's certificate was refused, if it was ("" otherwise).
+static inline const char *edgeingest_tls_verify_error(SSL *ssl) {
+    long result = SSL_get_verify_result(ssl);
+    return result == X509_V_OK ? "" : X509_verify_cert_error_string(result);
+}
 #endif

@@ -78,6 +78,7 @@ public struct Agent: Sendable {
             case .stdin: service = StdinInput(context: context)
             case .file: service = FileInput(context: context, firstStart: firstStart)
             case .serial: service = SerialInput(context: context)
+            case .mqtt: service = MQTTInput(context: context)
             case .http: service = try HTTPInput(context: context, stateDirectory: configuration.stateDirectory)
             case .socket:
                 service = try SocketInput(context: context, path: configuration.socketPath(of: settings))

@@ -22,6 +22,8 @@ public final class MosquittoBroker {
     private var pid: pid_t = 0
     private let users: [(String, String)]
     private let tls: TLSFiles?
+    private let persistent: Bool
+    private let extraConfig: String
 
     /// A TLS listener's files (PEM), and whether it requires a client certificate.
     public struct TLSFiles {
@@ -42,10 +44,21 @@ public final class MosquittoBroker {
     ///   - port: the port to listen on (the default: a free one).
     ///   - users: user names and passwords; with any, anonymous clients are refused.
     ///   - tls: serve TLS on ``port`` (subscribers use ``plainPort``).
-    public init(port: Int? = nil, users: [(String, String)] = [], tls: TLSFiles? = nil) throws {
+    ///   - persistent: keep sessions and their queued messages in a file
+    ///     across a graceful ``stop()`` and ``start()``.
+    ///   - extraConfig: more lines for mosquitto.conf (e.g. `max_queued_messages 0`).
+    public init(
+        port: Int? = nil,
+        users: [(String, String)] = [],
+        tls: TLSFiles? = nil,
+        persistent: Bool = false,
+        extraConfig: String = ""
+    ) throws {
         directory = try TemporaryDirectory()
         self.users = users
         self.tls = tls
+        self.persistent = persistent
+        self.extraConfig = extraConfig
         self.port = try port ?? Self.freePort()
         self.plainPort = tls == nil ? self.port : try Self.freePort()
         try start()
@@ -56,7 +69,11 @@ public final class MosquittoBroker {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw ToolFailure("mosquitto is not installed: apt-get install mosquitto mosquitto-clients")
         }
-        var config = "persistence false\nlog_dest stderr\n"
+        var config = "log_dest stderr\n"
+        config +=
+            persistent
+            ? "persistence true\npersistence_location \(directory.path)/\nautosave_interval 0\n" : "persistence false\n"
+        config += extraConfig
         // As root, mosquitto would become the user mosquitto, who cannot read this directory.
         if geteuid() == 0 { config += "user root\n" }
         if users.isEmpty {
@@ -98,6 +115,22 @@ public final class MosquittoBroker {
             }
             usleep(10_000)
         }
+    }
+
+    /// Stops the broker gracefully (SIGTERM: a persistent one saves its
+    /// sessions and queued messages) and reaps it.
+    public func stop() {
+        guard pid > 0 else { return }
+        Glibc.kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        pid = 0
+    }
+
+    /// Freezes the broker (SIGSTOP): connections stay open, nothing is
+    /// answered. ``kill()`` ends a frozen broker too.
+    public func freeze() {
+        if pid > 0 { Glibc.kill(pid, SIGSTOP) }
     }
 
     /// Kills the broker at once (SIGKILL) and reaps it.

@@ -96,6 +96,54 @@ struct MQTTSinkTests {
         #expect(try fixture.queuedLines().isEmpty)
     }
 
+    /// The broker frozen, then killed, in the middle of a stream: nothing
+    /// leaves the queue while no acknowledgement comes, every record the
+    /// queue no longer holds reached the broker's subscriber, and the rest
+    /// is delivered once a broker is back.
+    @Test func aBrokerKilledMidStreamLosesNothingAndOnlyAcknowledgedRecordsLeave() throws {
+        let total = 20_000
+        let broker = try MosquittoBroker()
+        let before = try broker.subscribe("telemetry/#")
+        let fixture = try agent(port: broker.port, "topic = \"telemetry/{type}\"\nmax_records = 200\ntimeout_ms = 1000")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write(readings(total))
+        #expect(eventually { before.messages().count >= 2_000 }, "\(agent.stderr.suffix(2000))")
+        broker.freeze()
+        // Settle: acknowledgements already on their way arrive; then none come.
+        usleep(500_000)
+        let frozenAt = try fixture.status()["queued_records"] as? Int ?? -1
+        usleep(1_500_000)
+        #expect(try fixture.status()["queued_records"] as? Int == frozenAt, "nothing deleted without a PUBACK")
+        broker.kill()
+        usleep(300_000)
+        #expect(agent.terminate() == 0, "a service stops cleanly, what is left stays queued")
+        let queued = Set(try fixture.queuedLines().compactMap(Self.id))
+        let received = Set(before.messages().compactMap { Self.id($0.payload) })
+        #expect(queued.count == frozenAt && frozenAt > 0 && frozenAt < total, "killed mid-stream: \(frozenAt) queued")
+        // Every record no longer queued was acknowledged, and so reached the subscriber.
+        #expect(
+            queued.union(received).count == total,
+            "nothing lost: \(queued.count) queued, \(received.count) received"
+        )
+
+        // A broker again: the rest goes out under the same _ids.
+        let again = try MosquittoBroker(port: broker.port)
+        let after = try again.subscribe("telemetry/#")
+        let second = try fixture.run(["run"], stdin: Data())
+        #expect(second.status == 0, "\(second.stderr.suffix(2000))")
+        #expect(eventually { Set(after.messages().compactMap { Self.id($0.payload) }).isSuperset(of: queued) })
+        #expect(try fixture.queuedLines().isEmpty)
+    }
+
+    /// A record's `_id` from its JSON text.
+    static func id(_ json: String) -> String? {
+        guard let start = json.range(of: #""_id":""#)?.upperBound else { return nil }
+        return String(json[start...].prefix(24))
+    }
+
     @Test func refusedCredentialsHoldTheUploadAndSaySo() throws {
         let broker = try MosquittoBroker(users: [("edge", "right password")])
         let fixture = try agent(port: broker.port, "username = \"edge\"\npassword_file = \"PASSWORD\"")

@@ -55,16 +55,40 @@ extension DurableQueue {
         return try await appendChecked(batch, positions: positions, counters: counters, onWaitForSpace: onWaitForSpace)
     }
 
+    /// Appends records received from another party that may send them
+    /// again (an MQTT broker redelivering unacknowledged messages): as
+    /// ``append(_:positions:counters:onWaitForSpace:)-(EncodedBatch,_,_,_)``,
+    /// but records whose `_id` was received within the receipt's window are
+    /// left out, durably (``AppendResult/duplicates``, ``AppendResult/conflicts``),
+    /// as for ``receive(_:receipt:counters:)``.
+    package func appendReceived(
+        _ batch: EncodedBatch,
+        positions: [SourcePosition] = [],
+        counters: [String: Int64] = [:],
+        receipt: Receipt,
+        onWaitForSpace: (@Sendable () -> Void)? = nil
+    ) async throws -> AppendResult {
+        try batch.check(against: typesByName, queueName: configuration.location.description)
+        return try await appendChecked(
+            batch,
+            positions: positions,
+            counters: counters,
+            receipt: receipt,
+            onWaitForSpace: onWaitForSpace
+        )
+    }
+
     private func appendChecked(
         _ batch: EncodedBatch,
         positions: [SourcePosition],
         counters: [String: Int64],
+        receipt: Receipt? = nil,
         onWaitForSpace: (@Sendable () -> Void)?
     ) async throws -> AppendResult {
         let sizes = batch.recordSizes
         var waited = false
         while true {
-            switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters) {
+            switch try appendNow(batch, sizes: sizes, positions: positions, counters: counters, receipt: receipt) {
             case .done(let result): return result
             case .wait(let generation):
                 if !waited {

@@ -160,6 +160,6 @@ package enum QueueFile {
     }
 }
 
-func errnoText(_ code: Int32 = errno) -> String {
+package func errnoText(_ code: Int32 = errno) -> String {
     String(cString: strerror(code))
 }

@@ -66,7 +66,7 @@ extension ConfigurationDecoder {
         let stateDirectory =
             string(agent?["state_directory"], "agent.state_directory")
             ?? AgentConfiguration.defaultStateDirectory(environment: environment)
-        var inputs = decodeInputs(root["inputs"], types: types)
+        var inputs = decodeInputs(root["inputs"], types: types, environment: environment)
         if root["inputs"] == nil {
             var stdin = InputSettings(kind: .stdin, name: "stdin")
             stdin.type = types.count == 1 ? types[0].name : nil

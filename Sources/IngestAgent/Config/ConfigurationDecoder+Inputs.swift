@@ -1,6 +1,6 @@
 import EdgeIngestCore
 
-/// `[[inputs]]`: stdin, followed files, serial ports and HTTP
+/// `[[inputs]]`: stdin, followed files, serial ports, HTTP, the socket and MQTT
 /// (``InputSettings`` and ``HTTPInputSettings`` hold the defaults).
 extension ConfigurationDecoder {
     static let inputKeys = Set([
@@ -8,7 +8,7 @@ extension ConfigurationDecoder {
         "socket", "socket_group",
         "start_at_end",
     ])
-    .union(httpInputKeys)
+    .union(httpInputKeys).union(mqttInputKeys)
     /// The one message for mistakes common enough to deserve one.
     static let inputHints = [
         "path":
@@ -21,12 +21,16 @@ extension ConfigurationDecoder {
         "api_keys_file", "users_file",
     ]
 
-    mutating func decodeInputs(_ value: TOMLValue?, types: [RecordType]) -> [InputSettings] {
+    mutating func decodeInputs(
+        _ value: TOMLValue?,
+        types: [RecordType],
+        environment: [String: String] = [:]
+    ) -> [InputSettings] {
         var inputs: [InputSettings] = []
         var names = Set<String>()
         for (key, t, item) in arrayOfTables(value, "inputs", known: Self.inputKeys, hints: Self.inputHints) {
             guard let kindName = string(t["kind"], key + ".kind") else {
-                problem(item, key + ".kind", "is required: stdin, file, serial, http or socket")
+                problem(item, key + ".kind", "is required: stdin, file, serial, http, socket or mqtt")
                 continue
             }
             guard let kind = InputSettings.Kind(rawValue: kindName) else {
@@ -34,8 +38,8 @@ extension ConfigurationDecoder {
                     t["kind"],
                     key + ".kind",
                     kindName,
-                    "must be stdin, file, serial, http or socket",
-                    choices: ["stdin", "file", "serial", "http", "socket"]
+                    "must be stdin, file, serial, http, socket or mqtt",
+                    choices: ["stdin", "file", "serial", "http", "socket", "mqtt"]
                 )
                 continue
             }
@@ -79,6 +83,9 @@ extension ConfigurationDecoder {
                 input.socket = string(t["socket"], key + ".socket")
                 input.socketGroup = string(t["socket_group"], key + ".socket_group")
                 input.name = "socket:" + (input.socket ?? "ingestd.sock")
+            case .mqtt:
+                input.mqtt = decodeMQTTInput(t, key: key, item: item, types: types, environment: environment)
+                input.name = "mqtt:" + (input.mqtt?.subscriptions.joined(separator: ",") ?? "?")
             case .http:
                 input.http = decodeHTTPInput(t, key: key, item: item)
                 input.name = "http:" + (input.http?.listen ?? "?")
@@ -87,8 +94,15 @@ extension ConfigurationDecoder {
                 }
             }
             if kind != .http {
-                for name in Self.httpInputKeys.sorted() where t[name] != nil {
+                let shared = kind == .mqtt ? Self.mqttInputKeys : []
+                for name in Self.httpInputKeys.subtracting(shared).sorted() where t[name] != nil {
                     problem(t[name], key + "." + name, "applies only to an http input (kind = \"http\")")
+                }
+            }
+            if kind != .mqtt {
+                let shared = kind == .http ? Self.httpInputKeys : []
+                for name in Self.mqttInputKeys.subtracting(shared).sorted() where t[name] != nil {
+                    problem(t[name], key + "." + name, "applies only to an mqtt input (kind = \"mqtt\")")
                 }
             }
             if kind != .socket {

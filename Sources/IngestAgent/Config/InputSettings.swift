@@ -2,7 +2,7 @@ import EdgeIngestCore
 
 /// One configured input.
 public struct InputSettings: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http, socket }
+    public enum Kind: String, Sendable, Hashable { case stdin, file, serial, http, socket, mqtt }
     public enum Format: String, Sendable, Hashable { case ndjson, csv }
 
     public var kind: Kind
@@ -34,6 +34,8 @@ public struct InputSettings: Sendable, Hashable {
     public var socketGroup: String?
     /// http: the server's settings.
     public var http: HTTPInputSettings?
+    /// mqtt: the broker and the subscriptions.
+    public var mqtt: MQTTInputSettings?
 
     public init(kind: Kind, name: String) {
         self.kind = kind

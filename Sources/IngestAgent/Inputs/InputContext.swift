@@ -24,8 +24,16 @@ struct InputContext: Sendable {
     var commitIntervalSeconds: Double { Double(commitIntervalMilliseconds) / 1000 }
 
     /// A committer for this input, stopped (see ``QueueCommitter``) with the input's loop.
-    func makeCommitter(stop: StopSignal) -> QueueCommitter {
-        QueueCommitter(queue: queue, counters: counters, stop: stop, committed: committed, logger: logger)
+    /// With a `receipt`, repeated `_id`s are left out durably (``QueueCommitter/receipt``).
+    func makeCommitter(stop: StopSignal, receipt: Receipt? = nil) -> QueueCommitter {
+        QueueCommitter(
+            queue: queue,
+            counters: counters,
+            stop: stop,
+            committed: committed,
+            logger: logger,
+            receipt: receipt
+        )
     }
 
     /// How long an input waits for data: the commit interval while read

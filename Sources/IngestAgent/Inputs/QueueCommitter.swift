@@ -13,6 +13,10 @@ final class QueueCommitter: Sendable {
     let counters: InputCounters
     let committed: StopSignal?
     let logger: Logger?
+    /// Set for inputs whose source sends again what it is not sure we
+    /// stored (MQTT): records whose `_id` was received within the window
+    /// are left out durably and counted as duplicates (``DurableQueue/appendReceived(_:positions:counters:receipt:onWaitForSpace:)``).
+    let receipt: Receipt?
     /// Set when the input's stop signal fires, with the batch in flight:
     /// a commit failing for lack of disk space then gives up, and one
     /// waiting for queue space (overflow policy `block`) is cancelled, so a
@@ -32,9 +36,11 @@ final class QueueCommitter: Sendable {
         counters: InputCounters,
         stop: StopSignal,
         committed: StopSignal? = nil,
-        logger: Logger? = nil
+        logger: Logger? = nil,
+        receipt: Receipt? = nil
     ) {
         self.queue = queue
+        self.receipt = receipt
         self.counters = counters
         self.committed = committed
         self.logger = logger
@@ -58,9 +64,26 @@ final class QueueCommitter: Sendable {
             while true {
                 do {
                     let waited = Mutex(false)
-                    try await queue.append(batch, positions: positions, counters: appCounters) { [self] in
+                    let onWait: @Sendable () -> Void = { [self] in
                         waited.withLock { $0 = true }
                         queueFull()
+                    }
+                    if let receipt {
+                        let result = try await queue.appendReceived(
+                            batch,
+                            positions: positions,
+                            counters: appCounters,
+                            receipt: receipt,
+                            onWaitForSpace: onWait
+                        )
+                        countRepeats(result)
+                    } else {
+                        try await queue.append(
+                            batch,
+                            positions: positions,
+                            counters: appCounters,
+                            onWaitForSpace: onWait
+                        )
                     }
                     if !waited.withLock({ $0 }) { queueHasRoom() }
                     if !batch.isEmpty { committed?.stop() }
@@ -113,6 +136,22 @@ final class QueueCommitter: Sendable {
             return control.stopping
         }
         if stopNow { task.cancel() }
+    }
+
+    /// Readings received again: re-sent ones are duplicates (not stored,
+    /// not refused); ones whose `_id` came before with other content are
+    /// refused as `duplicate_id` (counted; the queue keeps that count too).
+    private func countRepeats(_ result: AppendResult) {
+        guard result.duplicates > 0 || !result.conflicts.isEmpty else { return }
+        let conflicts = Int64(result.conflicts.count)
+        counters.update { s in
+            s.accepted -= Int64(result.duplicates) + conflicts
+            s.duplicates = (s.duplicates ?? 0) + Int64(result.duplicates)
+            if conflicts > 0 {
+                s.rejected += conflicts
+                s.rejectedByReason["duplicate_id", default: 0] += conflicts
+            }
+        }
     }
 
     /// A batch that was never stored: its `_id`s may come again (a file

@@ -20,6 +20,10 @@ struct LineIngestor {
     private var ndjson = NDJSONParser()
     private var csv: CSVParser
     private var router: ReadingRouter
+    private let types: [RecordType]
+    /// ``beginMessage(type:origin:)``'s routers by type name, and the one in use.
+    private var routers: [String: ReadingRouter] = [:]
+    private var routedTypeName: String?
     private var parsed = ParsedLine()
     private var batch = EncodedBatch()
     private var pendingRejections: [String: Int64] = [:]
@@ -39,6 +43,36 @@ struct LineIngestor {
     var positionEncoder: (Int64) -> String = { String($0) }
     /// Where the next read starts (past any partial line held by the framer).
     var readOffset: Int64 = 0
+
+    /// Starts a message of its own (an MQTT input's): a CSV message
+    /// begins with its header, and its readings without `_type` are of
+    /// `type` (named by `origin`, e.g. the message's topic), or of the
+    /// input's type when `type` is nil. Routers are kept per type name.
+    mutating func beginMessage(type: String?, origin: String) {
+        if settings.format == .csv { csv = CSVParser() }
+        let name = type ?? settings.type
+        guard name != routedTypeName else { return }
+        if let known = routers[name ?? ""] {
+            router = known
+        } else {
+            let made = ReadingRouter(
+                types: types,
+                defaultType: name,
+                inputName: settings.name,
+                defaultTypeOrigin: origin
+            )
+            if routers.count < 64 { routers[name ?? ""] = made }
+            router = made
+        }
+        routedTypeName = name
+    }
+
+    /// Refuses a whole message that is not read (over the size limit): one
+    /// line's worth in the counters, the rejects file and the journal.
+    mutating func refuseMessage(_ rejection: LineRejection, length: Int) {
+        pendingLines += 1
+        reject(rejection, line: linesHandled + 1, raw: nil, rawLength: length)
+    }
 
     /// Forgets buffered bytes and restarts at `offset` (a truncated file).
     mutating func reset(offset: Int64) {
@@ -74,6 +108,8 @@ struct LineIngestor {
         readOffset = startOffset
         csv = CSVParser()
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
+        self.types = types
+        routedTypeName = settings.type
         batch = EncodedBatch(expectedRecords: commitMaxRecords)
     }
 
@@ -220,7 +256,9 @@ struct LineIngestor {
         // The queue's window is made (and read from the file) on first need:
         // agents whose readings get generated ids never pay for it. Nil only
         // when the queue is closed, and then the commit fails anyway.
-        guard !ownIDRecords.isEmpty, let recentIDs = try? committer.queue.recentIDs() else { return }
+        // A committer with a receipt leaves repeats out durably itself (an MQTT input).
+        guard !ownIDRecords.isEmpty, committer.receipt == nil, let recentIDs = try? committer.queue.recentIDs()
+        else { return }
         let known = recentIDs.claim(batch, indices: ownIDRecords)
         guard !known.isEmpty else { return }
         var records: [Int] = []

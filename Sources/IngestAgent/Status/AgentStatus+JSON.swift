@@ -266,7 +266,8 @@ extension InputCounters.Snapshot {
     var textLine: String {
         "input \(name): \(linesRead) lines, \(accepted) accepted, \(rejected) rejected"
             + (position.map { ", position \($0)" } ?? "")
-            + (disconnected ? ", device disconnected" : "") + (problem.map { ", \($0)" } ?? "")
+            + (disconnected ? (kind == "mqtt" ? ", disconnected from the broker" : ", device disconnected") : "")
+            + (problem.map { ", \($0)" } ?? "")
             + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
     }
 }

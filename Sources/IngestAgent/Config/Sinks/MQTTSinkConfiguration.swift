@@ -33,64 +33,16 @@ struct MQTTSinkConfiguration: SinkConfiguration {
     ) -> Self? {
         let example = "the broker, e.g. \"mqtt://127.0.0.1:1883\" or \"mqtts://broker.example:8883\""
         guard let url = decoder.requiredString(upload, "url", sink: name, what: example) else { return nil }
-        let tls = url.hasPrefix("mqtts://")
-        guard tls || url.hasPrefix("mqtt://") else {
-            decoder.problem(
-                upload["url"],
-                "upload.url",
-                "must start with mqtt:// or mqtts://, got \"\(redactedURL(url).prefix(40))\""
-            )
+        let broker: MQTTBrokerURL
+        switch MQTTBrokerURL.parse(url) {
+        case .success(let parsed): broker = parsed
+        case .failure(let problem):
+            decoder.problem(upload["url"], "upload.url", problem.message)
             return nil
         }
-        var hostPort = url.dropFirst(tls ? 8 : 7)
-        if hostPort.hasSuffix("/") { hostPort.removeLast() }
-        var host: Substring
-        var portText: Substring?
-        if hostPort.hasPrefix("[") {  // [IPv6]:port
-            guard let close = hostPort.firstIndex(of: "]") else {
-                decoder.problem(upload["url"], "upload.url", "has a '[' without its ']' around an IPv6 address")
-                return nil
-            }
-            host = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
-            let rest = hostPort[hostPort.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":") else {
-                    decoder.problem(
-                        upload["url"],
-                        "upload.url",
-                        "must be mqtt(s)://[address]:port after an IPv6 address"
-                    )
-                    return nil
-                }
-                portText = rest.dropFirst()
-            }
-        } else if let colon = hostPort.firstIndex(of: ":") {
-            host = hostPort[..<colon]
-            portText = hostPort[hostPort.index(after: colon)...]
-        } else {
-            host = hostPort
-        }
-        var port = tls ? 8883 : 1883
-        if let portText {
-            guard let p = Int(portText), (1...65535).contains(p) else {
-                decoder.problem(
-                    upload["url"],
-                    "upload.url",
-                    "has a port that is not a number from 1 to 65535 (an IPv6 address goes in brackets: mqtt://[::1]:1883)"
-                )
-                return nil
-            }
-            port = p
-        }
-        guard !host.isEmpty, !host.contains("/"), !host.contains("@"), !host.contains("["), !host.contains("]") else {
-            decoder.problem(
-                upload["url"],
-                "upload.url",
-                "must be mqtt(s)://host:port, without a path or credentials (use upload.username and upload.password_file)"
-            )
-            return nil
-        }
-        let hostName = String(host)
+        let tls = broker.tls
+        let hostName = broker.host
+        let port = broker.port
         let topicText = decoder.string(upload["topic"], "upload.topic") ?? "ingestd/{client_id}/{type}"
         let topic: MQTTTopicTemplate
         do {

@@ -1,0 +1,55 @@
+import EdgeIngestCore
+
+/// An MQTT input (`kind = "mqtt"`): subscribes to topic filters on a broker
+/// with a persistent session at QoS 1, and acknowledges each message only
+/// once its readings are committed to the queue (docs/INPUTS.md, "MQTT").
+public struct MQTTInputSettings: Sendable, Hashable {
+    /// The broker (`url`); the default is the local one, mqtt://127.0.0.1:1883.
+    public var host = "127.0.0.1"
+    public var port = 1883
+    /// TLS (an mqtts:// URL) with these files; nil is plain TCP.
+    package var tls: StreamConnection.TLSFiles?
+    /// Topic filters to subscribe to (`topics`).
+    public var topics: [String] = []
+    /// `types_from_topic`: the record type is this level of the topic.
+    package var typePattern: MQTTTypePattern?
+    /// The session's name at the broker; stable across restarts, so the
+    /// broker keeps what arrives while the agent is away.
+    public var clientID: String
+    public var username: String?
+    /// From `password_file` or the credential `mqtt-password`; never logged.
+    public var password: String?
+    /// How long the broker keeps the session (and its messages) after the
+    /// agent disconnects (MQTT 5). The default is 7 days.
+    public var sessionExpirySeconds: UInt32 = 7 * 24 * 3600
+    public var keepAliveSeconds: UInt16 = 60
+    /// MQTT 5 (the default) or 3.1.1.
+    public var version5 = true
+    /// Unacknowledged messages the broker may send at once (MQTT 5 Receive Maximum). The default is 1000.
+    public var receiveMaximum: UInt16 = 1000
+    /// A message larger than this is refused (counted, reported and
+    /// acknowledged) without being buffered whole. The default is 1 MiB.
+    public var maxMessageBytes = 1 << 20
+    public var connectTimeoutMilliseconds = 10_000
+    /// How long the `_id`s of received readings are remembered (in the
+    /// queue file), so a message the broker sends again after a crash stores
+    /// nothing twice; 0 turns it off. The default is 1 hour.
+    public var dedupWindowSeconds: Int64 = 3600
+
+    public init(clientID: String) {
+        self.clientID = clientID
+    }
+
+    /// The filters subscribed to: `topics`, and the pattern's filter when
+    /// `types_from_topic` is set and `topics` is not.
+    var subscriptions: [String] {
+        if !topics.isEmpty { return topics }
+        return typePattern.map { [$0.filter] } ?? []
+    }
+
+    /// The broker as a URL, for logs and status (no credentials in it).
+    var url: String {
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        return "\(tls == nil ? "mqtt" : "mqtts")://\(host):\(port)"
+    }
+}

@@ -1,0 +1,276 @@
+import EdgeIngestCore
+import Logging
+
+/// One connection of an ``MQTTInput`` to its broker: CONNECT with a
+/// persistent session, SUBSCRIBE at QoS 1, then messages into the input's
+/// ``LineIngestor``. QoS 1 messages are acknowledged (PUBACK, in the order
+/// received, as MQTT requires) only after everything read before them is
+/// committed: whenever the connection has nothing more to read at once,
+/// or the broker's window of unacknowledged messages is half full. A crash
+/// before the PUBACK makes the broker send the message again.
+///
+/// Runs on the input's thread; ``run(_:)`` returns when stopped and throws
+/// ``MQTTInputFailure`` when the connection is refused or lost.
+final class MQTTInputSession {
+    let settings: MQTTInputSettings
+    let context: InputContext
+    let stop: StopSignal
+    private let connection: StreamConnection
+    private var reader: MQTTPacketReader
+    private var pendingAcks: [UInt16] = []
+    private var lastSent = monotonicSeconds()
+    private var pingSentAt: Double?
+    private var connected = false
+    private var subscribePacketID: UInt16 = 1
+    /// What the broker said at CONNACK, for the log line.
+    private(set) var sessionPresent = false
+    /// Messages received and acknowledged on this connection.
+    private(set) var messages: Int64 = 0
+
+    init(settings: MQTTInputSettings, context: InputContext, stop: StopSignal) throws(MQTTInputFailure) {
+        self.settings = settings
+        self.context = context
+        self.stop = stop
+        reader = MQTTPacketReader(maxBodyBytes: settings.maxMessageBytes + 70_000)
+        do {
+            connection = try StreamConnection.open(
+                host: settings.host,
+                port: settings.port,
+                tls: settings.tls,
+                timeoutMilliseconds: settings.connectTimeoutMilliseconds,
+                stop: stop
+            )
+        } catch {
+            throw .lost(error.message)
+        }
+    }
+
+    private var keepAlive: Double { Double(settings.keepAliveSeconds) }
+
+    /// Connects, subscribes and reads until stopped (then commits what was
+    /// read, acknowledges it and disconnects, keeping the session).
+    func run(_ ingestor: inout LineIngestor) throws(MQTTInputFailure) {
+        try send(
+            MQTTPacketWriter.connect(
+                clientID: settings.clientID,
+                keepAliveSeconds: settings.keepAliveSeconds,
+                cleanStart: false,
+                sessionExpirySeconds: settings.sessionExpirySeconds,
+                receiveMaximum: settings.receiveMaximum,
+                username: settings.username,
+                password: settings.password.map { Array($0.utf8) },
+                version5: settings.version5
+            )
+        )
+        let connectDeadline = monotonicSeconds() + Double(settings.connectTimeoutMilliseconds) / 1000
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            var closed = false
+            reading: while true {
+                let read = buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(StreamConnection.Failure) in try connection.read(into: raw) }
+                }
+                let result: StreamConnection.ReadResult
+                switch read {
+                case .success(let value): result = value
+                case .failure(let failure): throw .lost(failure.message)
+                }
+                switch result {
+                case .bytes(let n):
+                    buffer.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                    pingSentAt = nil  // any packet proves the broker alive
+                    while let frame = try nextFrame() { try handle(frame, &ingestor) }
+                    if pendingAcks.count >= max(1, Int(settings.receiveMaximum) / 2) {
+                        try commitAndAcknowledge(&ingestor)
+                    }
+                case .wouldBlock:
+                    break reading
+                case .closed:
+                    closed = true
+                    break reading
+                }
+            }
+            // Nothing more to read at once: make what was read durable, then acknowledge it.
+            try commitAndAcknowledge(&ingestor)
+            if closed {
+                throw .lost(
+                    connected
+                        ? "the broker closed the connection"
+                        : "the broker closed the connection before answering CONNECT"
+                )
+            }
+            let now = monotonicSeconds()
+            if !connected, now > connectDeadline {
+                throw .lost("no CONNACK in \(settings.connectTimeoutMilliseconds) ms")
+            }
+            if let pingSentAt, now - pingSentAt > keepAlive {
+                throw .lost("no answer to a keep-alive ping in \(settings.keepAliveSeconds) s")
+            }
+            if connected, pingSentAt == nil, now - lastSent >= keepAlive / 2 {
+                try send(MQTTPacketWriter.pingreq)
+                pingSentAt = now
+            }
+            let untilPing = connected ? max(0.01, keepAlive / 2 - (now - lastSent)) : 0.1
+            let wait = min(Double(context.waitMilliseconds(pending: false)) / 1000, untilPing)
+            switch Readiness.wait(fd: connection.fd, stop: stop, timeoutMs: Int32(wait * 1000) + 1) {
+            case .stopped:
+                try commitAndAcknowledge(&ingestor)
+                try? send(MQTTPacketWriter.disconnect)
+                connection.shutdown()
+                return
+            case .timeout:
+                context.counters.heartbeat()
+            case .readable:
+                break
+            }
+        }
+    }
+
+    private func nextFrame() throws(MQTTInputFailure) -> MQTTPacketReader.Frame? {
+        do {
+            return try reader.next()
+        } catch {
+            throw .protocolViolation(error.message)
+        }
+    }
+
+    private func handle(_ frame: MQTTPacketReader.Frame, _ ingestor: inout LineIngestor) throws(MQTTInputFailure) {
+        let version5 = settings.version5
+        let packet: MQTTPacket
+        do {
+            packet = try reader.withBody(of: frame) { body throws(MQTTProtocolError) in
+                try MQTTPacket.decode(first: frame.first, body: body, version5: version5)
+            }
+        } catch {
+            throw .protocolViolation(error.message)
+        }
+        if !connected {
+            guard case .connack(let ack) = packet else {
+                throw .protocolViolation("the broker's first packet was not CONNACK")
+            }
+            guard ack.reasonCode == 0 else {
+                let text = MQTTReasonCode.connectRefusal(ack.reasonCode, version5: version5)
+                let detail = ack.reasonString.map { " (\($0.prefix(200)))" } ?? ""
+                throw MQTTReasonCode.isTransient(ack.reasonCode, version5: version5)
+                    ? .lost("the broker refused the connection: \(text)\(detail)")
+                    : .refused("the broker refused the connection: \(text)\(detail)")
+            }
+            connected = true
+            sessionPresent = ack.sessionPresent
+            // Always subscribe: topics may have changed since the session
+            // began. With MQTT 5, retained messages come only for new subscriptions.
+            try send(
+                MQTTPacketWriter.subscribe(
+                    packetID: subscribePacketID,
+                    filters: settings.subscriptions,
+                    qos: 1,
+                    version5: version5
+                )
+            )
+            return
+        }
+        switch packet {
+        case .publish(let message):
+            try take(message, frame: frame, &ingestor)
+        case .suback(let packetID, let codes):
+            guard packetID == subscribePacketID else { return }
+            let refused = zip(settings.subscriptions, codes).filter { $0.1 >= 0x80 }
+            if !refused.isEmpty {
+                let list = refused.map { "\"\($0.0.prefix(80))\" (\(MQTTReasonCode.subscribeRefusal($0.1)))" }
+                    .joined(separator: ", ")
+                context.counters.update { $0.problem = "the broker refused the subscription to \(list)" }
+                context.logger.error(
+                    "The MQTT broker refused a subscription; no messages come from it until the broker's access control allows it",
+                    metadata: ["ingest.input": "\(context.settings.name)", "ingest.refused": "\(list)"]
+                )
+            } else {
+                context.counters.update { $0.problem = nil }
+            }
+        case .pingresp, .other:
+            break
+        case .disconnect(let code, let reason):
+            let detail = reason.map { " (\($0.prefix(200)))" } ?? ""
+            throw .lost("the broker disconnected: \(MQTTReasonCode.disconnectReason(code))\(detail)")
+        case .connack:
+            throw .protocolViolation("a second CONNACK")
+        }
+    }
+
+    private func take(
+        _ message: MQTTPublish,
+        frame: MQTTPacketReader.Frame,
+        _ ingestor: inout LineIngestor
+    ) throws(MQTTInputFailure) {
+        guard message.qos < 2 else {
+            throw .protocolViolation("a QoS 2 message on a subscription granted QoS 1")
+        }
+        let type = settings.typePattern?.type(in: message.topic)
+        ingestor.beginMessage(
+            type: type,
+            origin: "the record type from topic '\(message.topic.prefix(120))' (types_from_topic)"
+        )
+        let payloadLength = frame.length - message.payloadStart
+        do {
+            if frame.truncated || payloadLength > settings.maxMessageBytes {
+                ingestor.refuseMessage(
+                    LineRejection(
+                        reason: "message_too_large",
+                        message:
+                            "a message of \(payloadLength) bytes on '\(message.topic.prefix(120))' is over the input's max_message_bytes of \(settings.maxMessageBytes)"
+                    ),
+                    length: payloadLength
+                )
+            } else {
+                let delimiter = context.settings.delimiter
+                try reader.withBody(of: frame) { body in
+                    let payload = UnsafeRawBufferPointer(rebasing: body[message.payloadStart...])
+                    guard !payload.isEmpty else { return }
+                    try ingestor.feed(payload)
+                    if payload.last != delimiter { try [delimiter].withUnsafeBytes { try ingestor.feed($0) } }
+                }
+            }
+        } catch {
+            throw .commitFailed(error)
+        }
+        messages += 1
+        if message.qos == 1, let id = message.packetID { pendingAcks.append(id) }
+    }
+
+    /// Commits everything read so far, then acknowledges the messages it came in.
+    private func commitAndAcknowledge(_ ingestor: inout LineIngestor) throws(MQTTInputFailure) {
+        guard ingestor.hasPending || !pendingAcks.isEmpty else { return }
+        do {
+            try ingestor.flushAndWait()
+        } catch {
+            throw .commitFailed(error)
+        }
+        guard !pendingAcks.isEmpty else { return }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(pendingAcks.count * 4)
+        for id in pendingAcks { bytes += MQTTPacketWriter.puback(id) }
+        pendingAcks.removeAll(keepingCapacity: true)
+        try send(bytes)
+    }
+
+    private func send(_ bytes: [UInt8]) throws(MQTTInputFailure) {
+        do {
+            try connection.writeAll(bytes, timeoutMilliseconds: max(5_000, Int(keepAlive * 1000)), stop: nil)
+        } catch {
+            throw .lost(error.message)
+        }
+        lastSent = monotonicSeconds()
+    }
+}
+
+/// Why an MQTT input's connection ended.
+enum MQTTInputFailure: Error {
+    /// Unreachable, lost, or refused for a passing reason: reconnect with backoff.
+    case lost(String)
+    /// Refused for a reason that retrying will not change (credentials,
+    /// authorisation): reconnect rarely and say so.
+    case refused(String)
+    /// The broker broke the protocol: reconnect with backoff.
+    case protocolViolation(String)
+    /// A commit failed: the input stops (its messages stay unacknowledged at the broker).
+    case commitFailed(any Error)
+}
