@@ -92,7 +92,7 @@ struct MQTTInputTests {
             ]
         )
         let unknown = try #require(rejects.first { $0["reason"] as? String == "unknown_type" })
-        #expect("\(unknown["message"] ?? "")".contains("sensors/Humidity/WX3"), "\(unknown)")
+        #expect("\(unknown["message"] ?? "")".contains("types_from_topic) \"Humidity\" is not declared"), "\(unknown)")
         let status = try fixture.status()
         #expect(status["accepted_total"] as? Int == 4, "\(queued)")
         #expect(status["rejected_total"] as? Int == 2 + probeRepeats)

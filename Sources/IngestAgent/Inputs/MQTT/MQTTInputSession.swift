@@ -5,9 +5,12 @@ import Logging
 /// persistent session, SUBSCRIBE at QoS 1, then messages into the input's
 /// ``LineIngestor``. QoS 1 messages are acknowledged (PUBACK, in the order
 /// received, as MQTT requires) only after everything read before them is
-/// committed: whenever the connection has nothing more to read at once,
-/// or the broker's window of unacknowledged messages is half full. A crash
-/// before the PUBACK makes the broker send the message again.
+/// committed. A commit happens when the broker's window of unacknowledged
+/// messages (`receive_maximum`) is half full, or when the first message
+/// read since the last commit has waited `commit_interval_ms` — so a busy
+/// stream commits hundreds of messages per fsync and a quiet one is
+/// acknowledged within the interval (docs/BENCHMARKS.md, "MQTT input").
+/// A crash before the PUBACK makes the broker send the message again.
 ///
 /// Runs on the input's thread; ``run(_:)`` returns when stopped and throws
 /// ``MQTTInputFailure`` when the connection is refused or lost.
@@ -18,6 +21,8 @@ final class MQTTInputSession {
     private let connection: StreamConnection
     private var reader: MQTTPacketReader
     private var pendingAcks: [UInt16] = []
+    /// When the oldest message not yet committed was read.
+    private var pendingSince: Double?
     private var lastSent = monotonicSeconds()
     private var pingSentAt: Double?
     private var connected = false
@@ -90,8 +95,10 @@ final class MQTTInputSession {
                     break reading
                 }
             }
-            // Nothing more to read at once: make what was read durable, then acknowledge it.
-            try commitAndAcknowledge(&ingestor)
+            // Nothing more to read at once: what was read is made durable and
+            // acknowledged once the commit interval has passed since the first of it.
+            let lingered = pendingSince.map { monotonicSeconds() - $0 >= context.commitIntervalSeconds } ?? false
+            if closed || lingered { try commitAndAcknowledge(&ingestor) }
             if closed {
                 throw .lost(
                     connected
@@ -111,7 +118,10 @@ final class MQTTInputSession {
                 pingSentAt = now
             }
             let untilPing = connected ? max(0.01, keepAlive / 2 - (now - lastSent)) : 0.1
-            let wait = min(Double(context.waitMilliseconds(pending: false)) / 1000, untilPing)
+            var wait = min(Double(context.waitMilliseconds(pending: false)) / 1000, untilPing)
+            if let pendingSince {
+                wait = min(wait, max(0, context.commitIntervalSeconds - (now - pendingSince)))
+            }
             switch Readiness.wait(fd: connection.fd, stop: stop, timeoutMs: Int32(wait * 1000) + 1) {
             case .stopped:
                 try commitAndAcknowledge(&ingestor)
@@ -205,10 +215,7 @@ final class MQTTInputSession {
             throw .protocolViolation("a QoS 2 message on a subscription granted QoS 1")
         }
         let type = settings.typePattern?.type(in: message.topic)
-        ingestor.beginMessage(
-            type: type,
-            origin: "the record type from topic '\(message.topic.prefix(120))' (types_from_topic)"
-        )
+        ingestor.beginMessage(type: type, origin: "the topic's type level (types_from_topic)")
         let payloadLength = frame.length - message.payloadStart
         do {
             if frame.truncated || payloadLength > settings.maxMessageBytes {
@@ -233,12 +240,14 @@ final class MQTTInputSession {
             throw .commitFailed(error)
         }
         messages += 1
+        if pendingSince == nil { pendingSince = monotonicSeconds() }
         if message.qos == 1, let id = message.packetID { pendingAcks.append(id) }
     }
 
     /// Commits everything read so far, then acknowledges the messages it came in.
     private func commitAndAcknowledge(_ ingestor: inout LineIngestor) throws(MQTTInputFailure) {
         guard ingestor.hasPending || !pendingAcks.isEmpty else { return }
+        pendingSince = nil
         do {
             try ingestor.flushAndWait()
         } catch {

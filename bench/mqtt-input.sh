@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The MQTT input (issue 25): COUNT realistic readings (bench/lib.sh
+# make_realistic_input), each one QoS 1 message published by mosquitto_pub
+# -l to a local mosquitto (Debian's; max_queued_messages 0 so the broker
+# drops nothing), subscribed to by ingestd and committed to its durable
+# queue (no upload). Per run, interleaved:
+#   window1     receive_maximum = 1: one message in flight, so one commit
+#               (one fsync) per message — what a client library that
+#               acknowledges when its message callback returns (paho
+#               MQTTAsync) makes of "acknowledge after commit";
+#   window1000  the default: the agent commits what the socket holds, then
+#               acknowledges it all, in order.
+# Figures: readings/s from the first publish until the agent's queue holds
+# them all, and the agent's CPU seconds per million readings over the same
+# span (/proc/PID/stat). The publisher's own limit is printed too: the same
+# messages to a broker whose subscriber is mosquitto_sub.
+#
+#   bench/mqtt-input.sh [RUNS] [COUNT] [DIR]   # defaults: 3 runs, 100000, /var/tmp/edgeingest-mqtt-input
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_usage "$0" "$@"
+runs=${1:-3}
+count=${2:-100000}
+require_count RUNS "$runs"
+require_count COUNT "$count"
+dir=${3:-/var/tmp/edgeingest-mqtt-input}
+mkdir -p "$dir"
+command -v mosquitto_pub >/dev/null && [ -x /usr/sbin/mosquitto ] || { echo "needs mosquitto and mosquitto-clients" >&2; exit 69; }
+swift build -c release --product ingestd >/dev/null
+make_realistic_input "$dir/in.ndjson" "$count"
+tick=$(getconf CLK_TCK)
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n%s\n' "$port" "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$dir/mosquitto.conf"
+/usr/sbin/mosquitto -c "$dir/mosquitto.conf" > "$dir/broker.log" 2>&1 &
+broker=$!
+agent=
+trap 'kill $broker ${agent:-} 2>/dev/null || true' EXIT
+for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+
+for window in 1 1000 0; do
+    { realistic_config
+      if [ "$window" = 0 ]; then extra='dedup_window_s = 0'; w=1000; else extra=''; w=$window; fi
+      printf '[[inputs]]\nkind = "mqtt"\nurl = "mqtt://127.0.0.1:%s"\ntopics = ["bench/#"]\nreceive_maximum = %s\ntype = "WeatherSensor"\n%s\n' "$port" "$w" "$extra"
+    } > "$dir/window$window.toml"
+done
+
+accepted() {  # STATE_DIR CONFIG
+    .build/release/ingestd status --json --config "$2" --state-directory "$1" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin).get("accepted_total", 0))' 2>/dev/null || echo 0
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+now() { date +%s.%N; }
+probe='{"_id":"674000000000000000ffffff","ts":"2026-11-21T10:00:00.000Z","deviceId":"probe","temperatureInFahrenheit":1.5,"barometricPressureInHg":29.5,"windSpeedInMph":1}'
+
+run_agent() {  # RUN WINDOW
+    local state="$dir/state" config="$dir/window$2.toml"
+    rm -rf "$state"
+    .build/release/ingestd run --config "$config" --state-directory "$state" > "$dir/agent.log" 2>&1 &
+    agent=$!
+    # Subscribed once a probe is committed (a new client id per run: a fresh session).
+    until [ "$(accepted "$state" "$config")" -ge 1 ]; do
+        mosquitto_pub -p "$port" -q 1 -t bench/probe -m "$probe"
+        sleep 0.1
+    done
+    local c0 t0 c1 t1
+    c0=$(cpu_ticks "$agent")
+    t0=$(now)
+    mosquitto_pub -p "$port" -q 1 -V mqttv5 -t bench/wx -l < "$dir/in.ndjson"
+    until [ "$(accepted "$state" "$config")" -ge $((count + 1)) ]; do sleep 0.02; done
+    t1=$(now)
+    c1=$(cpu_ticks "$agent")
+    kill "$agent"
+    wait "$agent" || true
+    agent=
+    awk -v r="$1" -v w="window$2" -v n="$count" -v t0="$t0" -v t1="$t1" -v c="$((c1 - c0))" -v hz="$tick" 'BEGIN {
+        printf "run %d %-11s %d readings: %.0f/s, %.2f CPU-s per million\n", r, w ":", n, n / (t1 - t0), c / hz * 1e6 / n }'
+}
+
+publisher_limit() {  # RUN
+    local file="$dir/sub.out"
+    mosquitto_sub -p "$port" -q 1 -V mqttv5 -t limit/# -C "$count" > "$file" &
+    local sub=$!
+    sleep 0.3
+    local t0 t1
+    t0=$(now)
+    mosquitto_pub -p "$port" -q 1 -V mqttv5 -t limit/wx -l < "$dir/in.ndjson"
+    wait "$sub"
+    t1=$(now)
+    awk -v r="$1" -v n="$count" -v t0="$t0" -v t1="$t1" 'BEGIN {
+        printf "run %d %-11s %d readings: %.0f/s (mosquitto_pub -> mosquitto -> mosquitto_sub, no agent)\n", r, "publisher:", n, n / (t1 - t0) }'
+}
+
+machine_line
+echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); $count readings, one per message, QoS 1; mosquitto $(/usr/sbin/mosquitto -h 2>/dev/null | sed -n 's/^mosquitto version \([0-9.]*\).*/\1/p' | head -1)"
+for run in $(seq "$runs"); do
+    publisher_limit "$run"
+    run_agent "$run" 1
+    run_agent "$run" 1000
+    run_agent "$run" 0
+done
