@@ -13,8 +13,8 @@
 #   no-window    batched with dedup_window_s = 0: what the persisted _id
 #                window (stored once after a redelivery) costs.
 # Figures: readings/s from the first publish until the agent's queue holds
-# them all, and the agent's CPU seconds per million readings over the same
-# span (/proc/PID/stat). The publisher's own limit is printed too: the same
+# them all (read from status.json, written every 20 ms here), and the
+# agent's CPU seconds per million readings over the same span (/proc/PID/stat). The publisher's own limit is printed too: the same
 # messages to a broker whose subscriber is mosquitto_sub. (30,000 by
 # default: with 100,000, mosquitto 2.0.11 here disconnected mosquitto_pub
 # "due to out of memory" after ~34,500 messages queued for mosquitto_sub,
@@ -45,7 +45,8 @@ trap 'kill $broker ${agent:-} 2>/dev/null || true' EXIT
 for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 
 for window in 1 1000 0; do
-    { realistic_config
+    # status.json every 20 ms (the default is 1 s), as the end is read from it.
+    { realistic_config | sed 's/^\[agent\]$/[agent]\nstatus_interval_ms = 20/'
       if [ "$window" = 0 ]; then extra='dedup_window_s = 0'; w=1000; else extra=''; w=$window; fi
       printf '[[inputs]]\nkind = "mqtt"\nurl = "mqtt://127.0.0.1:%s"\ntopics = ["bench/#"]\nreceive_maximum = %s\ntype = "WeatherSensor"\n%s\n' "$port" "$w" "$extra"
     } > "$dir/window$window.toml"
