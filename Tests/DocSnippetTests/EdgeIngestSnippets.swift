@@ -5,8 +5,8 @@
 import EdgeIngest
 import Foundation
 
-// README.md, the block at line 189.
-func README_md_line189() async throws {
+// README.md, the block at line 193.
+func README_md_line193() async throws {
 
     class WeatherSensor: AsymmetricObject {
         @Persisted(primaryKey: true) var _id: ObjectId
