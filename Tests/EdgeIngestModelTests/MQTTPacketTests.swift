@@ -220,6 +220,17 @@ import Testing
         for (filter, topic, matches) in cases {
             #expect(MQTTTopicFilter.matches(filter, topic) == matches, "\(filter) \(topic)")
         }
+        #expect(MQTTTopicFilter.covers("hum/#", "hum/+/room"))
+        #expect(MQTTTopicFilter.covers("hum/#", "hum"))
+        #expect(MQTTTopicFilter.covers("hum/+/room", "hum/3/room"))
+        #expect(!MQTTTopicFilter.covers("hum/+/room", "hum/#"))
+        #expect(!MQTTTopicFilter.covers("hum/+", "hum/+/room"))
+        #expect(!MQTTTopicFilter.covers("a/b", "a/+"))
+        #expect(
+            MQTTTopicFilter.withoutCovered(["wx/#", "hum/+/room", "hum/#", "wx/#", "air/+"]) == [
+                "wx/#", "hum/#", "air/+",
+            ]
+        )
         #expect(MQTTTopicFilter.problem("a/#/b") != nil)
         #expect(MQTTTopicFilter.problem("a/b+") != nil)
         #expect(MQTTTopicFilter.problem("") != nil)

@@ -107,6 +107,32 @@ struct MQTTInputTests {
         #expect(try fixture.status()["rejected_total"] as? Int == 2 + probeRepeats)
     }
 
+    @Test func topicTypesGiveEachSubscriptionItsType() throws {
+        let broker = try MosquittoBroker()
+        let fixture = try Self.agent(
+            port: broker.port,
+            """
+            topics = ["wx/#", "hum/#"]
+            topic_types = { "hum/+/room" = "Humidity" }
+            type = "WeatherSensor"
+            """,
+            upload: "[types.Humidity]\nroom = \"string\"\nrelativeHumidity = \"double\"\n"
+        )
+        let agent = try Self.start(fixture, broker: broker, topic: "wx/probe")
+        try Self.publish(broker, "hum/3/room", #"{"room":"lab","relativeHumidity":41.5}"#)
+        try Self.publish(broker, "wx/3", reading(3, device: "W3"))
+        // Not under hum/+/room: the input's type, which this reading does not fit.
+        try Self.publish(broker, "hum/3/attic", #"{"room":"attic","relativeHumidity":40.0}"#)
+        #expect(
+            eventually { ((try? fixture.status())?["rejected_total"] as? Int ?? 0) >= 1 },
+            "\(agent.stderr.suffix(2000))"
+        )
+        #expect(agent.terminate() == 0)
+        let status = try fixture.status()
+        #expect(status["accepted_total"] as? Int == 3, "\(status) \((try? fixture.rejects()) ?? [])")
+        #expect(status["rejected_total"] as? Int == 1, "\(status)")
+    }
+
     @Test func whatIsPublishedWhileTheAgentIsDownArrivesWhenItComesBack() throws {
         let broker = try MosquittoBroker()
         let fixture = try Self.agent(port: broker.port, #"topics = ["plant/#"]"#)
@@ -312,6 +338,12 @@ struct MQTTInputTests {
             ("topics = [\"a\"]\nca_file = \"/etc/hostname\"", "applies only to an mqtts:// url"),
             ("", "an mqtt input needs topics"),
             ("topics = [\"a\"]\nmqtt_version = \"4\"", "must be \"5\" (the default) or \"3.1.1\""),
+            ("topic_types = { \"a/#\" = \"Nope\" }", "names no declared type: declare [types.Nope]"),
+            ("topic_types = { \"a/#/b\" = \"WeatherSensor\" }", "the keys of topic_types are topic filters"),
+            (
+                "topics = [\"a\"]\n[[inputs]]\nkind = \"mqtt\"\ntopics = [\"b\"]",
+                "is input 'mqtt:a's client id on the same broker too",
+            ),
         ]
         for (keys, message) in cases {
             let fixture = try AgentFixture(inputs: "[[inputs]]\nkind = \"mqtt\"\n\(keys)\n")

@@ -21,6 +21,31 @@ package enum MQTTTopicFilter {
         return nil
     }
 
+    /// Whether every topic `inner` matches is matched by `outer` too
+    /// (`sensors/#` covers `sensors/+/room`). A broker sends a message once
+    /// per matching subscription, so a subscriber keeps only filters no
+    /// other covers.
+    package static func covers(_ outer: String, _ inner: String) -> Bool {
+        let o = outer.split(separator: "/", omittingEmptySubsequences: false)
+        let i = inner.split(separator: "/", omittingEmptySubsequences: false)
+        for index in o.indices {
+            if o[index] == "#" { return true }
+            guard index < i.count, i[index] != "#" else { return false }
+            guard o[index] == "+" || o[index] == i[index] else { return false }
+        }
+        return o.count == i.count
+    }
+
+    /// `filters` without those another one covers (the first of equal ones kept), in order.
+    package static func withoutCovered(_ filters: [String]) -> [String] {
+        filters.enumerated().filter { entry in
+            !filters.enumerated().contains { other in
+                other.offset != entry.offset && covers(other.element, entry.element)
+                    && (other.element != entry.element || other.offset < entry.offset)
+            }
+        }.map(\.element)
+    }
+
     /// Whether `topic` (a message's, without wildcards) matches `filter`.
     /// As MQTT says, `#` and `+` at the first level do not match topics
     /// starting with `$` (such as `$SYS/…`).

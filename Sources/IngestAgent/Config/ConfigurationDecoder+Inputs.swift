@@ -139,6 +139,17 @@ extension ConfigurationDecoder {
             if !names.insert(input.name).inserted {
                 problem(item, key + ".name", "two inputs are named \"\(input.name)\": give each a distinct name")
             }
+            if let mqtt = input.mqtt,
+                let other = inputs.first(where: {
+                    $0.mqtt.map { ($0.host, $0.port, $0.clientID) == (mqtt.host, mqtt.port, mqtt.clientID) } ?? false
+                })
+            {
+                problem(
+                    t["client_id"] ?? item,
+                    key + ".client_id",
+                    "\"\(mqtt.clientID.prefix(60))\" is input '\(other.name)'s client id on the same broker too: give each mqtt input its own client_id (a broker keeps one session per client id, and a second connection takes it over)"
+                )
+            }
             if kind == .stdin, inputs.contains(where: { $0.kind == .stdin }) {
                 problem(item, key + ".kind", "only one input can read stdin")
             }

@@ -8,7 +8,8 @@ import Glibc
 extension ConfigurationDecoder {
     /// Keys only an MQTT input takes.
     static let mqttInputKeys: Set<String> = [
-        "url", "topics", "types_from_topic", "client_id", "username", "password_file", "session_expiry_s",
+        "url", "topics", "topic_types", "types_from_topic", "client_id", "username", "password_file",
+        "session_expiry_s",
         "keepalive_s", "mqtt_version", "receive_maximum", "max_message_bytes", "connect_timeout_ms", "ca_file",
         "client_certificate", "client_key", "dedup_window_s",
     ]
@@ -40,6 +41,23 @@ extension ConfigurationDecoder {
                 }
             }
         }
+        if let v = t["topic_types"], let table = table(v, key + ".topic_types") {
+            for entry in table.entries {
+                let name = key + ".topic_types.\"\(entry.key.prefix(60))\""
+                guard let type = string(entry.value, name) else { continue }
+                if let why = MQTTTopicFilter.problem(entry.key) {
+                    problem(entry.value, name, "\(why) (the keys of topic_types are topic filters)")
+                } else if !types.isEmpty, !types.contains(where: { $0.name == type }) {
+                    problem(
+                        entry.value,
+                        name,
+                        "names no declared type: declare [types.\(type.prefix(60))] or use one of \(types.map(\.name).joined(separator: ", "))"
+                    )
+                } else {
+                    mqtt.topicTypes.append(MQTTTopicType(filter: entry.key, type: type))
+                }
+            }
+        }
         if let v = t["types_from_topic"], let text = string(v, key + ".types_from_topic") {
             do {
                 let pattern = try MQTTTypePattern(text)
@@ -61,7 +79,7 @@ extension ConfigurationDecoder {
             problem(
                 item,
                 key + ".topics",
-                "an mqtt input needs topics to subscribe to, e.g. topics = [\"sensors/#\"], or types_from_topic = \"sensors/{type}/#\""
+                "an mqtt input needs topics to subscribe to, e.g. topics = [\"sensors/#\"], topic_types = { \"weather/#\" = \"WeatherSensor\" } or types_from_topic = \"sensors/{type}/#\""
             )
         }
         if let v = t["client_id"], let id = string(v, key + ".client_id") {
@@ -128,7 +146,6 @@ extension ConfigurationDecoder {
                 "needs username too (MQTT sends a password only with a user name)"
             )
         }
-        _ = types
         return mqtt
     }
 

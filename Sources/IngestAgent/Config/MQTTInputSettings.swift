@@ -13,6 +13,9 @@ public struct MQTTInputSettings: Sendable, Hashable {
     public var topics: [String] = []
     /// `types_from_topic`: the record type is this level of the topic.
     package var typePattern: MQTTTypePattern?
+    /// `topic_types`: a record type per topic filter (each also subscribed
+    /// to); the first filter that matches a message's topic names its type.
+    public var topicTypes: [MQTTTopicType] = []
     /// The session's name at the broker; stable across restarts, so the
     /// broker keeps what arrives while the agent is away.
     public var clientID: String
@@ -40,16 +43,39 @@ public struct MQTTInputSettings: Sendable, Hashable {
         self.clientID = clientID
     }
 
-    /// The filters subscribed to: `topics`, and the pattern's filter when
-    /// `types_from_topic` is set and `topics` is not.
+    /// The filters subscribed to: `topics`, `topic_types`' filters, and
+    /// the `types_from_topic` pattern (`{type}` as `+`) unless `topics` is
+    /// set — without those another covers, as a broker sends a message once
+    /// per matching subscription (a reading without `_id` would be stored twice).
     var subscriptions: [String] {
-        if !topics.isEmpty { return topics }
-        return typePattern.map { [$0.filter] } ?? []
+        var filters = topics
+        if topics.isEmpty, let typePattern { filters.append(typePattern.filter) }
+        filters += topicTypes.map(\.filter)
+        return MQTTTopicFilter.withoutCovered(filters)
+    }
+
+    /// The record type a message's topic names: `topic_types`' first
+    /// matching filter, else the `types_from_topic` level; nil for the
+    /// input's `type` (a reading's own `_type` wins over all of these).
+    func recordType(ofTopic topic: String) -> String? {
+        if let entry = topicTypes.first(where: { MQTTTopicFilter.matches($0.filter, topic) }) { return entry.type }
+        return typePattern?.type(in: topic)
     }
 
     /// The broker as a URL, for logs and status (no credentials in it).
     var url: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         return "\(tls == nil ? "mqtt" : "mqtts")://\(host):\(port)"
+    }
+}
+
+/// One `topic_types` entry: messages on topics matching `filter` are of record type `type`.
+public struct MQTTTopicType: Sendable, Hashable {
+    public var filter: String
+    public var type: String
+
+    public init(filter: String, type: String) {
+        self.filter = filter
+        self.type = type
     }
 }

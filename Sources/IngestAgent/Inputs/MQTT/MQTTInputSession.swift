@@ -214,7 +214,7 @@ final class MQTTInputSession {
         guard message.qos < 2 else {
             throw .protocolViolation("a QoS 2 message on a subscription granted QoS 1")
         }
-        let type = settings.typePattern?.type(in: message.topic)
+        let type = settings.recordType(ofTopic: message.topic)
         ingestor.beginMessage(type: type, origin: "the topic's type level (types_from_topic)")
         let payloadLength = frame.length - message.payloadStart
         do {
