@@ -2,6 +2,10 @@ import EdgeIngestCore
 import IngestAgent
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 struct RunCommand: IngestdCommand {
     static let spec = CommandSpec(
         name: "run",
@@ -55,6 +59,10 @@ struct RunCommand: IngestdCommand {
     }
 
     func run() async throws {
+        // A peer gone mid-write is an error to handle, not the end of the
+        // agent: OpenSSL writes to its socket without MSG_NOSIGNAL (the MQTT
+        // input's TLS), and a daemon has no terminal pipe to stop for.
+        signal(SIGPIPE, SIG_IGN)
         let environment = processEnvironment()
         var configuration: AgentConfiguration
         do {

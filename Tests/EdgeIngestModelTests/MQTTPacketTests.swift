@@ -231,6 +231,13 @@ import Testing
                 "wx/#", "hum/#", "air/+",
             ]
         )
+        #expect(!MQTTTopicFilter.covers("#", "$SYS/#"))
+        #expect(MQTTTopicFilter.overlap("a/+/c", "a/b/+"))
+        #expect(MQTTTopicFilter.overlap("a/#", "a"))
+        #expect(!MQTTTopicFilter.overlap("a/+", "a"))
+        #expect(!MQTTTopicFilter.overlap("a/b", "a/c"))
+        #expect(!MQTTTopicFilter.overlap("#", "$SYS/x"))
+        #expect(MQTTTopicFilter.overlap("$SYS/#", "$SYS/+"))
         #expect(MQTTTopicFilter.problem("a/#/b") != nil)
         #expect(MQTTTopicFilter.problem("a/b+") != nil)
         #expect(MQTTTopicFilter.problem("") != nil)

@@ -91,7 +91,9 @@ package final class StreamConnection {
                 }
                 switch connection.wait(Int16(POLLOUT), until: deadline, stop: stop) {
                 case .stopped: throw Failure("stopped while connecting")
-                case .timeout: throw Failure("no answer from \(host):\(port) in \(timeoutMilliseconds) ms")
+                case .timeout:
+                    lastProblem = "no answer in \(timeoutMilliseconds) ms"
+                    continue
                 case .ready: break
                 }
                 var error: Int32 = 0
@@ -132,6 +134,7 @@ package final class StreamConnection {
         }
         self.ssl = ssl
         while true {
+            ERR_clear_error()  // SSL_get_error reads the thread's error queue: empty it first
             let result = SSL_do_handshake(ssl)
             if result == 1 { return }
             let code = SSL_get_error(ssl, result)
@@ -158,6 +161,7 @@ package final class StreamConnection {
     /// Reads what is there now, without waiting.
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> ReadResult {
         if let ssl {
+            ERR_clear_error()
             let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             if n > 0 { return .bytes(Int(n)) }
             switch SSL_get_error(ssl, n) {
@@ -193,6 +197,7 @@ package final class StreamConnection {
             let n: Int = bytes.withUnsafeBytes { raw in
                 let rest = UnsafeRawBufferPointer(rebasing: raw[sent...])
                 if let ssl {
+                    ERR_clear_error()
                     let n = SSL_write(ssl, rest.baseAddress, Int32(min(rest.count, Int(Int32.max))))
                     if n > 0 { return Int(n) }
                     let code = SSL_get_error(ssl, n)
@@ -217,7 +222,10 @@ package final class StreamConnection {
 
     /// Says goodbye at the TLS level (best effort); the socket closes when released.
     package func shutdown() {
-        if let ssl { SSL_shutdown(ssl) }
+        guard let ssl else { return }
+        ERR_clear_error()
+        SSL_shutdown(ssl)
+        ERR_clear_error()
     }
 
     private static func text(_ buffer: [CChar]) -> String {

@@ -28,12 +28,33 @@ package enum MQTTTopicFilter {
     package static func covers(_ outer: String, _ inner: String) -> Bool {
         let o = outer.split(separator: "/", omittingEmptySubsequences: false)
         let i = inner.split(separator: "/", omittingEmptySubsequences: false)
+        // `#` and `+` first do not match `$SYS/…`: they cannot cover a filter that does.
+        if inner.hasPrefix("$"), let head = o.first, head == "#" || head == "+" { return false }
         for index in o.indices {
             if o[index] == "#" { return true }
             guard index < i.count, i[index] != "#" else { return false }
             guard o[index] == "+" || o[index] == i[index] else { return false }
         }
         return o.count == i.count
+    }
+
+    /// Whether some topic matches both filters (`a/+/c` and `a/b/+` both match `a/b/c`).
+    package static func overlap(_ a: String, _ b: String) -> Bool {
+        if a.hasPrefix("$") != b.hasPrefix("$") {
+            // A wildcard first level never matches `$…`; a literal `$…` level never matches a plain topic.
+            let plain = a.hasPrefix("$") ? b : a
+            if plain.hasPrefix("#") || plain.hasPrefix("+") { return false }
+        }
+        let x = a.split(separator: "/", omittingEmptySubsequences: false)
+        let y = b.split(separator: "/", omittingEmptySubsequences: false)
+        for index in 0..<max(x.count, y.count) {
+            let p = index < x.count ? x[index] : nil
+            let q = index < y.count ? y[index] : nil
+            if p == "#" || q == "#" { return true }
+            guard let p, let q else { return false }
+            guard p == "+" || q == "+" || p == q else { return false }
+        }
+        return true
     }
 
     /// `filters` without those another one covers (the first of equal ones kept), in order.

@@ -75,6 +75,16 @@ extension ConfigurationDecoder {
                 problem(v, key + ".types_from_topic", "\(error.message), got \"\(text.prefix(60))\"")
             }
         }
+        let subscribed = mqtt.subscriptions
+        for (index, filter) in subscribed.enumerated() {
+            if let other = subscribed[(index + 1)...].first(where: { MQTTTopicFilter.overlap(filter, $0) }) {
+                problem(
+                    t["topics"] ?? t["topic_types"] ?? item,
+                    key + ".topics",
+                    "\"\(filter.prefix(60))\" and \"\(other.prefix(60))\" overlap (some topic matches both), and a broker sends such a message once per subscription: make them disjoint, or use one filter that covers both"
+                )
+            }
+        }
         if mqtt.subscriptions.isEmpty {
             problem(
                 item,

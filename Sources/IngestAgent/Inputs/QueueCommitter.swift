@@ -205,7 +205,7 @@ final class QueueCommitter: Sendable {
     private func lostAtStop(_ count: Int, because reason: String) -> AgentError {
         AgentError(
             .readingsLost,
-            "\(count) readings read by input '\(counters.snapshot.name)' could not be committed before the agent stopped, because \(reason); they are lost (file inputs read them again on the next start)."
+            "\(count) readings read by input '\(counters.snapshot.name)' could not be committed before the agent stopped, because \(reason); they are lost (file inputs read them again on the next start, and an MQTT broker sends unacknowledged messages again)."
         )
     }
 

@@ -74,6 +74,19 @@ struct LineIngestor {
         reject(rejection, line: linesHandled + 1, raw: nil, rawLength: length)
     }
 
+    /// Forgets what was read but not yet submitted for commit, once what
+    /// was submitted is durable: for a source that sends it again (an MQTT
+    /// broker sends unacknowledged messages again after a lost connection),
+    /// so it is not stored twice. Its refused lines were reported already.
+    mutating func discardPending() throws {
+        try committer.drain()
+        batch = EncodedBatch(expectedRecords: commitMaxRecords)
+        pendingRejections.removeAll(keepingCapacity: true)
+        pendingLines = 0
+        ownIDRecords.removeAll(keepingCapacity: true)
+        ownIDLines.removeAll(keepingCapacity: true)
+    }
+
     /// Forgets buffered bytes and restarts at `offset` (a truncated file).
     mutating func reset(offset: Int64) {
         framer.reset(offset: offset)

@@ -51,10 +51,14 @@ struct MQTTInput: Service {
         var ingestor = context.makeIngestor(committer: context.makeCommitter(stop: stop, receipt: receipt))
         var attempt = 0
         var loggedProblem: String?
+        /// Whether a session was established since the agent started (a new one later means the broker lost it).
+        var hadSession = false
         while !stop.isStopped {
             let delay: Int
             do {
                 let session = try MQTTInputSession(settings: settings, context: context, stop: stop)
+                session.expectSession = hadSession
+                defer { hadSession = hadSession || session.isConnected }
                 let started = monotonicSeconds()
                 defer {
                     // A connection that lasted resets the backoff.
@@ -72,6 +76,8 @@ struct MQTTInput: Service {
                 delay = Self.backoffMilliseconds(attempt: attempt)
                 attempt += 1
             }
+            // The broker sends the unacknowledged messages again: what was read of them goes.
+            try ingestor.discardPending()
             context.counters.heartbeat()
             let deadline = monotonicSeconds() + Double(delay) / 1000
             while monotonicSeconds() < deadline {
@@ -93,21 +99,11 @@ struct MQTTInput: Service {
             $0.disconnected = false
             $0.problem = nil
         }
-        let wasDown = loggedProblem != nil
-        loggedProblem = nil
-        logger.info(
-            wasDown ? "Reconnected to the MQTT broker" : "Connecting to the MQTT broker",
-            metadata: metadata.merging(
-                [
-                    "ingest.topics": "\(settings.subscriptions.joined(separator: ","))",
-                    "ingest.client_id": "\(settings.clientID)",
-                ],
-                uniquingKeysWith: { $1 }
-            )
-        )
         do {
             try session.run(&ingestor)
         } catch {
+            // Connected in between: the next problem is news, and logged.
+            if session.isConnected { loggedProblem = nil }
             context.counters.update { $0.disconnected = true }
             throw error
         }

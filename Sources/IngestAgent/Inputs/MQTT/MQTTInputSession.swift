@@ -26,6 +26,10 @@ final class MQTTInputSession {
     private var lastSent = monotonicSeconds()
     private var pingSentAt: Double?
     private var connected = false
+    /// Whether this process held a session before: a new one means the broker lost it.
+    var expectSession = false
+    /// Whether the broker accepted the connection (CONNACK).
+    var isConnected: Bool { connected }
     private var subscribePacketID: UInt16 = 1
     /// What the broker said at CONNACK, for the log line.
     private(set) var sessionPresent = false
@@ -37,6 +41,7 @@ final class MQTTInputSession {
         self.context = context
         self.stop = stop
         reader = MQTTPacketReader(maxBodyBytes: settings.maxMessageBytes + 70_000)
+        keepAlive = Double(settings.keepAliveSeconds)
         do {
             connection = try StreamConnection.open(
                 host: settings.host,
@@ -50,7 +55,11 @@ final class MQTTInputSession {
         }
     }
 
-    private var keepAlive: Double { Double(settings.keepAliveSeconds) }
+    /// The keep-alive in force: ours, or the broker's Server Keep Alive (MQTT 5 says it wins).
+    private var keepAlive: Double
+    /// How long the connection must be quiet before what was read is committed:
+    /// the broker is waiting for acknowledgements, or nothing more is coming now.
+    static let quietSeconds = 0.005
 
     /// Connects, subscribes and reads until stopped (then commits what was
     /// read, acknowledges it and disconnects, keeping the session).
@@ -69,8 +78,9 @@ final class MQTTInputSession {
         )
         let connectDeadline = monotonicSeconds() + Double(settings.connectTimeoutMilliseconds) / 1000
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var lastData = monotonicSeconds()
         while true {
-            var closed = false
+            let started = monotonicSeconds()
             reading: while true {
                 let read = buffer.withUnsafeMutableBytes { raw in
                     Result { () throws(StreamConnection.Failure) in try connection.read(into: raw) }
@@ -83,46 +93,60 @@ final class MQTTInputSession {
                 switch result {
                 case .bytes(let n):
                     buffer.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                    lastData = monotonicSeconds()
                     pingSentAt = nil  // any packet proves the broker alive
                     while let frame = try nextFrame() { try handle(frame, &ingestor) }
                     if pendingAcks.count >= max(1, Int(settings.receiveMaximum) / 2) {
                         try commitAndAcknowledge(&ingestor)
                     }
+                    // A backlog must not deafen the loop to stop, pings and the commit interval.
+                    if stop.isStopped || lastData - started > 0.1 { break reading }
                 case .wouldBlock:
                     break reading
                 case .closed:
-                    closed = true
-                    break reading
+                    // Unacknowledged messages come again: what was read of them is not committed.
+                    throw .lost(
+                        connected
+                            ? "the broker closed the connection"
+                            : "the broker closed the connection before answering CONNECT"
+                    )
                 }
             }
-            // Nothing more to read at once: what was read is made durable and
-            // acknowledged once the commit interval has passed since the first of it.
-            let lingered = pendingSince.map { monotonicSeconds() - $0 >= context.commitIntervalSeconds } ?? false
-            if closed || lingered { try commitAndAcknowledge(&ingestor) }
-            if closed {
-                throw .lost(
-                    connected
-                        ? "the broker closed the connection"
-                        : "the broker closed the connection before answering CONNECT"
-                )
+            var now = monotonicSeconds()
+            // What was read is made durable and acknowledged once the connection is
+            // quiet (the broker's window may be full) or the commit interval has passed.
+            if let pendingSince,
+                now - lastData >= Self.quietSeconds || now - pendingSince >= context.commitIntervalSeconds
+            {
+                try commitAndAcknowledge(&ingestor)
+                now = monotonicSeconds()
             }
-            let now = monotonicSeconds()
             if !connected, now > connectDeadline {
                 throw .lost("no CONNACK in \(settings.connectTimeoutMilliseconds) ms")
             }
             if let pingSentAt, now - pingSentAt > keepAlive {
-                throw .lost("no answer to a keep-alive ping in \(settings.keepAliveSeconds) s")
+                throw .lost("no answer to a keep-alive ping in \(Int(keepAlive)) s")
             }
             if connected, pingSentAt == nil, now - lastSent >= keepAlive / 2 {
                 try send(MQTTPacketWriter.pingreq)
                 pingSentAt = now
             }
-            let untilPing = connected ? max(0.01, keepAlive / 2 - (now - lastSent)) : 0.1
-            var wait = min(Double(context.waitMilliseconds(pending: false)) / 1000, untilPing)
-            if let pendingSince {
-                wait = min(wait, max(0, context.commitIntervalSeconds - (now - pendingSince)))
+            var wait = Double(context.waitMilliseconds(pending: false)) / 1000
+            if !connected {
+                wait = min(wait, connectDeadline - now)
+            } else if let pingSentAt {
+                wait = min(wait, pingSentAt + keepAlive - now)
+            } else {
+                wait = min(wait, keepAlive / 2 - (now - lastSent))
             }
-            switch Readiness.wait(fd: connection.fd, stop: stop, timeoutMs: Int32(wait * 1000) + 1) {
+            if let pendingSince {
+                wait = min(
+                    wait,
+                    Self.quietSeconds - (now - lastData),
+                    context.commitIntervalSeconds - (now - pendingSince)
+                )
+            }
+            switch Readiness.wait(fd: connection.fd, stop: stop, timeoutMs: Int32(max(0, wait) * 1000) + 1) {
             case .stopped:
                 try commitAndAcknowledge(&ingestor)
                 try? send(MQTTPacketWriter.disconnect)
@@ -148,8 +172,12 @@ final class MQTTInputSession {
         let version5 = settings.version5
         let packet: MQTTPacket
         do {
+            // An oversized PUBLISH is kept only in part: read as 3.1.1, it still
+            // gives its topic and packet id (before MQTT 5's properties), so
+            // huge properties cannot make it undecodable and sent for ever.
+            let decodeAs5 = version5 && !frame.truncated
             packet = try reader.withBody(of: frame) { body throws(MQTTProtocolError) in
-                try MQTTPacket.decode(first: frame.first, body: body, version5: version5)
+                try MQTTPacket.decode(first: frame.first, body: body, version5: decodeAs5)
             }
         } catch {
             throw .protocolViolation(error.message)
@@ -167,6 +195,28 @@ final class MQTTInputSession {
             }
             connected = true
             sessionPresent = ack.sessionPresent
+            if let serverKeepAlive = ack.serverKeepAliveSeconds, serverKeepAlive > 0 {
+                keepAlive = Double(serverKeepAlive)
+            }
+            let metadata: Logger.Metadata = [
+                "ingest.input": "\(context.settings.name)", "ingest.broker": "\(settings.url)",
+                "ingest.session": "\(sessionPresent ? "resumed" : "new")",
+                "ingest.client_id": "\(settings.clientID)",
+                "ingest.topics": "\(settings.subscriptions.joined(separator: ","))",
+            ]
+            if expectSession, !sessionPresent {
+                context.logger.warning(
+                    "The MQTT broker no longer had this input's session: what was published while the agent was disconnected is lost. Does the broker keep sessions across restarts (mosquitto: persistence true)?",
+                    metadata: metadata
+                )
+            } else {
+                context.logger.info(
+                    sessionPresent
+                        ? "Subscribed to the MQTT broker; its session was kept"
+                        : "Subscribed to the MQTT broker with a new session",
+                    metadata: metadata
+                )
+            }
             // Always subscribe: topics may have changed since the session
             // began. With MQTT 5, retained messages come only for new subscriptions.
             try send(
@@ -215,7 +265,7 @@ final class MQTTInputSession {
             throw .protocolViolation("a QoS 2 message on a subscription granted QoS 1")
         }
         let type = settings.recordType(ofTopic: message.topic)
-        ingestor.beginMessage(type: type, origin: "the topic's type level (types_from_topic)")
+        ingestor.beginMessage(type: type, origin: "the type the topic names (topic_types or types_from_topic)")
         let payloadLength = frame.length - message.payloadStart
         do {
             if frame.truncated || payloadLength > settings.maxMessageBytes {
@@ -263,7 +313,7 @@ final class MQTTInputSession {
 
     private func send(_ bytes: [UInt8]) throws(MQTTInputFailure) {
         do {
-            try connection.writeAll(bytes, timeoutMilliseconds: max(5_000, Int(keepAlive * 1000)), stop: nil)
+            try connection.writeAll(bytes, timeoutMilliseconds: Int(min(30, max(5, keepAlive)) * 1000), stop: nil)
         } catch {
             throw .lost(error.message)
         }

@@ -13,6 +13,7 @@ enum MQTTReasonCode {
             }
         }
         switch code {
+        case 1: return "unacceptable protocol version: the broker speaks MQTT 3.1.1 only (set mqtt_version = \"3.1.1\")"
         case 0x84: return "unsupported protocol version (try mqtt_version = \"3.1.1\")"
         case 0x85: return "client identifier not valid (check client_id)"
         case 0x86: return "bad user name or password (check username and password_file)"
