@@ -64,7 +64,9 @@ trap cleanup EXIT
 dpkg-deb -x "$deb" "$work/extracted"
 binary="$work/extracted/usr/bin/ingestd"
 # libzstd1: dpkg (Essential) pre-depends on it, and libsystemd0 depends on it.
-allowed='^(libc\.so\.6|libm\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libsqlite3\.so\.0|libcurl\.so\.4|libcrypto\.so\.3|libz\.so\.1|libzstd\.so\.1|libsystemd\.so\.0)$'
+# libssl.so.3 (the MQTT input's TLS) comes in libssl3 with libcrypto.so.3,
+# which libcurl4 depends on anyway.
+allowed='^(libc\.so\.6|libm\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libsqlite3\.so\.0|libcurl\.so\.4|libssl\.so\.3|libcrypto\.so\.3|libz\.so\.1|libzstd\.so\.1|libsystemd\.so\.0)$'
 needed="$(objdump -p "$binary" | awk '/NEEDED/ { print $2 }')"
 unexpected="$(printf '%s\n' "$needed" | grep -Ev "$allowed" || true)"
 [ -z "$unexpected" ] || fail "the binary needs libraries outside Debian's base set: $unexpected"
