@@ -93,28 +93,47 @@ public final class MosquittoBroker {
             config += "tls_version tlsv1.2\nrequire_certificate \(tls.requireClientCertificate)\n"
         }
         try config.write(toFile: directory.file("mosquitto.conf"), atomically: true, encoding: .utf8)
-        pid = try spawn(
-            Self.executable,
-            ["-c", directory.file("mosquitto.conf")],
-            environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=\(directory.path)"],
-            output: directory.file("broker.log")
-        )
-        // 30 s, as for the engines: with every suite running at once on two
-        // cores, a TLS listener took more than 10 s to appear (CI, b3d110f).
-        let deadline = Date().addingTimeInterval(30)
-        while !Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                pid = 0
-                throw ToolFailure("mosquitto exited while starting: \(log.suffix(2000))")
+        // Twice at most: in CI (1813eef… 42175e4) a broker started while every
+        // suite was starting showed no output and no listener for 30 s; a
+        // second spawn tells a stuck start from a slow machine, and the
+        // error says what the process was doing.
+        var stuck: String?
+        for attempt in 1...2 {
+            pid = try spawn(
+                Self.executable,
+                ["-c", directory.file("mosquitto.conf")],
+                environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=\(directory.path)"],
+                output: directory.file("broker.log")
+            )
+            // 30 s in all, as for the engines: with every suite running at once on
+            // two cores, a TLS listener took more than 10 s to appear (CI, b3d110f).
+            let deadline = Date().addingTimeInterval(15)
+            while !Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
+                var status: Int32 = 0
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    pid = 0
+                    throw ToolFailure("mosquitto exited while starting: \(log.suffix(2000))")
+                }
+                if Date() >= deadline { break }
+                usleep(10_000)
             }
-            guard Date() < deadline else {
-                throw ToolFailure(
-                    "mosquitto did not listen on \(port) and \(plainPort) in 30 s (listening on \(listeningPorts(of: pid))): \(log.suffix(2000))"
-                )
+            if Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
+                if let stuck { print("MosquittoBroker: the first start was stuck (\(stuck)); the second listens") }
+                return
             }
-            usleep(10_000)
+            stuck =
+                "attempt \(attempt): \(Self.processState(pid)), listening on \(listeningPorts(of: pid)), log: \(log.suffix(500))"
+            kill()
         }
+        throw ToolFailure("mosquitto did not listen on \(port) and \(plainPort) in 2 × 15 s: \(stuck ?? "")")
+    }
+
+    /// What `pid` is doing, from /proc: its command, state and wait channel.
+    static func processState(_ pid: pid_t) -> String {
+        let read = { (name: String) in (try? String(contentsOfFile: "/proc/\(pid)/\(name)", encoding: .utf8)) ?? "?" }
+        let state = read("status").split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: ?"
+        let command = read("cmdline").replacingOccurrences(of: "\u{0}", with: " ")
+        return "\(command.prefix(120)) \(state), wchan \(read("wchan"))"
     }
 
     /// Stops the broker gracefully (SIGTERM: a persistent one saves its
