@@ -25,7 +25,13 @@ struct CheckConfigCommand: IngestdCommand {
             print("  record types: " + configuration.types.map(\.description).joined(separator: ", "))
             print(
                 "  inputs: "
-                    + configuration.inputs.map { "\($0.name) (\($0.format.rawValue), type \($0.type ?? "from _type"))" }
+                    + configuration.inputs.map { input in
+                        let broker = input.mqtt.map {
+                            ", broker \($0.url), client id \($0.clientID), session \($0.sessionExpirySeconds) s, MQTT \($0.version5 ? "5" : "3.1.1"), password \($0.password == nil ? "none" : "set")"
+                        }
+                        return
+                            "\(input.name) (\(input.format.rawValue), type \(input.type ?? "from _type")\(broker ?? ""))"
+                    }
                     .joined(separator: ", ")
             )
             print(

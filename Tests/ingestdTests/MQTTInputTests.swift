@@ -410,6 +410,15 @@ struct MQTTInputTests {
             #expect(result.status == 78, "\(keys)")
             #expect(result.stderr.contains(message), "\(keys): \(result.stderr)")
         }
+        // A good one is summed up with its broker and session, never its password.
+        let good = try AgentFixture(inputs: "[[inputs]]\nkind = \"mqtt\"\ntopics = [\"a/#\"]\n")
+        let summary = try good.run(["check-config"])
+        #expect(summary.status == 0, "\(summary.stderr)")
+        #expect(
+            summary.stdout.contains("broker mqtt://127.0.0.1:1883, client id ingestd-")
+                && summary.stdout.contains("session 604800 s, MQTT 5, password none"),
+            "\(summary.stdout)"
+        )
         let stdin = try AgentFixture(inputs: "[[inputs]]\nkind = \"stdin\"\ntopics = [\"a\"]\n")
         let result = try stdin.run(["check-config"])
         #expect(result.stderr.contains("topics: applies only to an mqtt input"), "\(result.stderr)")

@@ -63,7 +63,7 @@ public struct MQTTInputSettings: Sendable, Hashable {
     }
 
     /// The broker as a URL, for logs and status (no credentials in it).
-    var url: String {
+    public var url: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         return "\(tls == nil ? "mqtt" : "mqtts")://\(host):\(port)"
     }
