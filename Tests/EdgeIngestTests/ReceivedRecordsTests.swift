@@ -48,6 +48,31 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == records.map(\.jsonString))
     }
 
+    /// The MQTT input's receipt: readings that came without `_id` got one
+    /// generated here, which no sender can repeat; only ids from elsewhere
+    /// are looked up and remembered.
+    @Test func idsGeneratedHereAreLeftOutOfTheWindowWhenTheReceiptSaysSo() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        var skipping = receipt()
+        skipping.skipsIDsGeneratedHere = true
+        let generated = try weatherRecords(3)
+        #expect(try queue.receive(generated, receipt: skipping) == stored(3))
+        #expect(try queue.receive(generated, receipt: skipping) == stored(3), "not remembered, so stored again")
+        let type = try declaredWeatherSensor()
+        let foreign = try (1...3).map { i in
+            try type.validate([
+                "_id": .string("65000000000000000000000\(i)"), "deviceId": .string("F\(i)"),
+                "temperatureInFahrenheit": .double(66.7), "barometricPressureInHg": 29.65, "windSpeedInMph": .int(1),
+            ])
+        }
+        #expect(try queue.receive(foreign + generated, receipt: skipping) == stored(6))
+        #expect(try queue.receive(foreign, receipt: skipping) == stored(0, duplicates: 3))
+        // Without the flag (a gateway), every id is remembered.
+        #expect(try queue.receive(generated, receipt: receipt()) == stored(3))
+        #expect(try queue.receive(generated, receipt: receipt()) == stored(0, duplicates: 3))
+    }
+
     @Test func aPartlyRepeatedBatchStoresOnlyTheNewIDs() throws {
         let dir = try TemporaryDirectory()
         let queue = try DurableQueue.open(try fileConfiguration(dir))

@@ -6,6 +6,11 @@ package struct Receipt: Sendable {
     package var dedupWindowMilliseconds: Int64
     /// The client's `EdgeIngest-Session`: its nonce and epoch.
     package var session: (nonce: String, epoch: Int64)?
+    /// Leave out of the window the ids this process generated (readings
+    /// that came without `_id`): they cannot come again under the same id,
+    /// so remembering them would only cost a lookup, an insert and ~25
+    /// bytes each (the MQTT input; a gateway's records all carry their own).
+    package var skipsIDsGeneratedHere = false
 
     package init(dedupWindowMilliseconds: Int64, session: (nonce: String, epoch: Int64)?) {
         self.dedupWindowMilliseconds = dedupWindowMilliseconds

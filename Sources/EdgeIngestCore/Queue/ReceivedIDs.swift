@@ -90,10 +90,14 @@ final class ReceivedIDs {
                     var start = 0
                     for i in 0..<run.count {
                         let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
+                        defer { start = run.ends[i] }
+                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) {
+                            index += 1
+                            continue
+                        }
                         let content = SegmentChecksum.ofRecord(
                             UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]])
                         )
-                        start = run.ends[i]
                         let key = ObjectId(unsafeBytes: id)
                         // An earlier record of this batch, else either generation;
                         // `.some(nil)`: received before its content was kept.
@@ -132,12 +136,14 @@ final class ReceivedIDs {
                 try run.payload.withUnsafeBytes { payload in
                     var start = 0
                     for i in 0..<run.count {
-                        statement.bind(1, blob: UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12]))
+                        let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
+                        defer { start = run.ends[i] }
+                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
+                        statement.bind(1, blob: id)
                         statement.bind(
                             2,
                             SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
                         )
-                        start = run.ends[i]
                         try statement.run()
                     }
                 }

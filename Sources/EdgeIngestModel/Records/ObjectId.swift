@@ -88,6 +88,13 @@ public struct ObjectId: Hashable, Comparable, Sendable, CustomStringConvertible 
         ObjectIdGenerator.shared.next()
     }
 
+    /// Whether 12 id bytes carry this process's 5 random bytes, i.e. were
+    /// made by ``generate()`` here (by chance otherwise: 1 in 2⁴⁰ per
+    /// other process): such an id cannot have been received from elsewhere.
+    package static func isGeneratedByThisProcess(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        ObjectIdGenerator.shared.isOwn(bytes)
+    }
+
     /// The seconds-since-epoch part of the id.
     public var timestampSeconds: UInt32 {
         withUnsafeBytes(of: bytes) { UInt32($0[0]) << 24 | UInt32($0[1]) << 16 | UInt32($0[2]) << 8 | UInt32($0[3]) }
@@ -165,6 +172,12 @@ final class ObjectIdGenerator: Sendable {
             UInt8.random(in: 0...255, using: &rng)
         )
         state = Mutex(State(lastSeconds: 0, counter: UInt32.random(in: 0..<0x00FF_FFFF, using: &rng)))
+    }
+
+    func isOwn(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let p = processUnique
+        return bytes.count == 12 && bytes[4] == p.0 && bytes[5] == p.1 && bytes[6] == p.2 && bytes[7] == p.3
+            && bytes[8] == p.4
     }
 
     func next() -> ObjectId {

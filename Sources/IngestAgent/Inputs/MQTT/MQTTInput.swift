@@ -45,9 +45,11 @@ struct MQTTInput: Service {
     private func connectionLoop(stop: StopSignal) throws {
         // Readings with their own `_id` that the broker sends again after a
         // crash are left out durably (the same window as a gateway's).
-        let receipt =
-            settings.dedupWindowSeconds > 0
-            ? Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: nil) : nil
+        var receipt: Receipt?
+        if settings.dedupWindowSeconds > 0 {
+            receipt = Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: nil)
+            receipt?.skipsIDsGeneratedHere = true  // readings without `_id` cannot come again under one
+        }
         var ingestor = context.makeIngestor(committer: context.makeCommitter(stop: stop, receipt: receipt))
         var attempt = 0
         var loggedProblem: String?
