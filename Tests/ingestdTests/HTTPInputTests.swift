@@ -120,6 +120,34 @@ import Glibc
         #expect(!gateway.agent.stderr.contains(Self.apiKey))
     }
 
+    /// Guessing passwords: after five failures an account's logins are
+    /// answered 429 with a delay, alike for an account that exists and one
+    /// that does not, before any password is checked; the journal says so
+    /// without the email or password (issue 23).
+    @Test func repeatedFailedLoginsAreThrottledAlikeForKnownAndUnknownAccounts() throws {
+        let gateway = try Gateway()
+        func attempt(_ email: String, _ password: String) throws -> HTTPAnswer {
+            try Self.login(gateway, #"{"provider":"email-password","email":"\#(email)","password":"\#(password)"}"#)
+        }
+        var answers: [String: [HTTPAnswer]] = [:]
+        for email in ["ops@example.com", "nobody@example.com"] {
+            var seen: [HTTPAnswer] = []
+            // Five refusals, then 429 (a slow machine may let a sixth through after its 1 s delay).
+            while seen.count < 12, seen.last?.status != 429 { seen.append(try attempt(email, "guess-\(seen.count)")) }
+            answers[email] = seen
+        }
+        for (email, seen) in answers {
+            #expect(seen.prefix(5).allSatisfy { $0.status == 401 }, "\(email): \(seen.map(\.status))")
+            #expect(seen.last?.status == 429, "\(email): \(seen.map(\.status))")
+            #expect(seen.last?.json["error"] as? String == "too_many_logins")
+            #expect((seen.last?.json["message"] as? String)?.hasPrefix("too many failed logins: try again in ") == true)
+        }
+        #expect(gateway.agent.stderr.contains("Throttled a login after repeated failures"))
+        #expect(!gateway.agent.stderr.contains("nobody@example.com") && !gateway.agent.stderr.contains("guess-"))
+        // An API key from this address still works: the address allows more failures than an account.
+        #expect(try Self.login(gateway, #"{"provider":"api-key","key":"\#(Self.apiKey)"}"#).status == 200)
+    }
+
     @Test func loginsRefreshesAndBearerChecks() throws {
         let gateway = try Gateway()
         let batch = Array(Self.line("65f1c2a9e1b2c3d4e5f60001", device: "L1").utf8)

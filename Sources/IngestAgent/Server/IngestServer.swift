@@ -15,6 +15,8 @@ final class IngestServer: HTTPHandler {
     let accounts: ServerAccounts
     let tokens: TokenSigner
     let decoder: BatchDecoder
+    /// Failed logins per account and address (``LoginThrottle``).
+    let loginThrottle = LoginThrottle()
 
     init(context: InputContext, accounts: ServerAccounts, tokens: TokenSigner) {
         self.context = context
@@ -85,6 +87,26 @@ final class IngestServer: HTTPHandler {
         }
         if let problem { return .error(400, "bad_login", "the login body is not a JSON object: \(problem.message)") }
         let provider = fields["provider"] ?? ""
+        // Throttled before the credentials are checked: the same answer
+        // whether the account exists, and no password hashing to spend.
+        let account = provider == "email-password" ? fields["email"] : nil
+        let address = LoginThrottle.address(ofPeer: peer)
+        let now = wallClockMilliseconds() / 1000
+        if provider != "anonymous", let wait = loginThrottle.delay(account: account, address: address, now: now) {
+            logger.warning(
+                "Throttled a login after repeated failures",
+                metadata: [
+                    "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)",
+                    "auth.retry_after_s": "\(wait)",
+                ]
+            )
+            return .error(
+                429,
+                "too_many_logins",
+                "too many failed logins: try again in \(wait) s",
+                headers: [("Retry-After", String(wait))]
+            )
+        }
         let userID: String?
         switch provider {
         case "anonymous":
@@ -99,6 +121,7 @@ final class IngestServer: HTTPHandler {
             return .error(400, "bad_login", "provider must be anonymous, api-key or email-password")
         }
         guard let userID else {
+            if provider != "anonymous" { loginThrottle.failed(account: account, address: address, now: now) }
             // Never the key, email or password: the provider and the peer only.
             logger.warning(
                 "Refused a login",
@@ -106,7 +129,7 @@ final class IngestServer: HTTPHandler {
             )
             return .error(401, "login_refused", "these credentials are not accepted")
         }
-        let now = wallClockMilliseconds() / 1000
+        loginThrottle.succeeded(account: account)
         return .json(
             200,
             [
