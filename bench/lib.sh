@@ -110,3 +110,16 @@ status_field() {
     out=$(.build/release/ingestd status --state-directory "$1" --json || true)
     python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$out" "$2"
 }
+
+# start_mosquitto DIR [CONF_LINES]: Debian's mosquitto on a free loopback port
+# (anonymous, no persistence, more lines of mosquitto.conf in CONF_LINES), in
+# the background, until it listens; sets port and broker (its pid: the caller
+# kills it in its EXIT trap).
+start_mosquitto() {
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n%s\n%s\n' "$port" "${2:-}" \
+        "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$1/mosquitto.conf"
+    /usr/sbin/mosquitto -c "$1/mosquitto.conf" > "$1/broker.log" 2>&1 &
+    broker=$!
+    for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+}

@@ -36,13 +36,9 @@ swift build -c release --product ingestd >/dev/null
 make_realistic_input "$dir/in.ndjson" "$count"
 tick=$(getconf CLK_TCK)
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 10000000\n%s\n' "$port" "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$dir/mosquitto.conf"
-/usr/sbin/mosquitto -c "$dir/mosquitto.conf" > "$dir/broker.log" 2>&1 &
-broker=$!
+start_mosquitto "$dir" 'max_queued_messages 10000000'
 agent=
 trap 'kill $broker ${agent:-} 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 
 for window in 1 1000 0; do
     # status.json every 20 ms (the default is 1 s), as the end is read from it.

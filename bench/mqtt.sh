@@ -27,12 +27,8 @@ swift build -c release --product ingestd >/dev/null
 swift build -c release --product mqtt-raw-publish >/dev/null
 make_realistic_input "$dir/in.ndjson" "$count"
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n%s' "$port" "$([ "$(id -u)" = 0 ] && echo 'user root')" > "$dir/mosquitto.conf"
-/usr/sbin/mosquitto -c "$dir/mosquitto.conf" > "$dir/broker.log" 2>&1 &
-broker=$!
+start_mosquitto "$dir"
 trap 'kill $broker 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 
 agent_config() {  # MESSAGE TOPIC
     realistic_config

@@ -138,13 +138,7 @@ public final class MosquittoBroker {
 
     /// Stops the broker gracefully (SIGTERM: a persistent one saves its
     /// sessions and queued messages) and reaps it.
-    public func stop() {
-        guard pid > 0 else { return }
-        Glibc.kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        pid = 0
-    }
+    public func stop() { end(with: SIGTERM) }
 
     /// Freezes the broker (SIGSTOP): connections stay open, nothing is
     /// answered. ``kill()`` ends a frozen broker too.
@@ -153,9 +147,11 @@ public final class MosquittoBroker {
     }
 
     /// Kills the broker at once (SIGKILL) and reaps it.
-    public func kill() {
+    public func kill() { end(with: SIGKILL) }
+
+    private func end(with signal: Int32) {
         guard pid > 0 else { return }
-        Glibc.kill(pid, SIGKILL)
+        Glibc.kill(pid, signal)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         pid = 0

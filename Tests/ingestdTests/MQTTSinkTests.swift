@@ -180,7 +180,7 @@ struct MQTTSinkTests {
     func mqttsWithTheTestCAAndAClientCertificateDelivers() throws {
         let pki = try TestPKI()
         let broker = try MosquittoBroker(
-            tls: .init(ca: pki.ca, certificate: pki.serverCert, key: pki.serverKey, requireClientCertificate: true)
+            tls: pki.brokerTLS(requireClientCertificate: true)
         )
         let subscriber = try broker.subscribe("secure/#")
         let fixture = try agent(

@@ -35,9 +35,8 @@ final class LoginThrottle: Sendable {
     /// Seconds to wait before the next attempt may be checked, or nil when it may be now.
     func delay(account: String?, address: String, now: Int64) -> Int64? {
         entries.withLock { entries in
-            let keys = [account.map { "account:" + $0.lowercased() }, "address:" + address].compactMap { $0 }
             var wait: Int64 = 0
-            for key in keys {
+            for key in Self.keys(account: account, address: address) {
                 guard let entry = entries[key] else { continue }
                 if now - entry.last >= Self.forgetAfterSeconds {
                     entries[key] = nil
@@ -57,7 +56,7 @@ final class LoginThrottle: Sendable {
             if entries.count >= Self.maxEntries, let oldest = entries.min(by: { $0.value.last < $1.value.last }) {
                 entries[oldest.key] = nil
             }
-            for key in [account.map { "account:" + $0.lowercased() }, "address:" + address].compactMap({ $0 }) {
+            for key in Self.keys(account: account, address: address) {
                 var entry = entries[key] ?? Entry(failures: 0, last: now)
                 if now - entry.last >= Self.forgetAfterSeconds { entry.failures = 0 }
                 entry.failures += 1
@@ -68,8 +67,13 @@ final class LoginThrottle: Sendable {
     }
 
     func succeeded(account: String?) {
-        guard let account else { return }
-        entries.withLock { _ = $0.removeValue(forKey: "account:" + account.lowercased()) }
+        guard let key = Self.keys(account: account, address: nil).first else { return }
+        entries.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    /// The table's keys for a login: its account (emails compared without case) and its address.
+    private static func keys(account: String?, address: String?) -> [String] {
+        [account.map { "account:" + $0.lowercased() }, address.map { "address:" + $0 }].compactMap { $0 }
     }
 
     /// The client's address without its port (`[::1]:5000` → `::1`).

@@ -6,10 +6,11 @@ import Logging
 /// ``LineIngestor``. QoS 1 messages are acknowledged (PUBACK, in the order
 /// received, as MQTT requires) only after everything read before them is
 /// committed. A commit happens when the broker's window of unacknowledged
-/// messages (`receive_maximum`) is half full, or when the first message
-/// read since the last commit has waited `commit_interval_ms` — so a busy
-/// stream commits hundreds of messages per fsync and a quiet one is
-/// acknowledged within the interval (docs/BENCHMARKS.md, "MQTT input").
+/// messages (`receive_maximum`) is half full, when the connection has been
+/// quiet for 5 ms, or when the first message read since the last commit
+/// has waited `commit_interval_ms` — so a busy stream commits hundreds of
+/// messages per fsync and a quiet one is acknowledged at once
+/// (docs/BENCHMARKS.md, "MQTT input").
 /// A crash before the PUBACK makes the broker send the message again.
 ///
 /// Runs on the input's thread; ``run(_:)`` returns when stopped and throws
@@ -30,11 +31,7 @@ final class MQTTInputSession {
     var expectSession = false
     /// Whether the broker accepted the connection (CONNACK).
     var isConnected: Bool { connected }
-    private var subscribePacketID: UInt16 = 1
-    /// What the broker said at CONNACK, for the log line.
-    private(set) var sessionPresent = false
-    /// Messages received and acknowledged on this connection.
-    private(set) var messages: Int64 = 0
+    private let subscribePacketID: UInt16 = 1
 
     init(settings: MQTTInputSettings, context: InputContext, stop: StopSignal) throws(MQTTInputFailure) {
         self.settings = settings
@@ -194,7 +191,7 @@ final class MQTTInputSession {
                     : .refused("the broker refused the connection: \(text)\(detail)")
             }
             connected = true
-            sessionPresent = ack.sessionPresent
+            let sessionPresent = ack.sessionPresent
             if let serverKeepAlive = ack.serverKeepAliveSeconds, serverKeepAlive > 0 {
                 keepAlive = Double(serverKeepAlive)
             }
@@ -289,7 +286,6 @@ final class MQTTInputSession {
         } catch {
             throw .commitFailed(error)
         }
-        messages += 1
         if pendingSince == nil { pendingSince = monotonicSeconds() }
         if message.qos == 1, let id = message.packetID { pendingAcks.append(id) }
     }
