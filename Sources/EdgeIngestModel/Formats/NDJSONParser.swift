@@ -192,15 +192,18 @@ package struct NDJSONParser {
         }
     }
 
-    /// Whether one of eight bytes is `"`, `\` or below 0x20 (the classic
-    /// "has a zero byte" test on the word XORed with each; bytes ≥ 0x80 are
-    /// masked out of the below-0x20 test by `~word`).
-    static func mayEndOrEscape(_ word: UInt64) -> Bool {
+    /// The high bit of each of eight bytes (the first in the lowest byte)
+    /// that may be `"`, `\` or below 0x20; 0 when none is (the classic "has
+    /// a zero byte" test on the word XORed with each; bytes ≥ 0x80 are
+    /// masked out of the below-0x20 test by `~word`). A borrow can flag a
+    /// byte above a true match, never below one: the lowest flagged byte is
+    /// always one of the three.
+    static func endOrEscapeBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
-        return hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
-            || (word &- ones &* 0x20) & ~word & highs != 0
+        func zeroBytes(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        return zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C)) | (word &- ones &* 0x20) & ~word
+            & highs
     }
 
     /// Moves past the string at `i` (a quote) and returns true when it has
@@ -208,9 +211,19 @@ package struct NDJSONParser {
     /// caller reads it again from the quote with ``readString(into:)``).
     private mutating func skipPlainString() throws(LineRejection) -> Bool {
         i += 1
-        // Eight bytes at a time while none is a quote, a backslash or a control character.
-        while i + 8 <= p.count, !NDJSONParser.mayEndOrEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
-            i += 8
+        // Eight bytes at a time: the first quote, backslash or control
+        // character among them is the lowest flagged byte (x86 and ARM
+        // load little-endian), found without a loop over the other bytes.
+        while i + 8 <= p.count {
+            let flagged = NDJSONParser.endOrEscapeBytes(
+                p.loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian
+            )
+            if flagged == 0 {
+                i += 8
+                continue
+            }
+            i += flagged.trailingZeroBitCount >> 3
+            break
         }
         while i < p.count {
             let c = p[i]
