@@ -56,36 +56,73 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
     }
 }
 
-/// The agent's router, kept from line to line as an input keeps it: its
-/// builder is reused, so a refused line must leave nothing for the next.
-nonisolated(unsafe) private var agentRouter = ReadingRouter(
-    types: declaredTypes,
-    defaultType: "WeatherSensor",
-    inputName: "fuzz"
-)
+/// The agent's routers, kept from line to line as an input keeps them:
+/// their builders are reused, so a refused line must leave nothing for the
+/// next. One per default type (Probe's fields are all optional, one with a
+/// default), each with the as-read path (what the agent runs) and without.
+nonisolated(unsafe) private var agentRouters = ["WeatherSensor", "Probe"].map { type in
+    var general = ReadingRouter(types: declaredTypes, defaultType: type, inputName: "fuzz")
+    general.storesAsRead = false
+    return (asRead: ReadingRouter(types: declaredTypes, defaultType: type, inputName: "fuzz"), general: general)
+}
 
-/// The agent's path (a reused builder finishing into an EncodedBatch) takes
-/// and refuses exactly what the Record path does, and stores the same line
-/// (but for a generated `_id`).
+/// The agent's path (the as-read path, else a reused builder finishing into
+/// an EncodedBatch) takes and refuses exactly what the Record path does, and
+/// stores the same line (the same `_id` too when the line had its own); with
+/// and without the as-read path it stores the same bytes.
 private func checkAgentPath(_ parsed: ParsedLine, accepted record: Record?) {
-    var batch = EncodedBatch()
-    do throws(LineRejection) {
-        try agentRouter.route(parsed, into: &batch)
-    } catch {
-        precondition(record == nil, "the agent's path refused a line the Record path took: \(error.message)")
-        return
+    for n in agentRouters.indices {
+        let asRead = AgentResult(parsed, &agentRouters[n].asRead)
+        let general = AgentResult(parsed, &agentRouters[n].general)
+        precondition(
+            asRead.reason == general.reason,
+            "the as-read path and the general one disagree: \(asRead.reason ?? "stored") vs \(general.reason ?? "stored")"
+        )
+        if asRead.ownID {
+            precondition(asRead.stored == general.stored, "the as-read path stored other bytes than the general one")
+        } else {
+            precondition(
+                asRead.stored.dropFirst(AgentResult.idEnd) == general.stored.dropFirst(AgentResult.idEnd),
+                "the as-read path stored other fields than the general one"
+            )
+        }
+        guard n == 0 else { continue }  // the Record path's router has WeatherSensor as its default
+        guard let record else {
+            precondition(asRead.reason != nil, "the agent's path took a line the Record path refused")
+            continue
+        }
+        precondition(asRead.reason == nil, "the agent's path refused a line the Record path took: \(asRead.reason!)")
+        var expected: [UInt8] = []
+        record.encodeJSON(into: &expected)
+        expected.append(UInt8(ascii: "\n"))
+        precondition(
+            asRead.stored.count == expected.count
+                && (asRead.ownID
+                    ? asRead.stored == expected
+                    : asRead.stored[AgentResult.idEnd...] == expected[AgentResult.idEnd...]),
+            "the agent's path stored another line than the Record path"
+        )
     }
-    guard let record else { preconditionFailure("the agent's path took a line the Record path refused") }
-    precondition(batch.count == 1, "the agent's path stored \(batch.count) records for one line")
-    var expected: [UInt8] = []
-    record.encodeJSON(into: &expected)
-    expected.append(UInt8(ascii: "\n"))
-    let stored = batch.runs[0].payload
-    let idEnd = 33  // {"_id":"<24 hex digits>"
-    precondition(
-        stored.count == expected.count && stored[idEnd...] == expected[idEnd...],
-        "the agent's path stored another line than the Record path"
-    )
+}
+
+/// What one router made of a line: the stored line, or the reason it was refused.
+private struct AgentResult {
+    static let idEnd = 33  // {"_id":"<24 hex digits>"
+    var stored: [UInt8] = []
+    var ownID = false
+    var reason: String?
+
+    init(_ parsed: ParsedLine, _ router: inout ReadingRouter) {
+        var batch = EncodedBatch()
+        do throws(LineRejection) {
+            ownID = try router.route(parsed, into: &batch)
+        } catch {
+            reason = error.reason
+            return
+        }
+        precondition(batch.count == 1, "the agent's path stored \(batch.count) records for one line")
+        stored = batch.runs[0].payload
+    }
 }
 
 /// A parsed line written back as JSON (keys and strings by JSONWriter,

@@ -13,6 +13,10 @@ package struct ReadingRouter: Sendable {
     /// Readings without `_id` are rejected (records received from another
     /// client: a generated id would defeat deduplication of re-sends).
     package var requireID = false
+    /// Whether lines that are already their record's JSON are appended as
+    /// read (see ``appendAsRead(_:type:requireID:into:)``); false only in
+    /// tests comparing that path with the general one.
+    package var storesAsRead = true
     /// A default type name that is not declared, and where it came from
     /// (e.g. "the batch's EdgeIngest-Record-Type"): readings without their
     /// own `_type` are rejected as `unknown_type`, naming it.
@@ -61,6 +65,9 @@ package struct ReadingRouter: Sendable {
     @discardableResult
     package mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) -> Bool {
         let type = try recordType(of: line)
+        if storesAsRead, let ownID = ReadingRouter.appendAsRead(line, type: type, requireID: requireID, into: &batch) {
+            return ownID
+        }
         if spareBuilder?.type != type { spareBuilder = RecordBuilder(type: type) }
         // Mutated in place through `!` (`fill` is static: an instance method
         // taking a stored property inout makes Swift copy `self`, and the

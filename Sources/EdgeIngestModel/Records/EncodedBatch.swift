@@ -90,6 +90,32 @@ public struct EncodedBatch: Sendable {
     /// Appends one validated record; fields with a span in `verbatim` are
     /// written as that text.
     mutating func append(type: RecordType, id: ObjectId, values: [FieldValue?], verbatim: VerbatimFields? = nil) {
+        let last = runIndex(for: type)
+        Record.encodeJSON(type: type, id: id, values: values, verbatim: verbatim, into: &runs[last].payload)
+        endRecord(in: last, id: id)
+    }
+
+    /// Appends a line that is already its record's JSON (see
+    /// ``ReadingRouter``'s as-read path), or would be with `_id` first:
+    /// then one is generated and written before the line's fields.
+    mutating func appendAsRead(type: RecordType, ownID: ObjectId?, line: UnsafeRawBufferPointer) {
+        let last = runIndex(for: type)
+        let id: ObjectId
+        if let ownID {
+            id = ownID
+            runs[last].payload.append(contentsOf: line)
+        } else {
+            id = ObjectId.generate()
+            runs[last].payload.append(contentsOf: #"{"_id":"#.utf8)
+            Record.appendQuotedHex(id, to: &runs[last].payload)
+            runs[last].payload.append(UInt8(ascii: ","))
+            runs[last].payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[1...]))
+        }
+        endRecord(in: last, id: id)
+    }
+
+    /// The run a record of `type` goes into: the last one, or a new one.
+    private mutating func runIndex(for type: RecordType) -> Int {
         if encodedTypes.last?.storage !== type.storage, !encodedTypes.contains(where: { $0.storage === type.storage }) {
             encodedTypes.append(type)
         }
@@ -102,11 +128,13 @@ public struct EncodedBatch: Sendable {
             }
             runs.append(run)
         }
-        let last = runs.count - 1
-        Record.encodeJSON(type: type, id: id, values: values, verbatim: verbatim, into: &runs[last].payload)
-        runs[last].payload.append(UInt8(ascii: "\n"))
-        runs[last].ends.append(runs[last].payload.count)
-        id.appendBytes(to: &runs[last].ids)
+        return runs.count - 1
+    }
+
+    private mutating func endRecord(in run: Int, id: ObjectId) {
+        runs[run].payload.append(UInt8(ascii: "\n"))
+        runs[run].ends.append(runs[run].payload.count)
+        id.appendBytes(to: &runs[run].ids)
         count += 1
     }
 

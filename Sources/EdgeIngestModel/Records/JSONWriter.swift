@@ -153,7 +153,7 @@ extension Record {
     }
 
     /// `"<24 hex digits>"`, written in place (no String per id).
-    private static func appendQuotedHex(_ id: ObjectId, to out: inout [UInt8]) {
+    static func appendQuotedHex(_ id: ObjectId, to out: inout [UInt8]) {
         // Written on the stack, appended once (a `repeatElement` append and a
         // mutable view of the array per id showed in issue 22's profile).
         var text: (UInt64, UInt64, UInt64, UInt16) = (0, 0, 0, 0)

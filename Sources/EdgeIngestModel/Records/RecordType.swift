@@ -69,6 +69,14 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
         let encodedKeys: [[UInt8]]
         /// Each field's type, read per value without copying its ``Field``.
         let fieldTypes: [FieldType]
+        /// ``encodedKeys`` one after the other (field `i`'s are
+        /// `encodedKeyBytes[encodedKeyEnds[i - 1]..<encodedKeyEnds[i]]`), and
+        /// whether each field may be absent with nothing written for it
+        /// (optional, no default): what ``ReadingRouter``'s as-read path
+        /// compares a line with, without an array per field.
+        let encodedKeyBytes: [UInt8]
+        let encodedKeyEnds: [Int]
+        let omittable: [Bool]
 
         init(name: String, fields: [Field], fieldIndex: [String: Int]) {
             self.name = name
@@ -82,6 +90,13 @@ public struct RecordType: Hashable, Sendable, CustomStringConvertible {
                 key.append(UInt8(ascii: ":"))
                 return key
             }
+            encodedKeyBytes = encodedKeys.flatMap { $0 }
+            var end = 0
+            encodedKeyEnds = encodedKeys.map { key in
+                end += key.count
+                return end
+            }
+            omittable = fields.map { !$0.isRequired && $0.defaultValue == nil }
         }
     }
     let storage: Storage
