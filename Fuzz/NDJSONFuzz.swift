@@ -14,7 +14,9 @@
 // - every non-blank line ends as a record or as a rejection with a known
 //   reason and a short, non-empty message;
 // - a record is well formed and its JSON (JSONWriter) reads back as the
-//   same _id and values; timestamps are written as the instant they hold.
+//   same _id and values; timestamps are written as the instant they hold;
+// - the agent's as-read path and its general path store the same bytes and
+//   refuse the same lines; the in-place timestamp check agrees with the parser.
 
 @testable import EdgeIngestModel
 
@@ -45,6 +47,7 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
         checkRejection(rejection)
     case .fields(let fields):
         checkRewrite(fields)
+        checkTimestampChecks(parsed)
         do throws(LineRejection) {
             let record = try inputRouter.route(parsed)
             checkRecord(record)
@@ -53,6 +56,18 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
             checkRejection(error)
             checkAgentPath(parsed, accepted: nil)
         }
+    }
+}
+
+/// The in-place canonical-timestamp check agrees with the general parser's
+/// on every string value of the right length.
+private func checkTimestampChecks(_ parsed: ParsedLine) {
+    for field in parsed.fields {
+        guard let (text, form) = parsed.verbatim(field), form == .plainString, text.count == 26 else { continue }
+        precondition(
+            VerbatimJSON.isCanonicalTimestamp(text) == VerbatimJSON.isCanonicalTimestampByParsing(text),
+            "the in-place timestamp check and the parser disagree on \(String(decoding: text, as: UTF8.self))"
+        )
     }
 }
 

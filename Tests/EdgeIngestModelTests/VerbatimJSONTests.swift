@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import EdgeIngestModel
@@ -123,6 +124,39 @@ import Testing
             #expect(written == text, "\(String(decoding: text, as: UTF8.self))")
         }
         #expect(canonicalSeen > 1_000)
+    }
+
+    /// The in-place check agrees with the general parser's on texts near
+    /// the canonical layout: every position mutated, days at each month's
+    /// end, February 29 in leap and common years (centuries too).
+    @Test func theInPlaceTimestampCheckAgreesWithTheParser() {
+        var random = SplitMix64(seed: 22)
+        let alphabet = Array("0123456789TZtz-:.,+ /".utf8) + [0x00, 0x7F, 0xC3]
+        var texts: [[UInt8]] = []
+        for year in ["0000", "1900", "2000", "2023", "2024", "2100", "9999"] {
+            for month in 0...13 {
+                for day in [0, 1, 28, 29, 30, 31, 32] {
+                    let date = "\(year)-\(month < 10 ? "0" : "")\(month)-\(day < 10 ? "0" : "")\(day)"
+                    texts.append(Array("\(date)T23:59:59.999Z".utf8))
+                }
+            }
+        }
+        for n in 0..<300_000 {
+            var text = Array("2024-02-29T10:00:00.100Z".utf8)
+            for _ in 0..<(1 + n % 3) {
+                text[Int(random.next() % 24)] = alphabet[Int(random.next() % UInt64(alphabet.count))]
+            }
+            texts.append(text)
+        }
+        var canonicalSeen = 0
+        for text in texts {
+            let literal = [UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]
+            let fast = literal.withUnsafeBytes { VerbatimJSON.isCanonicalTimestamp($0) }
+            let parsed = literal.withUnsafeBytes { VerbatimJSON.isCanonicalTimestampByParsing($0) }
+            #expect(fast == parsed, "\(String(decoding: text, as: UTF8.self))")
+            if fast { canonicalSeen += 1 }
+        }
+        #expect(canonicalSeen > 10_000)
     }
 
     @Test(arguments: [

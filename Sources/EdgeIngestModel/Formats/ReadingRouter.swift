@@ -17,6 +17,8 @@ package struct ReadingRouter: Sendable {
     /// read (see ``appendAsRead(_:type:requireID:into:)``); false only in
     /// tests comparing that path with the general one.
     package var storesAsRead = true
+    /// The as-read path's list of values to write again, kept from line to line.
+    private var asReadRewrites: [AsReadRewrite] = []
     /// A default type name that is not declared, and where it came from
     /// (e.g. "the batch's EdgeIngest-Record-Type"): readings without their
     /// own `_type` are rejected as `unknown_type`, naming it.
@@ -65,7 +67,15 @@ package struct ReadingRouter: Sendable {
     @discardableResult
     package mutating func route(_ line: ParsedLine, into batch: inout EncodedBatch) throws(LineRejection) -> Bool {
         let type = try recordType(of: line)
-        if storesAsRead, let ownID = ReadingRouter.appendAsRead(line, type: type, requireID: requireID, into: &batch) {
+        if storesAsRead,
+            let ownID = ReadingRouter.appendAsRead(
+                line,
+                type: type,
+                requireID: requireID,
+                rewrites: &asReadRewrites,
+                into: &batch
+            )
+        {
             return ownID
         }
         if spareBuilder?.type != type { spareBuilder = RecordBuilder(type: type) }

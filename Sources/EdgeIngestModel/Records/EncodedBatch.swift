@@ -95,21 +95,31 @@ public struct EncodedBatch: Sendable {
         endRecord(in: last, id: id)
     }
 
-    /// Appends a line that is already its record's JSON (see
-    /// ``ReadingRouter``'s as-read path), or would be with `_id` first:
-    /// then one is generated and written before the line's fields.
-    mutating func appendAsRead(type: RecordType, ownID: ObjectId?, line: UnsafeRawBufferPointer) {
+    /// Appends a line that is its record's JSON once `rewrites` (in line
+    /// order) are applied: see ``ReadingRouter``'s as-read path.
+    mutating func appendAsRead(
+        type: RecordType,
+        id: ObjectId,
+        line: UnsafeRawBufferPointer,
+        rewrites: [ReadingRouter.AsReadRewrite]
+    ) {
         let last = runIndex(for: type)
-        let id: ObjectId
-        if let ownID {
-            id = ownID
+        if rewrites.isEmpty {
             runs[last].payload.append(contentsOf: line)
         } else {
-            id = ObjectId.generate()
-            runs[last].payload.append(contentsOf: #"{"_id":"#.utf8)
-            Record.appendQuotedHex(id, to: &runs[last].payload)
-            runs[last].payload.append(UInt8(ascii: ","))
-            runs[last].payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[1...]))
+            var copied = 0
+            for rewrite in rewrites {
+                runs[last].payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[copied..<rewrite.start]))
+                switch rewrite.replacement {
+                case .value(let value): Record.appendValue(value, to: &runs[last].payload)
+                case .generatedID(let id):
+                    runs[last].payload.append(contentsOf: #"{"_id":"#.utf8)
+                    Record.appendQuotedHex(id, to: &runs[last].payload)
+                    runs[last].payload.append(UInt8(ascii: ","))
+                }
+                copied = rewrite.end
+            }
+            runs[last].payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[copied...]))
         }
         endRecord(in: last, id: id)
     }

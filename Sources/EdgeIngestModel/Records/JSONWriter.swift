@@ -136,20 +136,25 @@ extension Record {
             guard let value = values[i] else { continue }
             writePending()
             out.append(contentsOf: keys[i])
-            switch value {
-            case .string(let s): JSONWriter.appendString(s, to: &out)
-            case .int(let n): JSONWriter.appendInt(n, to: &out)
-            case .double(let d): JSONWriter.appendDouble(d, to: &out)
-            case .bool(let b): out.append(contentsOf: b ? "true".utf8 : "false".utf8)
-            case .timestamp(let ms):
-                out.append(UInt8(ascii: "\""))
-                Timestamp.appendISO8601(milliseconds: ms, to: &out)
-                out.append(UInt8(ascii: "\""))
-            case .objectId(let oid): appendQuotedHex(oid, to: &out)
-            }
+            appendValue(value, to: &out)
         }
         writePending()
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// One field's value as a record's JSON holds it.
+    static func appendValue(_ value: FieldValue, to out: inout [UInt8]) {
+        switch value {
+        case .string(let s): JSONWriter.appendString(s, to: &out)
+        case .int(let n): JSONWriter.appendInt(n, to: &out)
+        case .double(let d): JSONWriter.appendDouble(d, to: &out)
+        case .bool(let b): out.append(contentsOf: b ? "true".utf8 : "false".utf8)
+        case .timestamp(let ms):
+            out.append(UInt8(ascii: "\""))
+            Timestamp.appendISO8601(milliseconds: ms, to: &out)
+            out.append(UInt8(ascii: "\""))
+        case .objectId(let oid): appendQuotedHex(oid, to: &out)
+        }
     }
 
     /// `"<24 hex digits>"`, written in place (no String per id).

@@ -62,7 +62,45 @@ package enum VerbatimJSON: Sendable {
     /// 4 digits, `T`, seconds below 60, 3 decimals, `Z` — and valid: then
     /// its text is the stored text (issue 22: formatting it again cost 19 %
     /// of the realistic ingest). A fuzz target compares both paths.
+    ///
+    /// Checked in place, without the general parser (`yyyy-mm-ddThh:mm:ss.fffZ`
+    /// has one layout: every character is a given digit or separator); a
+    /// test and the NDJSON fuzz target compare it with
+    /// ``isCanonicalTimestampByParsing(_:)``.
     package static func isCanonicalTimestamp(_ literal: UnsafeRawBufferPointer) -> Bool {
+        guard literal.count == 26 else { return false }
+        let p = literal.baseAddress!.assumingMemoryBound(to: UInt8.self) + 1
+        // Separators at 4, 7, 10, 13, 16, 19, 23; digits everywhere else.
+        guard p[4] == UInt8(ascii: "-"), p[7] == UInt8(ascii: "-"), p[10] == UInt8(ascii: "T"),
+            p[13] == UInt8(ascii: ":"), p[16] == UInt8(ascii: ":"), p[19] == UInt8(ascii: "."),
+            p[23] == UInt8(ascii: "Z")
+        else { return false }
+        var notDigits = false
+        func digit(_ k: Int) -> Int {
+            let value = p[k] &- UInt8(ascii: "0")  // wraps above 9 for anything below "0"
+            notDigits = notDigits || value > 9
+            return Int(value)
+        }
+        func two(_ k: Int) -> Int { digit(k) * 10 + digit(k + 1) }
+        let year = two(0) * 100 + two(2)
+        let month = two(5)
+        let day = two(8)
+        let hour = two(11)
+        let minute = two(14)
+        let second = two(17)
+        _ = two(20) + digit(22)  // the milliseconds: digits, any value
+        guard !notDigits, month >= 1, month <= 12, day >= 1, hour < 24, minute < 60, second < 60 else { return false }
+        if day <= 28 { return true }
+        switch month {
+        case 2: return day == 29 && year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        case 4, 6, 9, 11: return day <= 30
+        default: return day <= 31
+        }
+    }
+
+    /// ``isCanonicalTimestamp(_:)`` through the general parser: the
+    /// reference the fast check is tested against.
+    package static func isCanonicalTimestampByParsing(_ literal: UnsafeRawBufferPointer) -> Bool {
         guard literal.count == 26, literal[20] == UInt8(ascii: "."), literal[24] == UInt8(ascii: "Z"),
             literal[11] == UInt8(ascii: "T"), literal[18] < UInt8(ascii: "6")
         else { return false }
