@@ -14,6 +14,10 @@
 # validated ISO-8601 `ts`; bench/lib.sh make_realistic_input); the default,
 # WORKLOAD=light, the ~102-byte readings without them.
 #
+# STATE_ON_DISK=1 puts the agents' state on the real disk
+# (/var/tmp/edgeingest-ab-state) instead of tmpfs: fsync and the device
+# count then, as at the default durability in the field.
+#
 # REV is built in a git worktree under /tmp (its own scratch folder); the
 # receiver is Tests/Support/ingest-test-server.py --fast. A run counts only
 # if it exits 0.
@@ -42,13 +46,20 @@ $config > "$dir/ingest.toml"
 start_receiver "$dir"
 { $config; printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"; } > "$dir/e2e.toml"
 machine_line
-echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings"
+echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings; state on $([ "${STATE_ON_DISK:-0}" = 1 ] && echo 'the real disk' || echo tmpfs)"
 
-# run BUILD CASE: one run; appends "cpu rss" to $dir/BUILD-CASE.txt.
+state=$dir
+if [ "${STATE_ON_DISK:-0}" = 1 ]; then
+    state=/var/tmp/edgeingest-ab-state
+    mkdir -p "$state"
+fi
+
+# run BUILD CASE: one run; appends "cpu rss wall" to $dir/BUILD-CASE.txt.
 run() {
-    rm -rf "$dir/state-$1"
-    /usr/bin/time -f "%U %S %M" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$dir/state-$1" < "$input"
-    awk '{ printf "%.3f %.1f\n", $1 + $2, $3 / 1024 }' "$dir/time.txt" >> "$dir/$1-$2.txt"
+    rm -rf "$state/state-$1"
+    sync
+    /usr/bin/time -f "%U %S %M %e" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$state/state-$1" < "$input"
+    awk '{ printf "%.3f %.1f %.3f\n", $1 + $2, $3 / 1024, $4 }' "$dir/time.txt" >> "$dir/$1-$2.txt"
 }
 
 for case in ingest e2e; do
@@ -61,6 +72,6 @@ for case in ingest e2e; do
     paste "$dir/A-$case.txt" "$dir/B-$case.txt" | awk -v c="$case" '
         function median(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
             return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
-        { a[NR] = $1; ar[NR] = $2; b[NR] = $3; br[NR] = $4; r[NR] = $1 / $3 }
-        END { printf "%s: CPU s A %.3f, B %.3f; peak RSS MB A %.1f, B %.1f; A/B CPU per pair: median %.3f\n", c, median(a, NR), median(b, NR), median(ar, NR), median(br, NR), median(r, NR) }'
+        { a[NR] = $1; ar[NR] = $2; aw[NR] = $3; b[NR] = $4; br[NR] = $5; bw[NR] = $6; r[NR] = $1 / $4 }
+        END { printf "%s: CPU s A %.3f, B %.3f; wall s A %.3f, B %.3f; peak RSS MB A %.1f, B %.1f; A/B CPU per pair: median %.3f\n", c, median(a, NR), median(b, NR), median(aw, NR), median(bw, NR), median(ar, NR), median(br, NR), median(r, NR) }'
 done
