@@ -35,7 +35,7 @@ public final class DurableQueue: Sendable {
 
     let logger: Logger
     let typesByName: [String: RecordType]
-    let state: Mutex<State>
+    let state: PlainMutex<State>
     private let registryKey: String
 
     struct Lease {
@@ -174,7 +174,7 @@ public final class DurableQueue: Sendable {
             try DurableQueue.checkSchemaVersion(store, configuration: configuration, logger: logger)
             try DurableQueue.compactIfAsked(store, configuration: configuration, logger: logger)
             let totals = try store.totals()
-            state = Mutex(
+            state = PlainMutex(
                 State(
                     store: store,
                     queuedRecords: totals.records,

@@ -35,6 +35,11 @@ struct LineIngestor {
     /// batch) and their line numbers, checked at ``flush()``.
     private var ownIDRecords: [Int] = []
     private var ownIDLines: [Int] = []
+    /// The queue's `_id` window once made (the queue keeps the same one for
+    /// its lifetime): asking the queue for it takes the queue's lock, which
+    /// a commit holds through its fsync, and the input then waited for every
+    /// commit in flight (issue 22: that lock's contention showed in the profile).
+    private var recentIDs: RecentIDs?
     /// How positions are reported: a byte offset (files) or nothing (stdin).
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
@@ -270,8 +275,9 @@ struct LineIngestor {
         // agents whose readings get generated ids never pay for it. Nil only
         // when the queue is closed, and then the commit fails anyway.
         // A committer with a receipt leaves repeats out durably itself (an MQTT input).
-        guard !ownIDRecords.isEmpty, committer.receipt == nil, let recentIDs = try? committer.queue.recentIDs()
-        else { return }
+        guard !ownIDRecords.isEmpty, committer.receipt == nil else { return }
+        if recentIDs == nil { recentIDs = try? committer.queue.recentIDs() }
+        guard let recentIDs else { return }
         let known = recentIDs.claim(batch, indices: ownIDRecords)
         guard !known.isEmpty else { return }
         var records: [Int] = []
