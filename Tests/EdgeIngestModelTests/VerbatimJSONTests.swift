@@ -126,6 +126,39 @@ import Testing
         #expect(canonicalSeen > 1_000)
     }
 
+    /// The parser finds a number's verbatim form in its one pass exactly as
+    /// `VerbatimJSON.number` finds it in the text: generated numbers of
+    /// every shape (signs, leading zeros, trailing zeros, long digit runs,
+    /// fractions, exponents), each parsed in a line.
+    @Test func theParserFindsTheSameNumberFormAsTheText() {
+        var random = SplitMix64(seed: 2222)
+        func digits(_ count: Int) -> String { String((0..<count).map { _ in Character(String(random.next() % 10)) }) }
+        var checked = 0
+        for _ in 0..<100_000 {
+            var text = random.next() % 4 == 0 ? "-" : ""
+            text += random.next() % 5 == 0 ? "0" : String(random.next() % 9 + 1) + digits(Int(random.next() % 17))
+            if random.next() % 2 == 0 { text += "." + digits(Int(random.next() % 8) + 1) }
+            if random.next() % 8 == 0 {
+                text += ["e", "E", "e-", "E+"][Int(random.next() % 4)] + digits(Int(random.next() % 3) + 1)
+            }
+            var parser = NDJSONParser()
+            var parsed = ParsedLine()
+            let line = Array(#"{"x":\#(text)}"#.utf8)
+            let form = line.withUnsafeBytes { raw -> VerbatimJSON?? in
+                guard (try? parser.parse(raw, into: &parsed)) != nil, case .json(let token) = parsed.fields[0].value
+                else {
+                    return nil
+                }
+                return .some(token.numberForm)
+            }
+            guard let form else { continue }  // not valid JSON ("01"): the parser refuses it
+            let expected = Array(text.utf8).withUnsafeBytes { VerbatimJSON.number($0) }
+            #expect(form == expected, "\(text)")
+            checked += 1
+        }
+        #expect(checked > 50_000)
+    }
+
     /// The in-place check agrees with the general parser's on texts near
     /// the canonical layout: every position mutated, days at each month's
     /// end, February 29 in leap and common years (centuries too).

@@ -160,9 +160,8 @@ package struct NDJSONParser {
             form = p[i] == UInt8(ascii: "{") ? .object : .array
             try skipNested()
         case UInt8(ascii: "-"), 0x30...0x39:
-            try scanNumber()
+            numberForm = try scanNumber()
             form = .number
-            numberForm = VerbatimJSON.number(UnsafeRawBufferPointer(rebasing: p[start..<i]))
         default:
             throw .malformedJSON(i, "expected a value (string, number, true, false, null, object or array)")
         }
@@ -209,6 +208,7 @@ package struct NDJSONParser {
     /// Moves past the string at `i` (a quote) and returns true when it has
     /// no escapes; at its first backslash, stops and returns false (the
     /// caller reads it again from the quote with ``readString(into:)``).
+    @inline(__always)
     private mutating func skipPlainString() throws(LineRejection) -> Bool {
         i += 1
         // Eight bytes at a time: the first quote, backslash or control
@@ -245,18 +245,27 @@ package struct NDJSONParser {
         i += n
     }
 
-    /// Checks the JSON number at `i` and moves past it.
-    private mutating func scanNumber() throws(LineRejection) {
-        if p[i] == UInt8(ascii: "-") { i += 1 }
+    /// Checks the JSON number at `i`, moves past it and returns the form
+    /// the queue stores it in verbatim, if any — what
+    /// ``VerbatimJSON/number(_:)`` says of its text, found in the same
+    /// pass (a test compares the two).
+    private mutating func scanNumber() throws(LineRejection) -> VerbatimJSON? {
+        let negative = p[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
         guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit") }
         if p[i] == 0x30, i + 1 < p.count, p[i + 1] >= 0x30, p[i + 1] <= 0x39 {
             throw .malformedJSON(i, "numbers cannot have leading zeros")
         }
+        let integerStart = i
         while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+        let integerDigits = i - integerStart
+        var fractionDigits = 0
         if i < p.count, p[i] == UInt8(ascii: ".") {
             i += 1
             guard i < p.count, p[i] >= 0x30, p[i] <= 0x39 else { throw .malformedJSON(i, "expected a digit after '.'") }
+            let fractionStart = i
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+            fractionDigits = i - fractionStart
         }
         if i < p.count, p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
             i += 1
@@ -265,7 +274,15 @@ package struct NDJSONParser {
                 throw .malformedJSON(i, "expected a digit in the exponent")
             }
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
+            return nil
         }
+        if fractionDigits == 0 {
+            // "-0" is written "0".
+            guard integerDigits <= 15, !(negative && integerDigits == 1 && p[integerStart] == 0x30) else { return nil }
+            return .integer
+        }
+        guard integerDigits <= 9, fractionDigits <= 6, p[i - 1] != 0x30 else { return nil }
+        return .shortDecimal
     }
 
     /// The value of a valid JSON number: an integer if it is one within
