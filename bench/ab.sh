@@ -14,6 +14,8 @@
 # validated ISO-8601 `ts`; bench/lib.sh make_realistic_input); the default,
 # WORKLOAD=light, the ~102-byte readings without them.
 #
+# GZIP=1 sends the end-to-end case's batches gzip-compressed (upload.gzip).
+#
 # STATE_ON_DISK=1 puts the agents' state on the real disk
 # (/var/tmp/edgeingest-ab-state) instead of tmpfs: fsync and the device
 # count then, as at the default durability in the field.
@@ -44,9 +46,13 @@ realistic) input="$dir/in-realistic.ndjson"; make_realistic_input "$input" 10000
 esac
 $config > "$dir/ingest.toml"
 start_receiver "$dir"
-{ $config; printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"; } > "$dir/e2e.toml"
+{
+    $config
+    printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"
+    if [ "${GZIP:-0}" = 1 ]; then echo 'gzip = true'; fi
+} > "$dir/e2e.toml"
 machine_line
-echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings; state on $([ "${STATE_ON_DISK:-0}" = 1 ] && echo 'the real disk' || echo tmpfs)"
+echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings; state on $([ "${STATE_ON_DISK:-0}" = 1 ] && echo 'the real disk' || echo tmpfs)$([ "${GZIP:-0}" = 1 ] && echo '; gzip uploads')"
 
 state=$dir
 if [ "${STATE_ON_DISK:-0}" = 1 ]; then
