@@ -129,7 +129,13 @@ struct MQTTSinkTests {
             "nothing lost: \(queued.count) queued, \(received.count) received"
         )
 
-        // A broker again: the rest goes out under the same _ids.
+        // A broker again: the rest goes out under the same _ids. The run ends
+        // when stdin does, then drains what is queued within the shutdown
+        // timeout: tens of thousands of records need more than the fixture's
+        // 1.5 s when every suite runs at once (CI, d315696: 600 were left).
+        let config = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "shutdown_timeout_ms = 1500", with: "shutdown_timeout_ms = 60000")
+            .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
         let again = try MosquittoBroker(port: broker.port)
         let after = try again.subscribe("telemetry/#")
         let second = try fixture.run(["run"], stdin: Data())
