@@ -24,6 +24,9 @@ seconds. TARGET is any of (default: all, in this order):
           (Fuzz/TOMLFuzz.swift)
   mqtt    bytes from a broker -> MQTTPacketReader -> MQTTPacket.decode
           (Fuzz/MQTTFuzz.swift), the MQTT input's protocol reader
+  http    bytes from a client of the HTTP input -> HTTPRequestFramer ->
+          HTTPHeadParser -> gzip decoding (Fuzz/HTTPFuzz.swift), the
+          gateway's request reader
 
 Besides "no crash", the targets check invariants with preconditions, so a
 violation is a crash too: the framer splits like a reference whatever the
@@ -34,7 +37,9 @@ known reason and a short message, or (csv) the header; a record's
 JSON (JSONWriter) reads back as the same record; a parsed TOML document
 written back parses the same; MQTT packets frame the same however the
 stream is cut into reads, and a decoded PUBLISH written again decodes the
-same. Each Fuzz/*.swift file lists its checks.
+same; HTTP requests frame the same however the stream is cut, smuggling
+shapes are refused and a gzip body never decodes past the limit. Each
+Fuzz/*.swift file lists its checks.
 
 Options:
   --seconds N   fuzz each target for N seconds (default 60; CI uses 20);
@@ -62,7 +67,7 @@ Needs the Swift toolchain's clang runtime (libFuzzer, ASan) and lld, both
 shipped with the toolchain.
 
 Output in .build-fuzz/ (git-ignored):
-  ndjson, csv, toml, mqtt  the fuzzer binaries
+  ndjson, csv, toml, mqtt, http  the fuzzer binaries
   modules/, obj/         the instrumented EdgeIngestModel module
   corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
@@ -105,9 +110,9 @@ while [ $# -gt 0 ]; do
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --seconds wants a positive whole number, got '$seconds'" >&2; exit 2; }
 
-all_targets=(ndjson csv toml mqtt)
-declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift [mqtt]=Fuzz/MQTTFuzz.swift)
-declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384 [mqtt]=4096)
+all_targets=(ndjson csv toml mqtt http)
+declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift [mqtt]=Fuzz/MQTTFuzz.swift [http]=Fuzz/HTTPFuzz.swift)
+declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384 [mqtt]=4096 [http]=4096)
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
     [ -n "${target_source[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
@@ -162,11 +167,21 @@ pids=()
 build_failed=0
 for t in "${targets[@]}"; do
     sources=("${target_source[$t]}")
-    [ "$t" = toml ] || [ "$t" = mqtt ] || sources+=(Fuzz/FuzzSupport.swift)
+    extra=()
+    case "$t" in
+    ndjson | csv) sources+=(Fuzz/FuzzSupport.swift) ;;
+    http)
+        # The gateway's request reader and gzip decoding, compiled into the
+        # target (they need nothing else of IngestAgent or EdgeIngestCore).
+        sources+=(Sources/IngestAgent/HTTP/HTTPRequest.swift Sources/IngestAgent/HTTP/HTTPRequestFramer.swift
+            Sources/EdgeIngestCore/Upload/Gzip.swift)
+        extra=(-I Sources/CZlib -lz)
+        ;;
+    esac
     stale "$out/$t" "${sources[@]}" "$out/obj/EdgeIngestModel.o" || continue
     echo "fuzz.sh: building $out/$t"
     # The targets are independent: link them two at a time (one per core).
-    swiftc "${flags[@]}" -module-name "Fuzz_$t" -I "$out/modules" -use-ld=lld \
+    swiftc "${flags[@]}" -module-name "Fuzz_$t" -I "$out/modules" -use-ld=lld "${extra[@]}" \
         "${sources[@]}" "$out/obj/EdgeIngestModel.o" -o "$out/$t" &
     pids+=($!)
     if [ ${#pids[@]} -ge 2 ]; then

@@ -1,4 +1,5 @@
 import CZlib
+import EdgeIngestModel
 
 /// gzip compression of request bodies (zlib; level 1 by default: the
 /// fastest level keeps most of the size win on NDJSON, docs/BENCHMARKS.md).

@@ -25,7 +25,8 @@ struct HTTPConnection {
     let fd: Int32
     let limits: HTTPLimits
     let stop: StopSignal
-    private var buffer: [UInt8] = []
+    /// Cuts the requests out of what arrives.
+    private var framer: HTTPRequestFramer
     /// Where `recv` writes, reused for every read of the connection.
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
 
@@ -33,6 +34,7 @@ struct HTTPConnection {
         self.fd = fd
         self.limits = limits
         self.stop = stop
+        framer = HTTPRequestFramer(maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes)
     }
 
     enum ReadOutcome {
@@ -48,70 +50,33 @@ struct HTTPConnection {
     /// waits for it and the announced body is acceptable.
     mutating func readRequest() -> ReadOutcome {
         // Idle wait for the first byte of the next request.
-        if buffer.isEmpty {
+        if framer.isEmpty {
             switch wait(milliseconds: limits.idleTimeoutMilliseconds) {
             case .readable: break
             case .stopped, .timeout: return .closed
             }
         }
         let deadline = monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
-        var headEnd: Int?
-        var searchFrom = 0
-        // A head of at most maxHeadBytes ends (CRLFCRLF) within this many bytes,
-        // however many arrived in one read.
-        let headLimit = limits.maxHeadBytes + 4
         while true {
-            if let end = findHeadEnd(from: searchFrom, before: headLimit) {
-                headEnd = end
-                break
-            }
-            if buffer.count >= headLimit {
-                return .refused(
-                    HTTPRequestError(status: 431, message: "the request head is over \(limits.maxHeadBytes) bytes")
-                )
-            }
-            searchFrom = max(0, buffer.count - 3)
-            switch fill(deadline: deadline) {
-            case .ok: continue
-            case .eof: return .closed
-            case .timeout:
-                return buffer.isEmpty
-                    ? .closed
-                    : .refused(HTTPRequestError(status: 408, message: "the request head did not arrive in time"))
-            case .stopped: return .closed
-            }
-        }
-        let end = headEnd!
-        var request: HTTPRequest
-        let length: Int
-        do throws(HTTPRequestError) {
-            request = try HTTPHeadParser.parse(buffer[0..<end])
-            length = try HTTPHeadParser.contentLength(of: request)
-        } catch {
-            return .refused(error)
-        }
-        buffer.removeFirst(end + 4)
-        if length > limits.maxBodyBytes {
-            return .refused(
-                HTTPRequestError(
-                    status: 413,
-                    message: "the body is \(length) bytes, over this server's max_body_bytes of \(limits.maxBodyBytes)"
-                )
-            )
-        }
-        if request.header("expect")?.lowercased() == "100-continue", buffer.count < length {
-            guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), deadline: deadline) else { return .closed }
-        }
-        while buffer.count < length {
-            switch fill(deadline: deadline) {
-            case .ok: continue
-            case .eof, .stopped: return .closed
-            case .timeout: return .refused(HTTPRequestError(status: 408, message: "the body did not arrive in time"))
+            switch framer.next() {
+            case .request(let request): return .request(request)
+            case .refused(let error): return .refused(error)
+            case .continueExpected:
+                guard send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), deadline: deadline) else { return .closed }
+            case .needMore(let inBody):
+                switch fill(deadline: deadline) {
+                case .ok: continue
+                case .eof, .stopped: return .closed
+                case .timeout:
+                    if inBody {
+                        return .refused(HTTPRequestError(status: 408, message: "the body did not arrive in time"))
+                    }
+                    return framer.isEmpty
+                        ? .closed
+                        : .refused(HTTPRequestError(status: 408, message: "the request head did not arrive in time"))
+                }
             }
         }
-        request.body = Array(buffer[0..<length])
-        buffer.removeFirst(length)
-        return .request(request)
     }
 
     /// Writes `response` to `request`; false if the client is gone or too slow to read it.
@@ -120,18 +85,6 @@ struct HTTPConnection {
             response.serialized(for: request, keepAlive: keepAlive),
             deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
         )
-    }
-
-    /// Where the blank line ending the head starts, looking at the bytes before `limit` only.
-    private func findHeadEnd(from start: Int, before limit: Int) -> Int? {
-        let searched = min(buffer.count, limit)
-        guard searched >= 4 else { return nil }
-        var i = start
-        while i + 3 < searched {
-            if buffer[i] == 0x0D && buffer[i + 1] == 0x0A && buffer[i + 2] == 0x0D && buffer[i + 3] == 0x0A { return i }
-            i += 1
-        }
-        return nil
     }
 
     private enum Fill { case ok, eof, timeout, stopped }
@@ -147,7 +100,7 @@ struct HTTPConnection {
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n < 0 { return errno == EINTR || errno == EAGAIN ? .ok : .eof }
         if n == 0 { return .eof }
-        buffer += chunk[0..<n]
+        framer.append(chunk[0..<n])
         return .ok
     }
 

@@ -1,4 +1,4 @@
-import EdgeIngestCore
+import EdgeIngestModel
 
 /// One HTTP/1.1 request as the HTTP input's server reads it: the head
 /// parsed, the body read whole (bounded by the input's `max_body_bytes`).
@@ -56,8 +56,8 @@ struct HTTPRequestError: Error, Sendable, Equatable {
 }
 
 /// Parses the head of an HTTP/1.1 request (request line and headers, up to
-/// and excluding the blank line). Pure: the tests call it on bytes (it has
-/// no fuzz target yet; Fuzz/ covers the NDJSON, CSV and TOML parsers).
+/// and excluding the blank line). Pure: the tests call it on bytes, and the
+/// fuzz target `scripts/fuzz.sh http` with ``HTTPRequestFramer``.
 enum HTTPHeadParser {
     static let maxHeaders = 100
 
