@@ -105,9 +105,11 @@ public final class MosquittoBroker {
                 environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=\(directory.path)"],
                 output: directory.file("broker.log")
             )
-            // 30 s in all, as for the engines: with every suite running at once on
-            // two cores, a TLS listener took more than 10 s to appear (CI, b3d110f).
-            let deadline = Date().addingTimeInterval(15)
+            // 60 s in all: with every suite running at once on two cores, a TLS
+            // listener took more than 10 s to appear (CI, b3d110f), and one
+            // listener of two was still missing after 2 × 15 s (CI, 83ca710,
+            // with the engines started alongside as slow).
+            let deadline = Date().addingTimeInterval(30)
             while !Set(listeningPorts(of: pid)).isSuperset(of: [port, plainPort]) {
                 var status: Int32 = 0
                 if waitpid(pid, &status, WNOHANG) == pid {
@@ -125,7 +127,7 @@ public final class MosquittoBroker {
                 "attempt \(attempt): \(Self.processState(pid)), listening on \(listeningPorts(of: pid)), log: \(log.suffix(500))"
             kill()
         }
-        throw ToolFailure("mosquitto did not listen on \(port) and \(plainPort) in 2 × 15 s: \(stuck ?? "")")
+        throw ToolFailure("mosquitto did not listen on \(port) and \(plainPort) in 2 × 30 s: \(stuck ?? "")")
     }
 
     /// What `pid` is doing, from /proc: its command, state and wait channel.
