@@ -54,6 +54,20 @@ import Testing
         #expect(throttle.delay(account: nil, address: "192.0.2.7", now: 50) == 1)
     }
 
+    /// Each failure may add two keys (an account and an address): the table
+    /// still never holds more than its bound, and the newest stay.
+    @Test func theTableStaysWithinItsBound() {
+        let throttle = LoginThrottle(maxEntries: 100)
+        for i in 0..<1_000 {
+            throttle.failed(account: "user\(i)@example.com", address: "198.51.100.\(i % 250)", now: Int64(i))
+            #expect(throttle.count <= 100)
+        }
+        for _ in 0..<LoginThrottle.freeFailures - 1 {
+            throttle.failed(account: "user999@example.com", address: "203.0.113.1", now: 999)
+        }
+        #expect(throttle.delay(account: "user999@example.com", address: "203.0.113.2", now: 999) == 1)
+    }
+
     @Test func thePeersAddressIsTakenWithoutItsPort() {
         #expect(LoginThrottle.address(ofPeer: "127.0.0.1:53412") == "127.0.0.1")
         #expect(LoginThrottle.address(ofPeer: "[::1]:8080") == "::1")

@@ -16,14 +16,18 @@ import Synchronization
 ///     if let wait = throttle.delay(account: email, address: ip, now: now) { /* 429, Retry-After: wait */ }
 ///     ok ? throttle.succeeded(account: email) : throttle.failed(account: email, address: ip, now: now)
 ///
-/// In memory, bounded to ``maxEntries`` keys (the oldest go first); a
-/// restart forgets it.
+/// In memory, bounded to `maxEntries` keys (forgotten ones go first, then
+/// the oldest); a restart forgets it.
 final class LoginThrottle: Sendable {
     static let freeFailures = 5
     static let freeFailuresPerAddress = 20
     static let maxDelaySeconds: Int64 = 300
     static let forgetAfterSeconds: Int64 = 900
-    static let maxEntries = 10_000
+    let maxEntries: Int
+
+    init(maxEntries: Int = 10_000) {
+        self.maxEntries = max(2, maxEntries)
+    }
 
     private struct Entry {
         var failures: Int
@@ -53,10 +57,14 @@ final class LoginThrottle: Sendable {
 
     func failed(account: String?, address: String, now: Int64) {
         entries.withLock { entries in
-            if entries.count >= Self.maxEntries, let oldest = entries.min(by: { $0.value.last < $1.value.last }) {
-                entries[oldest.key] = nil
-            }
             for key in Self.keys(account: account, address: address) {
+                if entries[key] == nil, entries.count >= maxEntries {
+                    // Room for a new key: the forgotten ones go, else the oldest.
+                    entries = entries.filter { now - $0.value.last < Self.forgetAfterSeconds }
+                    if entries.count >= maxEntries, let oldest = entries.min(by: { $0.value.last < $1.value.last }) {
+                        entries[oldest.key] = nil
+                    }
+                }
                 var entry = entries[key] ?? Entry(failures: 0, last: now)
                 if now - entry.last >= Self.forgetAfterSeconds { entry.failures = 0 }
                 entry.failures += 1
@@ -65,6 +73,9 @@ final class LoginThrottle: Sendable {
             }
         }
     }
+
+    /// How many accounts and addresses are remembered.
+    var count: Int { entries.withLock { $0.count } }
 
     func succeeded(account: String?) {
         guard let key = Self.keys(account: account, address: nil).first else { return }
