@@ -246,9 +246,9 @@ package struct NDJSONParser {
     }
 
     /// Checks the JSON number at `i`, moves past it and returns the form
-    /// the queue stores it in verbatim, if any — what
-    /// ``VerbatimJSON/number(_:)`` says of its text, found in the same
-    /// pass (a test compares the two).
+    /// the queue stores it in verbatim, if any — ``VerbatimJSON``'s rule on
+    /// the parts found in this one pass (a test compares it with
+    /// ``VerbatimJSON/number(_:)`` on the text).
     private mutating func scanNumber() throws(LineRejection) -> VerbatimJSON? {
         let negative = p[i] == UInt8(ascii: "-")
         if negative { i += 1 }
@@ -276,13 +276,12 @@ package struct NDJSONParser {
             while i < p.count, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
             return nil
         }
-        if fractionDigits == 0 {
-            // "-0" is written "0".
-            guard integerDigits <= 15, !(negative && integerDigits == 1 && p[integerStart] == 0x30) else { return nil }
-            return .integer
-        }
-        guard integerDigits <= 9, fractionDigits <= 6, p[i - 1] != 0x30 else { return nil }
-        return .shortDecimal
+        return VerbatimJSON.numberForm(
+            negativeZero: negative && integerDigits == 1 && p[integerStart] == 0x30,
+            integerDigits: integerDigits,
+            fractionDigits: fractionDigits,
+            endsInZero: p[i - 1] == 0x30
+        )
     }
 
     /// The value of a valid JSON number: an integer if it is one within

@@ -40,21 +40,36 @@ package enum VerbatimJSON: Sendable {
         while k < text.count, isDigit(text[k]) { k += 1 }
         let integerDigits = k - integerStart
         guard integerDigits > 0 else { return nil }
-        if k == text.count {
-            guard integerDigits <= 15 else { return nil }
-            // "-0" is written "0".
-            if negative, integerDigits == 1, text[integerStart] == UInt8(ascii: "0") { return nil }
-            return .integer
+        var fractionDigits = 0
+        if k < text.count {
+            guard text[k] == UInt8(ascii: ".") else { return nil }
+            k += 1
+            let fractionStart = k
+            while k < text.count, isDigit(text[k]) { k += 1 }
+            fractionDigits = k - fractionStart
+            guard k == text.count, fractionDigits >= 1 else { return nil }
         }
-        guard integerDigits <= 9, text[k] == UInt8(ascii: ".") else { return nil }
-        k += 1
-        let fractionStart = k
-        while k < text.count, isDigit(text[k]) { k += 1 }
-        let fractionDigits = k - fractionStart
-        guard k == text.count, fractionDigits >= 1, fractionDigits <= 6, text[k - 1] != UInt8(ascii: "0") else {
-            return nil
-        }
-        return .shortDecimal
+        return numberForm(
+            negativeZero: negative && integerDigits == 1 && text[integerStart] == UInt8(ascii: "0"),
+            integerDigits: integerDigits,
+            fractionDigits: fractionDigits,
+            endsInZero: text[k - 1] == UInt8(ascii: "0")
+        )
+    }
+
+    /// ``number(_:)``'s rule on a valid JSON number without exponent, given
+    /// its parts (the NDJSON parser finds them in its own scan): whether it
+    /// is `-0` (written `0`), its integer and fraction digit counts, and
+    /// whether its last digit is 0 (a decimal's trailing zero is not written).
+    @inline(__always)
+    package static func numberForm(
+        negativeZero: Bool,
+        integerDigits: Int,
+        fractionDigits: Int,
+        endsInZero: Bool
+    ) -> VerbatimJSON? {
+        if fractionDigits == 0 { return integerDigits <= 15 && !negativeZero ? .integer : nil }
+        return integerDigits <= 9 && fractionDigits <= 6 && !endsInZero ? .shortDecimal : nil
     }
 
     /// Whether a string literal (with its quotes) is a timestamp exactly as
