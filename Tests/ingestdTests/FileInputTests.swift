@@ -67,12 +67,22 @@ import Testing
         #expect(try Self.waitForAccepted(fixture, 150) == 150)
 
         // `ingestd status` while the agent runs: healthy (exit 0), with the file's offset.
+        // The offset is counted just after the batch is handed to the commit, the
+        // accepted total just after the commit: a status written in between shows
+        // the new total with the old offset (CI, c74ed91), until the next write.
+        let fileSize = try FileManager.default.attributesOfItem(atPath: a)[.size] as! Int
+        _ = eventually {
+            guard let data = FileManager.default.contents(atPath: fixture.stateDirectory + "/status.json"),
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let input = (json["inputs"] as? [[String: Any]])?.first
+            else { return false }
+            return (input["files"] as? [String: Int])?[a] == fileSize
+        }
         let running = try fixture.run(["status", "--json"])
         #expect(running.status == 0, "\(running.stderr)")
         let live = try JSONSerialization.jsonObject(with: Data(running.stdout.utf8)) as! [String: Any]
         #expect(live["state"] as? String == "idle")
         let input = try #require((live["inputs"] as? [[String: Any]])?.first)
-        let fileSize = try FileManager.default.attributesOfItem(atPath: a)[.size] as! Int
         #expect((input["files"] as? [String: Int])?[a] == fileSize)
         let human = try fixture.run(["status"])
         #expect(human.status == 0)
