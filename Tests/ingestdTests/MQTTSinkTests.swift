@@ -102,7 +102,11 @@ struct MQTTSinkTests {
     /// is delivered once a broker is back.
     @Test func aBrokerKilledMidStreamLosesNothingAndOnlyAcknowledgedRecordsLeave() throws {
         let total = 20_000
-        let broker = try MosquittoBroker()
+        // A subscriber slower than the stream (all suites at once) must not lose
+        // messages in the broker: mosquitto drops QoS 1 messages beyond
+        // max_queued_messages (1000) per client (CI, 795f005).
+        let unbounded = "max_queued_messages 0\n"
+        let broker = try MosquittoBroker(extraConfig: unbounded)
         let before = try broker.subscribe("telemetry/#")
         let fixture = try agent(port: broker.port, "topic = \"telemetry/{type}\"\nmax_records = 200\ntimeout_ms = 1000")
         let agent = try RunningAgent(
@@ -136,11 +140,13 @@ struct MQTTSinkTests {
         let config = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
         try config.replacingOccurrences(of: "shutdown_timeout_ms = 1500", with: "shutdown_timeout_ms = 60000")
             .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
-        let again = try MosquittoBroker(port: broker.port)
+        let again = try MosquittoBroker(port: broker.port, extraConfig: unbounded)
         let after = try again.subscribe("telemetry/#")
         let second = try fixture.run(["run"], stdin: Data())
         #expect(second.status == 0, "\(second.stderr.suffix(2000))")
-        #expect(eventually { Set(after.messages().compactMap { Self.id($0.payload) }).isSuperset(of: queued) })
+        #expect(
+            eventually(timeout: 60) { Set(after.messages().compactMap { Self.id($0.payload) }).isSuperset(of: queued) }
+        )
         #expect(try fixture.queuedLines().isEmpty)
     }
 
