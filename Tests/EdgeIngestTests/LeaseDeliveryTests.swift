@@ -214,10 +214,11 @@ import Testing
         #expect(delivery.credentialsUnavailable(reason: "logged out") == .release(.waitForUser(reason: "logged out")))
     }
 
-    @Test func theFinalDrainTakesOnlyCleanSuccesses() {
+    @Test func theFinalDrainTakesOnlySuccessesAndSplitsOn413() {
         let policy = LeaseDelivery.Policy(maxRetries: 0, backoff: Backoff(), finalDrainDeadline: 5_000)
         for outcome: UploadOutcome in [
-            .retry(reason: "HTTP 503", retryAfterSeconds: nil), .badBatch(reason: "HTTP 400"), .tooLarge, .unauthorized,
+            .retry(reason: "HTTP 503", retryAfterSeconds: nil), .badBatch(reason: "HTTP 400"), .unauthorized,
+            .hold(reason: "HTTP 404"), .clientReset(reason: "HTTP 409", recoverable: true),
         ] {
             let trace = Self.drive(records: 4, policy: policy, now: 1_000) { _, _ in outcome }
             #expect(trace.sent.count == 1 && trace.waits.isEmpty && trace.refreshes == 0)
@@ -225,6 +226,13 @@ import Testing
         }
         let stored = Self.drive(records: 4, policy: policy, now: 1_000) { _, _ in .stored(rejected: []) }
         #expect(stored.end == .acknowledge(deadLetters: [:]))
+        // A 413 at shutdown is split at once (a backend with a lower body
+        // limit than the batch size must not leave the queue full at every stop).
+        let split = Self.drive(records: 4, policy: policy, now: 1_000) { batch, _ in
+            batch.range.count > 1 ? .tooLarge : .stored(rejected: [])
+        }
+        #expect(split.sent.map(\.range.count) == [4, 2, 1, 1, 2, 1, 1] && split.waits.isEmpty)
+        #expect(split.end == .acknowledge(deadLetters: [:]))
     }
 
     @Test func nothingIsSentPastTheFinalDrainsDeadlineButWhatIsDoneIsAcknowledged() {

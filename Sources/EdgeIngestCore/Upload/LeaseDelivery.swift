@@ -28,8 +28,8 @@
 ///   batch size for later leases;
 /// - a 401 asks for one credential refresh per lease, then waits for the
 ///   user; a client reset or a hold releases the lease untouched;
-/// - during the final drain at shutdown only clean successes count: any
-///   other answer, or the deadline passing, releases the lease.
+/// - during the final drain at shutdown only successes and a 413's split
+///   count: any other answer, or the deadline passing, releases the lease.
 package struct LeaseDelivery: Sendable {
     /// What the uploader's settings say about one lease.
     package struct Policy: Sendable, Equatable {
@@ -38,7 +38,8 @@ package struct LeaseDelivery: Sendable {
         package var maxRetries: Int
         package var backoff: Backoff
         /// Set during the final drain at shutdown: the monotonic time (ms)
-        /// after which nothing more is sent, and no retries or splits.
+        /// after which nothing more is sent; no retries, and no splits but
+        /// a 413's.
         package var finalDrainDeadline: Int64?
 
         package init(maxRetries: Int, backoff: Backoff, finalDrainDeadline: Int64? = nil) {
@@ -143,7 +144,11 @@ package struct LeaseDelivery: Sendable {
     /// The sink answered the batch last sent (`sentBytes` long).
     package mutating func answered(_ outcome: UploadOutcome, sentBytes: Int, now: Int64, jitter: Double) -> Step {
         guard let range = work.first else { return Step(action: .acknowledge(deadLetters: deadLetters)) }
-        if policy.finalDrainDeadline != nil, !outcome.isStored { return Step(action: .release(.stopped)) }
+        // The final drain takes only successes, and a 413's split: the
+        // halves go at once, no waiting (the deadline still bounds them).
+        if policy.finalDrainDeadline != nil, !outcome.isStored, outcome != .tooLarge {
+            return Step(action: .release(.stopped))
+        }
         var notices: [Notice] = []
         switch outcome {
         case .stored(let rejected):

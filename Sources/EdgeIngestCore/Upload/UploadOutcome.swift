@@ -30,6 +30,17 @@ extension UploadOutcome {
         if case .stored = self { return true }
         return false
     }
+
+    /// A short reason for the log and status ("HTTP 503", "refused as too
+    /// large (HTTP 413)"); never a payload.
+    package var reason: String {
+        switch self {
+        case .stored(let rejected): return rejected.isEmpty ? "stored" : "stored, \(rejected.count) refused"
+        case .retry(let reason, _), .badBatch(let reason), .clientReset(let reason, _), .hold(let reason): return reason
+        case .tooLarge: return "refused as too large (HTTP 413)"
+        case .unauthorized: return "the credentials were refused (HTTP 401)"
+        }
+    }
 }
 
 /// One record the backend refused inside an otherwise stored batch.

@@ -243,6 +243,9 @@ package final class Uploader: Sendable {
                     jitter: Double.random(in: 0..<1)
                 )
                 log(step.notices, of: lease)
+                if finalDrainDeadline != nil, case .release(.stopped) = step.action, !outcome.isStored {
+                    recordLastUpload("failed: \(outcome.reason)")  // the final drain stops: say why
+                }
                 action = step.action
             case .backOff(let wait):
                 announce(wait)
