@@ -52,6 +52,41 @@ import Testing
         )
     }
 
+    /// A gateway's owner field: the table is made keyed on (owner, `_id`),
+    /// two accounts' records under one `_id` are both kept, a re-send once.
+    @Test func anOwnerFieldKeysTheTableWithTheID() throws {
+        let server = try PostgresServer()
+        let type = try RecordType(
+            name: "WeatherSensor",
+            fields: try declaredWeatherSensor().fields + [.init(name: "owner_id", type: .string, isRequired: false)]
+        )
+        var settings = PostgresSettings(url: server.url)
+        settings.password = server.password
+        let sink = PostgresSink(settings: settings, types: [type], ownerField: "owner_id")
+        let id = try weatherRecords(1)[0].id
+        let batch = try [("key-a", "A"), ("key-b", "B"), (nil, "N")].map { owner, device in
+            var values: [String: Any] = [
+                "_id": id, "deviceId": device, "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2,
+                "windSpeedInMph": 3,
+            ]
+            if let owner { values["owner_id"] = owner }
+            return try type.validate(anyValues: values)
+        }
+        #expect(sink.deliver(SQLiteArchiveSinkTests.batch(batch)) == .stored(rejected: []))
+        #expect(sink.deliver(SQLiteArchiveSinkTests.batch(batch)) == .stored(rejected: []))
+        #expect(sink.storedCount == 3 && sink.duplicateCount == 3)
+        #expect(
+            try server.psql(
+                "SELECT string_agg(owner_id || '=' || \"deviceId\", ',' ORDER BY owner_id) FROM \"WeatherSensor\""
+            ) == "=N,key-a=A,key-b=B"
+        )
+        #expect(
+            try server.psql("SELECT indexdef FROM pg_indexes WHERE tablename = 'WeatherSensor'").contains(
+                "(owner_id, _id)"
+            )
+        )
+    }
+
     @Test func timestampsBooleansAndAFieldAddedLaterGetTheirOwnColumnTypes() throws {
         let server = try PostgresServer()
         #expect(

@@ -7,8 +7,12 @@ import Testing
 /// An hour: no rotation of the received ids can happen during a test.
 private let hour: Int64 = 3_600_000
 
-private func receipt(window: Int64 = hour, session: (nonce: String, epoch: Int64)? = nil) -> Receipt {
-    Receipt(dedupWindowMilliseconds: window, session: session)
+private func receipt(
+    window: Int64 = hour,
+    session: (nonce: String, epoch: Int64)? = nil,
+    tenant: String? = nil
+) -> Receipt {
+    Receipt(dedupWindowMilliseconds: window, session: session, tenant: tenant)
 }
 
 private func stored(_ accepted: Int, duplicates: Int = 0) -> ReceiveOutcome {
@@ -284,6 +288,84 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         pastTinyWindow()
         #expect(try reopened.receive([b, a], receipt: tiny) == stored(1, duplicates: 1))
         #expect(try drain(reopened) == [a, b, c, a].map(\.jsonString))
+    }
+
+    // MARK: Tenants (issue 23)
+
+    /// One account cannot pre-claim another's `_id`: the other's record is
+    /// stored, not answered as a duplicate, and each account still has its
+    /// own re-sends deduplicated.
+    @Test func accountsDoNotShareReceivedIDs() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(2)
+        let type = try declaredWeatherSensor()
+        let claim = try type.validate(anyValues: [
+            "_id": records[0].id, "deviceId": "ATTACKER", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        #expect(try queue.receive([claim], receipt: receipt(tenant: "key-mallory")) == stored(1))
+        #expect(try queue.receive(records, receipt: receipt(tenant: "key-alice")) == stored(2))
+        #expect(try queue.receive(records, receipt: receipt(tenant: "key-alice")) == stored(0, duplicates: 2))
+        #expect(try queue.receive([claim], receipt: receipt(tenant: "key-mallory")) == stored(0, duplicates: 1))
+        // Without accounts every sender shares one space, as before.
+        #expect(try queue.receive([records[1]], receipt: receipt()) == stored(1))
+        #expect(try queue.receive([records[1]], receipt: receipt()) == stored(0, duplicates: 1))
+        #expect(try queue.statistics().counters["received.conflicts"] == nil)
+        #expect(try drain(queue) == ([claim] + records + [records[1]]).map(\.jsonString))
+    }
+
+    /// A session nonce is the account's own: another account using it with
+    /// a higher epoch does not make the first one's batches stale.
+    @Test func accountsDoNotShareSessions() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(3)
+        #expect(
+            try queue.receive([records[0]], receipt: receipt(session: ("n1", 9), tenant: "key-mallory")) == stored(1)
+        )
+        #expect(try queue.receive([records[1]], receipt: receipt(session: ("n1", 1), tenant: "key-alice")) == stored(1))
+        #expect(
+            try queue.receive([records[2]], receipt: receipt(session: ("n1", 8), tenant: "key-mallory"))
+                == .staleSession(seenEpoch: 9)
+        )
+    }
+
+    /// Ids received before keys had a tenant are still matched, for two
+    /// windows, as re-sends of the same content (a client re-sending
+    /// across the upgrade is stored once); other content under such an id
+    /// is taken as another account's record, not as a conflict.
+    @Test func idsReceivedBeforeTenantKeysMatchOnlyAsReSends() throws {
+        let dir = try TemporaryDirectory()
+        let records = try weatherRecords(2)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive(records, receipt: receipt()) == stored(2))
+            queue.close()
+        }
+        let path = dir.file("queue.sqlite")
+        // As a version without tenant keys left it.
+        _ = try sqlite3(path, "DELETE FROM meta WHERE key = 'received.tenant_keys_since'")
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        let other = try declaredWeatherSensor().validate(anyValues: [
+            "_id": records[1].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        #expect(
+            try reopened.receive([records[0], other], receipt: receipt(tenant: "key-a")) == stored(1, duplicates: 1)
+        )
+        #expect(try reopened.statistics().counters["received.conflicts"] == nil)
+        // Past two windows the bare rows are no longer looked at.
+        pastTinyWindow()
+        #expect(try reopened.receive([records[1]], receipt: receipt(window: 1, tenant: "key-b")) == stored(1))
+        // A file that never had bare rows never looks for them.
+        let fresh = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(fresh))
+        #expect(try queue.receive([records[0]], receipt: receipt(tenant: "key-a")) == stored(1))
+        #expect(
+            try sqlite3(fresh.file("queue.sqlite"), "SELECT value FROM meta WHERE key = 'received.tenant_keys_since'")
+                == "0"
+        )
     }
 
     // MARK: Sessions

@@ -44,6 +44,51 @@ struct SQLiteArchiveSinkTests {
         #expect(try sqlite3(path, "PRAGMA journal_mode") == "wal")
     }
 
+    /// With an owner field the key is (owner, `_id`): two accounts' records
+    /// under one `_id` are both kept, each account's re-send once; a
+    /// record without an owner is kept under ''; an archive whose table is
+    /// keyed on `_id` alone holds and says so.
+    @Test func anOwnerFieldKeysTheTableWithTheID() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("archive.sqlite")
+        let type = try RecordType(
+            name: "WeatherSensor",
+            fields: try declaredWeatherSensor().fields + [.init(name: "owner_id", type: .string, isRequired: false)]
+        )
+        let sink = SQLiteArchiveSink(path: path, types: [type], ownerField: "owner_id")
+        let id = try weatherRecords(1)[0].id
+        func record(_ owner: String?, _ device: String) throws -> Record {
+            var values: [String: Any] = [
+                "_id": id, "deviceId": device, "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 2,
+                "windSpeedInMph": 3,
+            ]
+            if let owner { values["owner_id"] = owner }
+            return try type.validate(anyValues: values)
+        }
+        let batch = [try record("key-a", "A"), try record("key-b", "B"), try record(nil, "N")]
+        #expect(sink.deliver(Self.batch(batch)) == .stored(rejected: []))
+        #expect(sink.deliver(Self.batch(batch)) == .stored(rejected: []))
+        #expect(sink.storedCount == 3 && sink.duplicateCount == 3)
+        #expect(
+            try sqlite3(
+                path,
+                "SELECT group_concat(owner_id || '=' || deviceId, ',') FROM (SELECT * FROM WeatherSensor ORDER BY owner_id)"
+            )
+                == "=N,key-a=A,key-b=B"
+        )
+        let other = dir.file("old-archive.sqlite")
+        #expect(SQLiteArchiveSink(path: other, types: [type]).deliver(Self.batch([batch[0]])) == .stored(rejected: []))
+        guard
+            case .hold(let reason) = SQLiteArchiveSink(path: other, types: [type], ownerField: "owner_id").deliver(
+                Self.batch(batch)
+            )
+        else {
+            Issue.record("an archive keyed on _id alone must hold")
+            return
+        }
+        #expect(reason.contains("keyed on (_id), not (owner_id, _id)"), "\(reason)")
+    }
+
     @Test func aFieldAddedLaterBecomesANewColumn() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("archive.sqlite")

@@ -126,6 +126,33 @@ import Testing
         )
     }
 
+    @Test func anOwnerFieldMustBeAStringFieldOfEveryTypeAndOneForAllHTTPInputs() throws {
+        let http = "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
+        #expect(
+            Self.problems(http + "owner_field = \"deviceId\"\n") == []
+        )
+        #expect(
+            try Self.parse(http + "owner_field = \"deviceId\"\n").inputs.first?.http?.ownerField == "deviceId"
+        )
+        #expect(
+            Self.problems(http + "owner_field = \"temperature\"\n" + http.replacingOccurrences(of: ":0", with: ":1"))
+                == [
+                    "line 8: inputs[0].owner_field: names \"temperature\", which [types.WeatherSensor] does not declare as a string field: add temperature = \"string?\" to it (the sender's account id is written there)"
+                ]
+        )
+        #expect(
+            Self.problems(
+                http + "owner_field = \"deviceId\"\n" + http.replacingOccurrences(of: ":0", with: ":1")
+                    + "owner_field = \"site\"\n"
+            ).contains { $0.contains("inputs[1].owner_field: differs from input 'http:127.0.0.1:0's") }
+        )
+        #expect(
+            Self.problems("[[inputs]]\nkind = \"stdin\"\nowner_field = \"deviceId\"\n") == [
+                "line 7: inputs[0].owner_field: applies only to an http input (kind = \"http\")"
+            ]
+        )
+    }
+
     @Test func theInfluxDBSinksKeysMustNameDeclaredFields() {
         #expect(
             Self.problems(

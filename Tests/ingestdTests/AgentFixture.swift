@@ -19,7 +19,8 @@ struct AgentFixture {
     init(
         _ extra: String = "",
         queue: String = "",
-        inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n"
+        inputs: String = "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 256\n",
+        types: String = AgentFixture.weatherSensorTOML
     ) throws {
         dir = try TemporaryDirectory()
         configPath = dir.file("ingestd.toml")
@@ -31,7 +32,7 @@ struct AgentFixture {
             status_interval_ms = 100
             \(queue.isEmpty ? "" : "[queue]\n" + queue)
             \(extra)
-            \(AgentFixture.weatherSensorTOML)
+            \(types)
 
             \(inputs)
             """

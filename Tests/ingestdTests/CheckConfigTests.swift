@@ -85,9 +85,11 @@ import Testing
                 inBlock = true
                 out.append(String(line.dropFirst(2)))
             } else if inBlock, line.hasPrefix("# ") {
-                // Keys naming files this machine does not have stay commented.
+                // Keys naming files this machine does not have stay commented,
+                // and owner_field (the example's type has no owner field).
                 let needsAFile =
                     line.contains("_file =") || line.hasPrefix("# client_certificate") || line.hasPrefix("# client_key")
+                    || line.hasPrefix("# owner_field")
                 out.append(needsAFile ? String(line) : String(line.dropFirst(2)))
             } else {
                 inBlock = false

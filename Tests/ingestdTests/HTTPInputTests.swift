@@ -13,6 +13,8 @@ import Glibc
 /// kill -9 of either side of a relay is the fault suite's `relay` scenario.
 @Suite(.serialized) struct HTTPInputTests {
     static let apiKey = "k3y-0f-the-gateway-17-0123456789"
+    /// A second account's key (gw-18): another tenant.
+    static let otherAPIKey = "k3y-0f-the-gateway-18-9876543210"
     static let password = "correct horse battery staple"
 
     /// A gateway listening on a port the kernel picks, with an API key, a
@@ -26,10 +28,14 @@ import Glibc
         var archive: String { fixture.dir.file("archive.sqlite") }
         var base: String { "http://127.0.0.1:\(port)" }
 
-        init(_ options: String = "") throws {
+        init(_ options: String = "", types: String = AgentFixture.weatherSensorTOML) throws {
             let accounts = try TemporaryDirectory()
             self.accounts = accounts
             let keyHash = try IngestdBinary.run(["hash-secret", "--api-key"], stdin: Data((apiKey + "\n").utf8)).stdout
+            let otherKeyHash = try IngestdBinary.run(
+                ["hash-secret", "--api-key"],
+                stdin: Data((otherAPIKey + "\n").utf8)
+            ).stdout
             let userHash = try IngestdBinary.run(["hash-secret"], stdin: Data((password + "\n").utf8)).stdout
             fixture = try AgentFixture(
                 "\n[upload]\nsink = \"sqlite\"\npath = \"PLACEHOLDER\"\nlinger_ms = 20\n",
@@ -45,9 +51,14 @@ import Glibc
                     api_keys_file = "\(accounts.file("keys"))"
                     users_file = "\(accounts.file("users"))"
                     \(options)
-                    """
+                    """,
+                types: types
             )
-            try "# gateways\ngw-17 \(keyHash)".write(toFile: accounts.file("keys"), atomically: true, encoding: .utf8)
+            try "# gateways\ngw-17 \(keyHash)\ngw-18 \(otherKeyHash)".write(
+                toFile: accounts.file("keys"),
+                atomically: true,
+                encoding: .utf8
+            )
             try "ops@example.com \(userHash)".write(toFile: accounts.file("users"), atomically: true, encoding: .utf8)
             let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
             try text.replacingOccurrences(of: "PLACEHOLDER", with: fixture.dir.file("archive.sqlite"))
@@ -118,6 +129,59 @@ import Glibc
         #expect(status["uploaded_total"] as? Int == 3000)
         #expect(status["queued_records"] as? Int == 0)
         #expect(!gateway.agent.stderr.contains(Self.apiKey))
+    }
+
+    /// Tenants (issue 23): an account that sends another's `_id` first
+    /// neither suppresses the other's reading (it is stored, not answered
+    /// as a duplicate) nor learns of it; each account's own re-sends are
+    /// still stored once; with `owner_field` the archive keeps both
+    /// readings, each under its account, and a record naming another
+    /// account is refused.
+    @Test func oneAccountCannotSuppressOrClaimAnothersReadings() throws {
+        let types = AgentFixture.weatherSensorTOML + "\nowner_id = \"string?\"\n"
+        let gateway = try Gateway("owner_field = \"owner_id\"", types: types)
+        let url = gateway.base + "/ingest/v1/batches"
+        func post(_ key: String, _ lines: [String]) throws -> HTTPAnswer {
+            try httpRequest(
+                "POST",
+                url,
+                headers: ["Authorization": "Bearer " + key, "Content-Type": "application/x-ndjson"],
+                body: Array(lines.joined().utf8)
+            )
+        }
+        let shared = "65f1c2a9e1b2c3d4e5f6a001"
+        let mallory = try post(Self.otherAPIKey, [Self.line(shared, device: "MALLORY")])
+        #expect(mallory.status == 200 && mallory.json["accepted"] as? Int == 1, "\(mallory.text)")
+        let alice = [Self.line(shared, device: "ALICE"), Self.line("65f1c2a9e1b2c3d4e5f6a002", device: "ALICE-2")]
+        let first = try post(Self.apiKey, alice)
+        #expect(first.json["accepted"] as? Int == 2 && first.json["duplicate"] as? Int == 0, "\(first.text)")
+        #expect(first.json["rejected"] == nil)
+        let again = try post(Self.apiKey, alice)
+        #expect(again.json["accepted"] as? Int == 0 && again.json["duplicate"] as? Int == 2, "\(again.text)")
+        // Claiming another account as owner is refused, by line.
+        let claim = try post(
+            Self.otherAPIKey,
+            [
+                Self.line("65f1c2a9e1b2c3d4e5f6a003", device: "MALLORY-2"),
+                Self.line("65f1c2a9e1b2c3d4e5f6a004", device: "FORGED", extra: #","owner_id":"key-gw-17""#),
+            ]
+        )
+        #expect(claim.json["accepted"] as? Int == 1, "\(claim.text)")
+        let rejected = claim.json["rejected"] as? [[String: Any]]
+        #expect(rejected?.count == 1 && rejected?.first?["index"] as? Int == 1)
+        #expect(rejected?.first?["reason"] as? String == "owner_mismatch")
+        #expect(gateway.waitUntilArchived(4), "\(gateway.agent.stderr.suffix(2000))")
+        #expect(
+            try sqlite3(
+                gateway.archive,
+                "SELECT group_concat(owner_id || ' ' || _id || ' ' || deviceId, ',') FROM (SELECT * FROM WeatherSensor ORDER BY owner_id, _id)"
+            )
+                == "key-gw-17 \(shared) ALICE,key-gw-17 65f1c2a9e1b2c3d4e5f6a002 ALICE-2,key-gw-18 \(shared) MALLORY,key-gw-18 65f1c2a9e1b2c3d4e5f6a003 MALLORY-2"
+        )
+        #expect(gateway.agent.terminate() == 0)
+        let status = try gateway.fixture.status()
+        #expect(status["received_conflicts_total"] as? Int ?? 0 == 0)
+        #expect(!gateway.agent.stderr.contains("FORGED"))
     }
 
     /// Guessing passwords: after five failures an account's logins are

@@ -133,7 +133,7 @@ extension DurableQueue {
             // ones (same `_id`, other content) left out.
             let received = try receipt.map { _ in try store.receivedIDs(now: now) }
             if let receipt, let received {
-                let repeated = try received.repeated(in: batch, receipt: receipt)
+                let repeated = try received.repeated(in: batch, receipt: receipt, now: now)
                 if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
                     duplicates = repeated.resent.count
                     conflicts = repeated.conflicts

@@ -11,10 +11,23 @@ package struct Receipt: Sendable {
     /// so remembering them would only cost a lookup, an insert and ~25
     /// bytes each (the MQTT input; a gateway's records all carry their own).
     package var skipsIDsGeneratedHere = false
+    /// The account (tenant) that sent the records: their `_id`s and its
+    /// sessions are remembered per account, so one account can neither
+    /// suppress another's records (a pre-claimed `_id` answered as a
+    /// duplicate) nor learn which `_id`s another sent. nil: one space for
+    /// every sender (a gateway without accounts, the MQTT input).
+    package var tenant: String?
 
-    package init(dedupWindowMilliseconds: Int64, session: (nonce: String, epoch: Int64)?) {
+    package init(dedupWindowMilliseconds: Int64, session: (nonce: String, epoch: Int64)?, tenant: String? = nil) {
         self.dedupWindowMilliseconds = dedupWindowMilliseconds
         self.session = session
+        self.tenant = tenant
+    }
+
+    /// The key a session is remembered under: its nonce within the tenant.
+    var sessionKey: String? {
+        guard let nonce = session?.nonce else { return nil }
+        return tenant.map { "\($0)\u{1F}\(nonce)" } ?? nonce
     }
 }
 

@@ -12,6 +12,15 @@
 /// that, forgetting costs one `DELETE` of a whole table (no index on time),
 /// and the tables stay at about rate × 2 × window ids (~25 bytes each).
 ///
+/// A record sent by an account (``Receipt/tenant``) is keyed on its id
+/// followed by the account's name, so accounts do not share ids; records
+/// of a sender without an account on the 12-byte id alone. Rows written
+/// before keys had a tenant (`received.tenant_keys_since` in `meta`, the
+/// time the first version with tenant keys opened a file that had rows)
+/// are still looked up for two windows, by bare id and only as re-sends of
+/// the same content: a client re-sending across the upgrade is not stored
+/// twice, and a bare row with other content is taken as another account's.
+///
 /// The tables are created when first used: queues of agents that never
 /// receive over HTTP do not have them, and older versions ignore them.
 /// Used only under the queue's lock; ``remember(_:receipt:now:)`` inside the
@@ -30,6 +39,11 @@ final class ReceivedIDs {
     private let lookup: SQLiteStatement
     private let selectSession: SQLiteStatement
     private let upsertSession: SQLiteStatement
+    /// When rows keyed on the bare id were last possible (0: never in this
+    /// file): they are looked up until two windows after it.
+    private let bareKeysUntil: Int64
+    /// The key being looked up or inserted: the id, then the tenant's bytes.
+    private var key: [UInt8] = []
 
     init(store: QueueStore, now: Int64) throws {
         self.store = store
@@ -60,6 +74,15 @@ final class ReceivedIDs {
         upsertSession = try db.prepare(
             "INSERT INTO received_sessions(nonce, epoch, seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(nonce) DO UPDATE SET epoch = max(epoch, excluded.epoch), seen_at = excluded.seen_at"
         )
+        if let since = try store.meta("received.tenant_keys_since") {
+            bareKeysUntil = since
+        } else {
+            let hadRows = try db.integer(
+                "SELECT EXISTS(SELECT 1 FROM received_ids_0) OR EXISTS(SELECT 1 FROM received_ids_1)"
+            )
+            bareKeysUntil = hadRows != 0 ? now : 0
+            try store.setMeta("received.tenant_keys_since", bareKeysUntil)
+        }
         current = try store.meta("received.generation").map { $0 & 1 } ?? 0
         if let started = try store.meta("received.since") {
             since = started
@@ -75,11 +98,15 @@ final class ReceivedIDs {
     /// the receipt turns deduplication off.
     /// - Throws: ``StaleSession`` when the receipt's session epoch is older
     ///   than one seen before from the same client.
-    func repeated(in batch: EncodedBatch, receipt: Receipt) throws -> (resent: [Int], conflicts: [Int]) {
-        if let session = receipt.session, let seen = try epoch(of: session.nonce), seen > session.epoch {
+    func repeated(in batch: EncodedBatch, receipt: Receipt, now: Int64) throws -> (resent: [Int], conflicts: [Int]) {
+        if let session = receipt.session, let sessionKey = receipt.sessionKey, let seen = try epoch(of: sessionKey),
+            seen > session.epoch
+        {
             throw StaleSession(seenEpoch: seen)
         }
         guard receipt.dedupWindowMilliseconds > 0 else { return ([], []) }
+        let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
+        let checksBareKeys = !tenant.isEmpty && now - bareKeysUntil < 2 * receipt.dedupWindowMilliseconds
         var inBatch: [ObjectId: Int64] = [:]
         var resent: [Int] = []
         var conflicts: [Int] = []
@@ -101,7 +128,10 @@ final class ReceivedIDs {
                         let key = ObjectId(unsafeBytes: id)
                         // An earlier record of this batch, else either generation;
                         // `.some(nil)`: received before its content was kept.
-                        let earlier: Int64?? = try inBatch[key].map { .some($0) } ?? stored(id)
+                        var earlier: Int64?? = try inBatch[key].map { .some($0) } ?? stored(id, tenant: tenant)
+                        if earlier == nil, checksBareKeys, let bare = try stored(id, tenant: []), bare == content {
+                            earlier = .some(bare)  // a re-send across the upgrade to tenant keys
+                        }
                         if let earlier {
                             if earlier == nil || earlier == content {
                                 resent.append(index)
@@ -122,8 +152,8 @@ final class ReceivedIDs {
     /// Records the session and the ids of the stored runs, rotating the
     /// generations when due. Inside the append's transaction.
     func remember(_ runs: [EncodedBatch.Run], receipt: Receipt, now: Int64) throws {
-        if let session = receipt.session {
-            upsertSession.bind(1, session.nonce)
+        if let session = receipt.session, let sessionKey = receipt.sessionKey {
+            upsertSession.bind(1, sessionKey)
             upsertSession.bind(2, session.epoch)
             upsertSession.bind(3, now)
             try upsertSession.run()
@@ -131,6 +161,7 @@ final class ReceivedIDs {
         guard receipt.dedupWindowMilliseconds > 0 else { return }
         try rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
         let statement = insert[Int(pending?.current ?? current)]
+        let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
         for run in runs {
             try run.ids.withUnsafeBytes { ids in
                 try run.payload.withUnsafeBytes { payload in
@@ -139,12 +170,15 @@ final class ReceivedIDs {
                         let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
                         defer { start = run.ends[i] }
                         if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                        statement.bind(1, blob: id)
+                        setKey(id, tenant: tenant)
                         statement.bind(
                             2,
                             SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
                         )
-                        try statement.run()
+                        try key.withUnsafeBytes {
+                            statement.bind(1, blob: $0)
+                            try statement.run()
+                        }
                     }
                 }
             }
@@ -178,11 +212,21 @@ final class ReceivedIDs {
     /// The content checksum a 12-byte id was received with, from either
     /// generation: nil when not received, `.some(nil)` when received before
     /// contents were kept.
-    private func stored(_ id: UnsafeRawBufferPointer) throws -> Int64?? {
-        lookup.bind(1, blob: id)
-        defer { lookup.reset() }
-        guard try lookup.step() else { return nil }
-        return .some(lookup.isNull(0) ? nil : lookup.int64(0))
+    private func stored(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) throws -> Int64?? {
+        setKey(id, tenant: tenant)
+        return try key.withUnsafeBytes { key in
+            lookup.bind(1, blob: key)
+            defer { lookup.reset() }
+            guard try lookup.step() else { return nil }
+            return .some(lookup.isNull(0) ? nil : lookup.int64(0))
+        }
+    }
+
+    /// `key` = the 12-byte id, then the tenant's bytes (none: the bare id).
+    private func setKey(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) {
+        key.removeAll(keepingCapacity: true)
+        key.append(contentsOf: id)
+        key.append(contentsOf: tenant)
     }
 
     private func epoch(of nonce: String) throws -> Int64? {

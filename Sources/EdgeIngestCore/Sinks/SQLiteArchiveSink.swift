@@ -21,6 +21,12 @@
 /// path = "/var/lib/ingestd/archive.sqlite"
 /// ```
 ///
+/// With an owner field (a gateway's `owner_field`, the account each
+/// record came from), tables are keyed on (owner, `_id`) instead: two
+/// accounts' records with the same `_id` are both stored, and a record
+/// without an owner is stored under ''. A table made before with another
+/// key holds uploads with a message saying so.
+///
 /// | field type | column |
 /// | --- | --- |
 /// | string, timestamp (ISO 8601 UTC text), objectId (hex) | TEXT |
@@ -29,6 +35,8 @@
 package final class SQLiteArchiveSink: BatchSink {
     let path: String
     let types: [String: RecordType]
+    /// The field that, with `_id`, keys each table of a type that has it.
+    let ownerField: String?
     private var connection: SQLiteConnection?
     /// The prepared insert per type name, for the open connection.
     private var inserts: [String: SQLiteStatement] = [:]
@@ -40,8 +48,9 @@ package final class SQLiteArchiveSink: BatchSink {
     package private(set) var storedCount = 0
     package private(set) var duplicateCount = 0
 
-    package init(path: String, types: [RecordType]) {
+    package init(path: String, types: [RecordType], ownerField: String? = nil) {
         self.path = path
+        self.ownerField = ownerField
         self.types = Dictionary(types.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -84,6 +93,9 @@ package final class SQLiteArchiveSink: BatchSink {
             storedCount += stored
             duplicateCount += batch.recordCount - stored - rejected.count
             return .stored(rejected: rejected)
+        } catch let error as ArchiveKeyMismatch {
+            close()
+            return .hold(reason: error.message)
         } catch let error as ArchiveRecordError {
             return .badBatch(reason: "record \(error.index) of the batch is not a JSON object with an _id")
         } catch let error as EdgeIngestError {
@@ -97,6 +109,7 @@ package final class SQLiteArchiveSink: BatchSink {
     }
 
     private struct ArchiveRecordError: Error { let index: Int }
+    private struct ArchiveKeyMismatch: Error { let message: String }
 
     private func open() throws -> SQLiteConnection {
         if let connection { return connection }
@@ -127,10 +140,25 @@ package final class SQLiteArchiveSink: BatchSink {
         if let prepared = inserts[type.name] { return prepared }
         let table = sqlIdentifier(type.name)
         // RecordType.fields never holds _id: it is every record's primary key.
+        let owner = ownerField.flatMap { name in type.fields.contains { $0.name == name } ? name : nil }
+        let key = (owner.map { [$0] } ?? []) + [RecordType.primaryKey]
         let definitions =
-            ["\"_id\" TEXT PRIMARY KEY NOT NULL"]
-            + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
+            ["\"_id\" TEXT NOT NULL"]
+            + type.fields.map {
+                "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))\($0.name == owner ? " NOT NULL" : "")"
+            }
+            + ["PRIMARY KEY (\(key.map(sqlIdentifier).joined(separator: ", ")))"]
         try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
+        let keyInfo = try db.prepare("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk")
+        keyInfo.bind(1, type.name)
+        var existingKey: [String] = []
+        while try keyInfo.step() { existingKey.append(keyInfo.string(0)) }
+        guard existingKey == key else {
+            throw ArchiveKeyMismatch(
+                message:
+                    "the archive table \(table) in \(path) is keyed on (\(existingKey.joined(separator: ", "))), not (\(key.joined(separator: ", "))) as owner_field asks: move the archive aside, or copy the table into one with that key"
+            )
+        }
         var existing = Set<String>()
         let info = try db.prepare("SELECT name FROM pragma_table_info(?)")
         info.bind(1, type.name)
@@ -141,11 +169,14 @@ package final class SQLiteArchiveSink: BatchSink {
             )
         }
         let names = ([RecordType.primaryKey] + type.fields.map(\.name))
-        let values = names.map { "json_extract(?1, \(Self.jsonPath($0)))" }
+        let values = names.map {
+            $0 == owner
+                ? "coalesce(json_extract(?1, \(Self.jsonPath($0))), '')" : "json_extract(?1, \(Self.jsonPath($0)))"
+        }
         let statement = try db.prepare(
             "INSERT INTO \(table) (\(names.map(sqlIdentifier).joined(separator: ", "))) SELECT \(values.joined(separator: ", "))"
                 + " WHERE CASE WHEN json_valid(?1) THEN json_type(?1, '$._id') END = 'text'"
-                + " ON CONFLICT(\"_id\") DO NOTHING"
+                + " ON CONFLICT(\(key.map(sqlIdentifier).joined(separator: ", "))) DO NOTHING"
         )
         inserts[type.name] = statement
         return statement

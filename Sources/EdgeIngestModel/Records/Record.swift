@@ -19,6 +19,15 @@ public struct Record: Hashable, Sendable {
         self.values = values
     }
 
+    /// This record with the named field set to `value`; nil when the type
+    /// has no such field or `value` is not of its type.
+    package func setting(_ field: String, to value: FieldValue) -> Record? {
+        guard let i = type.fieldIndex[field], type.fields[i].type.kind == value.type.kind else { return nil }
+        var values = values
+        values[i] = value
+        return Record(type: type, id: id, values: values)
+    }
+
     /// The value of the named field, if it has one.
     public subscript(field: String) -> FieldValue? {
         if field == RecordType.primaryKey { return .objectId(id) }

@@ -18,7 +18,7 @@ extension ConfigurationDecoder {
     static let httpInputKeys: Set<String> = [
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
         "dedup_window_s", "anonymous",
-        "api_keys_file", "users_file",
+        "api_keys_file", "users_file", "owner_field",
     ]
 
     mutating func decodeInputs(
@@ -87,7 +87,7 @@ extension ConfigurationDecoder {
                 input.mqtt = decodeMQTTInput(t, key: key, item: item, types: types, environment: environment)
                 input.name = "mqtt:" + (input.mqtt?.subscriptions.joined(separator: ",") ?? "?")
             case .http:
-                input.http = decodeHTTPInput(t, key: key, item: item)
+                input.http = decodeHTTPInput(t, key: key, item: item, types: types)
                 input.name = "http:" + (input.http?.listen ?? "?")
                 if input.format != .ndjson {
                     problem(t["format"], key + ".format", "an http input reads NDJSON batches (docs/PROTOCOL.md)")
@@ -150,6 +150,15 @@ extension ConfigurationDecoder {
                     "\"\(mqtt.clientID.prefix(60))\" is input '\(other.name)'s client id on the same broker too: give each mqtt input its own client_id (a broker keeps one session per client id, and a second connection takes it over)"
                 )
             }
+            if let field = input.http?.ownerField,
+                let other = inputs.first(where: { ($0.http?.ownerField).map { $0 != field } ?? false })
+            {
+                problem(
+                    t["owner_field"],
+                    key + ".owner_field",
+                    "differs from input '\(other.name)'s: one queue and one archive, so one owner field for every http input"
+                )
+            }
             if kind == .stdin, inputs.contains(where: { $0.kind == .stdin }) {
                 problem(item, key + ".kind", "only one input can read stdin")
             }
@@ -158,7 +167,12 @@ extension ConfigurationDecoder {
         return inputs
     }
 
-    mutating func decodeHTTPInput(_ t: TOMLTable, key: String, item: TOMLValue) -> HTTPInputSettings? {
+    mutating func decodeHTTPInput(
+        _ t: TOMLTable,
+        key: String,
+        item: TOMLValue,
+        types: [RecordType] = []
+    ) -> HTTPInputSettings? {
         guard let listen = string(t["listen"], key + ".listen") else {
             problem(
                 item,
@@ -194,6 +208,17 @@ extension ConfigurationDecoder {
         if let v = t["anonymous"], let b = bool(v, key + ".anonymous") { http.anonymous = b }
         if let v = t["api_keys_file"] { http.apiKeysFile = string(v, key + ".api_keys_file") }
         if let v = t["users_file"] { http.usersFile = string(v, key + ".users_file") }
+        if let v = t["owner_field"], let name = string(v, key + ".owner_field") {
+            http.ownerField = name
+            // Every type a batch may name must have it, as a string.
+            for type in types where type.fields.first(where: { $0.name == name })?.type.kind != .string {
+                problem(
+                    v,
+                    key + ".owner_field",
+                    "names \(quoted(name)), which [types.\(type.name)] does not declare as a string field: add \(name) = \"string?\" to it (the sender's account id is written there)"
+                )
+            }
+        }
         return http
     }
 }

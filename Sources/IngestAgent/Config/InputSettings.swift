@@ -64,6 +64,12 @@ public struct HTTPInputSettings: Sendable, Hashable {
     public var apiKeysFile: String?
     /// Email/password users (`email pbkdf2-sha256$…` per line).
     public var usersFile: String?
+    /// A string field of every declared type that holds the account a
+    /// record came from (Realm's `owner_id`): the server writes the
+    /// sender's user id there when it is missing and refuses a record that
+    /// names another account (`owner_mismatch`); the SQLite archive keys its
+    /// tables on (this field, `_id`). nil: records carry no owner.
+    public var ownerField: String?
 
     public init(listen: String) {
         self.listen = listen

@@ -161,21 +161,30 @@ final class IngestServer: HTTPHandler {
         )
     }
 
-    /// Whether the request may write: no accounts configured, a valid
-    /// access token, or an API key used directly as a static token.
-    private func authorized(_ request: HTTPRequest) -> Bool {
-        guard accounts.requiresAuthentication else { return true }
-        guard let token = request.bearerToken else { return false }
+    /// Who may write with this request: nil when nobody (no valid
+    /// credentials); else the tenant its records belong to — nil inside
+    /// when the server has no accounts.
+    private func writer(of request: HTTPRequest) -> Tenant? {
+        guard accounts.requiresAuthentication else { return Tenant(id: nil) }
+        guard let token = request.bearerToken else { return nil }
         if let userID = tokens.verify(token, kind: .access, now: wallClockMilliseconds() / 1000) {
-            return accounts.exists(userID: userID)
+            guard accounts.exists(userID: userID) else { return nil }
+            // Anonymous users get a new id at every login: one space for all of them.
+            return Tenant(id: userID.hasPrefix("anon-") ? "anonymous" : userID)
         }
-        return accounts.apiKeyName(for: token) != nil
+        return accounts.apiKeyName(for: token).map { Tenant(id: "key-" + $0) }
+    }
+
+    /// The account a batch's records belong to (``Receipt/tenant``).
+    struct Tenant {
+        /// The user id; nil on a server without accounts.
+        var id: String?
     }
 
     // MARK: Batches
 
     private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPServerResponse {
-        guard authorized(request) else {
+        guard let tenant = writer(of: request) else {
             return .error(
                 401,
                 "unauthorized",
@@ -233,8 +242,8 @@ final class IngestServer: HTTPHandler {
         }
         // A bound on records as on bytes: a 2 KiB gzip body of newlines would
         // otherwise cost a million rejections in the answer and the log.
-        let records: [Record]
-        let rejections: [BatchDecoder.Rejection]
+        var records: [Record]
+        var rejections: [BatchDecoder.Rejection]
         do {
             (records, rejections) = try decoder.decode(
                 body,
@@ -248,12 +257,19 @@ final class IngestServer: HTTPHandler {
                 "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
             )
         }
+        if let field = settings.ownerField, let owner = tenant.id {
+            (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
+        }
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
             outcome = try queue.receive(
                 records,
-                receipt: Receipt(dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000, session: session),
+                receipt: Receipt(
+                    dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000,
+                    session: session,
+                    tenant: tenant.id
+                ),
                 counters: rejectedByReason.reduce(into: [:]) { $0["rejected." + $1.key] = $1.value }
             )
         } catch let error as EdgeIngestError where error.code == .queueFull {
@@ -352,6 +368,51 @@ final class IngestServer: HTTPHandler {
             }
             return .json(200, object: fields)
         }
+    }
+
+    /// The records with `field` set to `owner` where they had none, and
+    /// those naming another owner refused (`owner_mismatch`), by line as
+    /// ``adding(conflicts:of:to:)`` counts them.
+    static func owned(
+        _ records: [Record],
+        rejections: [BatchDecoder.Rejection],
+        by owner: String,
+        field: String
+    ) -> ([Record], [BatchDecoder.Rejection]) {
+        let refused = Set(rejections.map(\.index))
+        var kept: [Record] = []
+        kept.reserveCapacity(records.count)
+        var out = rejections
+        var line = 0
+        for record in records {
+            while refused.contains(line) { line += 1 }
+            defer { line += 1 }
+            switch record[field] {
+            case .string(owner)?:
+                kept.append(record)
+            case nil:
+                if let stamped = record.setting(field, to: .string(owner)) {
+                    kept.append(stamped)
+                } else {
+                    out.append(
+                        .init(
+                            index: line,
+                            reason: "owner_mismatch",
+                            message: "\(field) is not a string field of \(record.type.name)"
+                        )
+                    )
+                }
+            case _?:
+                out.append(
+                    .init(
+                        index: line,
+                        reason: "owner_mismatch",
+                        message: "\(field) must be the sending account's user id (or left out: this server fills it in)"
+                    )
+                )
+            }
+        }
+        return (kept, out.sorted { $0.index < $1.index })
     }
 
     /// `rejections` with a `duplicate_id` one for each conflicting record

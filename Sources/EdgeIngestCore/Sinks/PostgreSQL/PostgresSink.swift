@@ -43,8 +43,15 @@ package final class PostgresSink: BatchSink {
     package private(set) var storedCount = 0
     package private(set) var duplicateCount = 0
 
-    package init(settings: PostgresSettings, types: [RecordType]) {
+    /// The field that, with `_id`, keys each table of a type that has it
+    /// (a gateway's `owner_field`): tables made here get that primary key,
+    /// and the insert skips conflicts on it. A table keyed on `_id` alone
+    /// is refused by PostgreSQL (42P10), which holds uploads with its message.
+    let ownerField: String?
+
+    package init(settings: PostgresSettings, types: [RecordType], ownerField: String? = nil) {
         self.settings = settings
+        self.ownerField = ownerField
         self.types = Dictionary(types.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -111,11 +118,16 @@ package final class PostgresSink: BatchSink {
                 [settings.schema, settings.table ?? type.name]
             ).firstColumn
         )
+        let owner = ownerField.flatMap { name in type.fields.contains { $0.name == name } ? name : nil }
+        let key = ((owner.map { [$0] } ?? []) + [RecordType.primaryKey]).map(sqlIdentifier).joined(separator: ", ")
         if existing.isEmpty {
             // RecordType.fields never holds _id: it is every record's primary key.
             let definitions =
-                ["\"_id\" text PRIMARY KEY"]
-                + type.fields.map { "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))" }
+                ["\"_id\" text NOT NULL"]
+                + type.fields.map {
+                    "\(sqlIdentifier($0.name)) \(Self.columnType($0.type))\($0.name == owner ? " NOT NULL" : "")"
+                }
+                + ["PRIMARY KEY (\(key))"]
             _ = try db.execute("CREATE TABLE IF NOT EXISTS \(table) (\(definitions.joined(separator: ", ")))")
         } else {
             for field in type.fields where !existing.contains(field.name) {
@@ -127,8 +139,12 @@ package final class PostgresSink: BatchSink {
         let columns = ([RecordType.primaryKey] + type.fields.map(\.name)).map(sqlIdentifier).joined(separator: ", ")
         let shape = ([("_id", "text")] + type.fields.map { ($0.name, Self.columnType($0.type)) })
             .map { "\(sqlIdentifier($0.0)) \($0.1)" }.joined(separator: ", ")
+        // A record without an owner is stored under '' (a key column is never NULL).
+        let values = ([RecordType.primaryKey] + type.fields.map(\.name)).map {
+            $0 == owner ? "COALESCE(\(sqlIdentifier($0)), '')" : sqlIdentifier($0)
+        }
         let statement =
-            "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM jsonb_to_recordset($1::jsonb) AS r(\(shape)) ON CONFLICT (\"_id\") DO NOTHING"
+            "INSERT INTO \(table) (\(columns)) SELECT \(values.joined(separator: ", ")) FROM jsonb_to_recordset($1::jsonb) AS r(\(shape)) ON CONFLICT (\(key)) DO NOTHING"
         inserts[type.name] = statement
         return statement
     }
