@@ -24,6 +24,7 @@ import Testing
         input.problem = "disk full"
         input.listen = "127.0.0.1:8080"
         input.duplicates = 3
+        input.throttledBatches = 4
         var status = AgentStatus(
             state: "backing_off",
             statistics: .empty,
@@ -168,7 +169,7 @@ import Testing
                 "  conflicts: 2 received under a known _id with other content, refused (duplicate_id)",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
-                "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full"
+                "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full, 4 batches over an account's quota (429)"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"
                     + "\n  input stdin: 0 lines, 0 accepted, 0 rejected",
             ]

@@ -184,6 +184,39 @@ import Glibc
         #expect(!gateway.agent.stderr.contains("FORGED"))
     }
 
+    /// Per-account quotas (issue 23): an account over its records a second
+    /// is answered 429 with Retry-After and nothing of the batch is stored;
+    /// another account is not slowed; the journal and status say so.
+    @Test func anAccountOverItsQuotaGets429WithRetryAfterAndOthersDoNot() throws {
+        let gateway = try Gateway("quota_records_per_second = 50\nquota_burst_s = 1\n")
+        let url = gateway.base + "/ingest/v1/batches"
+        func post(_ key: String, _ first: Int, _ count: Int) throws -> HTTPAnswer {
+            let lines = (first..<first + count).map {
+                Self.line(String(format: "65f1c2a9e1b2c3d4e5f7%04x", $0), device: "Q\($0)")
+            }
+            return try httpRequest(
+                "POST",
+                url,
+                headers: ["Authorization": "Bearer " + key, "Content-Type": "application/x-ndjson"],
+                body: Array(lines.joined().utf8)
+            )
+        }
+        // 50 saved up; 60 is admitted into debt, then the account waits.
+        #expect(try post(Self.apiKey, 0, 60).json["accepted"] as? Int == 60)
+        let refused = try post(Self.apiKey, 100, 10)
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.json["error"] as? String == "quota_exceeded")
+        #expect((refused.json["message"] as? String)?.contains("50 records/s") == true)
+        let other = try post(Self.otherAPIKey, 200, 40)
+        #expect(other.status == 200 && other.json["accepted"] as? Int == 40, "\(other.text)")
+        #expect(gateway.waitUntilArchived(100), "\(gateway.agent.stderr.suffix(2000))")
+        #expect(gateway.agent.terminate() == 0)
+        #expect(gateway.agent.stderr.contains("An account sends more than its quota"))
+        #expect(gateway.agent.stderr.contains("ingest.account=key-gw-17"))
+        let inputs = try gateway.fixture.status()["inputs"] as? [[String: Any]]
+        #expect(inputs?.first?["throttledBatches"] as? Int == 1, "\(String(describing: inputs))")
+    }
+
     /// Guessing passwords: after five failures an account's logins are
     /// answered 429 with a delay, alike for an account that exists and one
     /// that does not, before any password is checked; the journal says so

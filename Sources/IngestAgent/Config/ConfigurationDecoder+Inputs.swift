@@ -19,6 +19,7 @@ extension ConfigurationDecoder {
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
         "dedup_window_s", "anonymous",
         "api_keys_file", "users_file", "owner_field",
+        "quota_records_per_second", "quota_bytes_per_second", "quota_burst_s",
     ]
 
     mutating func decodeInputs(
@@ -208,6 +209,15 @@ extension ConfigurationDecoder {
         if let v = t["anonymous"], let b = bool(v, key + ".anonymous") { http.anonymous = b }
         if let v = t["api_keys_file"] { http.apiKeysFile = string(v, key + ".api_keys_file") }
         if let v = t["users_file"] { http.usersFile = string(v, key + ".users_file") }
+        if let v = t["quota_records_per_second"], let n = integer(v, key + ".quota_records_per_second", min: 1) {
+            http.quotaRecordsPerSecond = Int(n)
+        }
+        if let v = t["quota_bytes_per_second"], let n = integer(v, key + ".quota_bytes_per_second", min: 1024) {
+            http.quotaBytesPerSecond = Int(n)
+        }
+        if let v = t["quota_burst_s"], let n = integer(v, key + ".quota_burst_s", min: 1) {
+            http.quotaBurstSeconds = Int(n)
+        }
         if let v = t["owner_field"], let name = string(v, key + ".owner_field") {
             http.ownerField = name
             // Every type a batch may name must have it, as a string.

@@ -70,6 +70,14 @@ public struct HTTPInputSettings: Sendable, Hashable {
     /// names another account (`owner_mismatch`); the SQLite archive keys its
     /// tables on (this field, `_id`). nil: records carry no owner.
     public var ownerField: String?
+    /// Records a second each account may send (a token bucket holding
+    /// ``quotaBurstSeconds`` of it); over it, batches are answered 429 with
+    /// Retry-After. nil: no limit.
+    public var quotaRecordsPerSecond: Int?
+    /// Bytes a second (after gzip is undone) each account may send; nil: no limit.
+    public var quotaBytesPerSecond: Int?
+    /// Seconds of quota an account may save up and spend at once. The default is 10.
+    public var quotaBurstSeconds = 10
 
     public init(listen: String) {
         self.listen = listen

@@ -31,6 +31,9 @@ public final class InputCounters: Sendable {
         /// HTTP inputs: received records not stored again because their
         /// `_id` was received before (a client re-sent a batch).
         public var duplicates: Int64?
+        /// HTTP inputs with a quota: batches answered 429 because their
+        /// account sent more than its quota.
+        public var throttledBatches: Int64?
     }
 
     private let state: Mutex<Snapshot>

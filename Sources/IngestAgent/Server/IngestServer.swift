@@ -17,10 +17,19 @@ final class IngestServer: HTTPHandler {
     let decoder: BatchDecoder
     /// Failed logins per account and address (``LoginThrottle``).
     let loginThrottle = LoginThrottle()
+    /// Records and bytes a second per account (``AccountQuotas``).
+    let quotas: AccountQuotas
 
     init(context: InputContext, accounts: ServerAccounts, tokens: TokenSigner) {
         self.context = context
         settings = context.settings.http!
+        quotas = AccountQuotas(
+            limits: .init(
+                recordsPerSecond: settings.quotaRecordsPerSecond.map(Double.init),
+                bytesPerSecond: settings.quotaBytesPerSecond.map(Double.init),
+                burstSeconds: Double(settings.quotaBurstSeconds)
+            )
+        )
         decoder = BatchDecoder(types: context.types, inputName: context.settings.name)
         self.accounts = accounts
         self.tokens = tokens
@@ -161,6 +170,14 @@ final class IngestServer: HTTPHandler {
         )
     }
 
+    /// The quota in words, for the 429's message.
+    private var quotaText: String {
+        [
+            settings.quotaRecordsPerSecond.map { "\($0) records/s" },
+            settings.quotaBytesPerSecond.map { "\($0) bytes/s" },
+        ].compactMap { $0 }.joined(separator: ", ")
+    }
+
     /// Who may write with this request: nil when nobody (no valid
     /// credentials); else the tenant its records belong to — nil inside
     /// when the server has no accounts.
@@ -255,6 +272,29 @@ final class IngestServer: HTTPHandler {
                 413,
                 "too_many_records",
                 "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
+            )
+        }
+        if case .wait(let seconds, let log) = quotas.admit(
+            tenant: tenant.id ?? "",
+            records: records.count + rejections.count,
+            bytes: body.count,
+            now: monotonicSeconds()
+        ) {
+            counters.update { $0.throttledBatches = ($0.throttledBatches ?? 0) + 1 }
+            if log {
+                logger.warning(
+                    "An account sends more than its quota; its batches are answered 429 until it slows down (logged once a minute per account)",
+                    metadata: [
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
+                        "ingest.account": "\(tenant.id ?? "-")", "ingest.retry_after_s": "\(seconds)",
+                    ]
+                )
+            }
+            return .error(
+                429,
+                "quota_exceeded",
+                "this account sent more than its quota (\(quotaText)): try again in \(seconds) s",
+                headers: [("Retry-After", String(seconds))]
             )
         }
         if let field = settings.ownerField, let owner = tenant.id {

@@ -253,6 +253,7 @@ extension InputCounters.Snapshot {
         .optionalString("problem", \.problem),
         .optionalString("listen", \.listen),
         .optionalInt("duplicates", \.duplicates),
+        .optionalInt("throttledBatches", \.throttledBatches),
     ]
 
     var jsonValue: JSONValue { Self.fields.json(of: self) }
@@ -268,6 +269,7 @@ extension InputCounters.Snapshot {
             + (position.map { ", position \($0)" } ?? "")
             + (disconnected ? (kind == "mqtt" ? ", disconnected from the broker" : ", device disconnected") : "")
             + (problem.map { ", \($0)" } ?? "")
+            + (throttledBatches.map { ", \($0) batches over an account's quota (429)" } ?? "")
             + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
     }
 }
@@ -287,6 +289,15 @@ extension InputCounters.Snapshot {
                 input.rejectedByReason.sorted { $0.key < $1.key }.map {
                     .init(labels: [("input", input.name), ("reason", $0.key)], value: Double($0.value))
                 }
+            }
+        },
+        MetricFamily(
+            name: "ingestd_input_throttled_batches_total",
+            kind: .counter,
+            help: "Batches an http input answered 429 because the sending account was over its quota."
+        ) { status in
+            status.inputs.compactMap { input in
+                input.throttledBatches.map { .init(labels: [("input", input.name)], value: Double($0)) }
             }
         },
     ]

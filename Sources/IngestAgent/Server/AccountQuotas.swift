@@ -1,0 +1,80 @@
+import Synchronization
+
+/// Per-account rate limits on received batches (issue 23): records and
+/// bytes (decompressed) a second, each a token bucket holding
+/// ``Limits/burstSeconds`` worth. A batch is admitted while the account's
+/// buckets are not in debt, and then costs its records and bytes — so a
+/// batch larger than the bucket still gets through, at the average rate —
+/// else it is answered 429 with `Retry-After` (the seconds until the debt
+/// is paid) before anything is stored. One account over its quota does not
+/// slow another: each has its own buckets.
+///
+///     switch quotas.admit(tenant: "key-gw-17", records: 300, bytes: 40_000, now: monotonicSeconds()) {
+///     case .admit: break  // store the batch
+///     case .wait(let seconds, _): break  // 429, Retry-After: seconds
+///     }
+///
+/// In memory, one entry per account that sent (accounts are bounded by the
+/// accounts files; all anonymous users are one); a restart forgets it.
+final class AccountQuotas: Sendable {
+    struct Limits: Sendable, Hashable {
+        /// Records a second per account; nil: no limit.
+        var recordsPerSecond: Double?
+        /// Bytes a second per account (after gzip is undone); nil: no limit.
+        var bytesPerSecond: Double?
+        /// How much unused quota an account may save up, in seconds of its rate.
+        var burstSeconds: Double = 10
+
+        var isLimited: Bool { recordsPerSecond != nil || bytesPerSecond != nil }
+    }
+
+    enum Decision: Equatable {
+        case admit
+        /// Refused: try again in `seconds` (at least 1). `log`: the first
+        /// refusal of this account in a minute, worth a journal line.
+        case wait(seconds: Int, log: Bool)
+    }
+
+    let limits: Limits
+
+    private struct Buckets {
+        var records: Double
+        var bytes: Double
+        var updated: Double
+        var lastLogged: Double = -.infinity
+    }
+
+    private let buckets = Mutex<[String: Buckets]>([:])
+
+    init(limits: Limits) {
+        self.limits = limits
+    }
+
+    /// Whether a batch of `records` records and `bytes` bytes from `tenant`
+    /// ("" for a server without accounts) may be stored now; `now` in
+    /// monotonic seconds.
+    func admit(tenant: String, records: Int, bytes: Int, now: Double) -> Decision {
+        guard limits.isLimited else { return .admit }
+        let recordCap = (limits.recordsPerSecond ?? 0) * limits.burstSeconds
+        let byteCap = (limits.bytesPerSecond ?? 0) * limits.burstSeconds
+        return buckets.withLock { all in
+            var b = all[tenant] ?? Buckets(records: recordCap, bytes: byteCap, updated: now)
+            let elapsed = max(0, now - b.updated)
+            b.updated = now
+            if let rate = limits.recordsPerSecond { b.records = min(recordCap, b.records + elapsed * rate) }
+            if let rate = limits.bytesPerSecond { b.bytes = min(byteCap, b.bytes + elapsed * rate) }
+            var wait = 0.0
+            if let rate = limits.recordsPerSecond, b.records < 0 { wait = max(wait, -b.records / rate) }
+            if let rate = limits.bytesPerSecond, b.bytes < 0 { wait = max(wait, -b.bytes / rate) }
+            defer { all[tenant] = b }
+            if wait > 0 {
+                let log = now - b.lastLogged >= 60
+                if log { b.lastLogged = now }
+                return .wait(seconds: max(1, Int(wait.rounded(.up))), log: log)
+            }
+            if limits.recordsPerSecond != nil { b.records -= Double(records) }
+            if limits.bytesPerSecond != nil { b.bytes -= Double(bytes) }
+            return .admit
+        }
+    }
+}
