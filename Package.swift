@@ -60,6 +60,9 @@ let package = Package(
             name: "CSystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // <sys/epoll.h> (the HTTP server's event loop): Linux's, so not in
+        // Swift's Glibc module. A header, no library.
+        .systemLibrary(name: "CEpoll"),
         // The pure model: records, record types and validation, ObjectId,
         // JSON, timestamps, the NDJSON/CSV framing and parsers, TOML. No C
         // library, no I/O; the fuzz targets (scripts/fuzz.sh) build this
@@ -97,6 +100,7 @@ let package = Package(
             dependencies: [
                 "EdgeIngestCore",
                 "CSystemd",
+                "CEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -69,8 +69,68 @@ private final class SocketPair: @unchecked Sendable {
         return out
     }
 
-    func connection(_ limits: HTTPLimits, stop: StopSignal = StopSignal()) -> HTTPConnection {
-        HTTPConnection(fd: server, limits: limits, stop: stop)
+    func connection(_ limits: HTTPLimits, stop: StopSignal = StopSignal()) -> DrivenConnection {
+        _ = fcntl(server, F_SETFL, fcntl(server, F_GETFL) | O_NONBLOCK)
+        return DrivenConnection(
+            connection: HTTPConnection(fd: server, limits: limits, now: monotonicMilliseconds()),
+            stop: stop
+        )
+    }
+}
+
+/// Drives an ``HTTPConnection`` the way ``HTTPEventLoop`` does — wait for
+/// the socket or the connection's deadline, read, frame, check expiry —
+/// but for one connection on the test's thread, blocking until a request,
+/// a refusal or a close: so the state machine's reading, framing and time
+/// limits are tested on a real socket, one connection at a time.
+struct DrivenConnection {
+    var connection: HTTPConnection
+    let stop: StopSignal
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(connection: HTTPConnection, stop: StopSignal) {
+        self.connection = connection
+        self.stop = stop
+    }
+
+    enum ReadOutcome {
+        case request(HTTPRequest)
+        case closed
+        case refused(HTTPRequestError)
+    }
+
+    mutating func readRequest() -> ReadOutcome {
+        var event = connection.next(now: monotonicMilliseconds())
+        while true {
+            switch event {
+            case .request(let request): return .request(request)
+            case .refused(let error): return .refused(error)
+            case .closed: return .closed
+            case .continueExpected:
+                let bytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                _ = HTTPConnection.send(connection.fd, bytes, deadline: monotonicMilliseconds() + 1000)
+                event = .needMore
+            case .needMore:
+                let now = monotonicMilliseconds()
+                switch connection.expiry(now: now) {
+                case .closeIdle: return .closed
+                case .refuse(let error): return .refused(error)
+                case .none: break
+                }
+                var fds = [
+                    pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: stop.readFD, events: Int16(POLLIN), revents: 0),
+                ]
+                let wait = Int32(clamping: max(1, connection.deadline() - now))
+                guard poll(&fds, 2, wait) > 0 else { continue }
+                if fds[1].revents != 0 { return .closed }
+                if fds[0].revents != 0 { event = connection.readable(now: monotonicMilliseconds(), into: &chunk) }
+            }
+        }
+    }
+
+    func write(_ response: HTTPServerResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
+        connection.write(response, to: request, keepAlive: keepAlive)
     }
 }
 
@@ -116,7 +176,7 @@ private func limits(
     return limits
 }
 
-extension HTTPConnection.ReadOutcome {
+extension DrivenConnection.ReadOutcome {
     fileprivate var request: HTTPRequest? {
         if case .request(let request) = self { request } else { nil }
     }
@@ -354,6 +414,44 @@ private func milliseconds(_ duration: Duration) -> Int64 {
             connection.readRequest().refusal
                 == HTTPRequestError(status: 408, message: "the body did not arrive in time")
         )
+    }
+
+    /// A body trickling slower than the minimum rate is cut off once the
+    /// grace has passed, long before the request timeout; one that keeps
+    /// the rate is read whole.
+    @Test func aBodySlowerThanTheMinimumRateIsRefusedWith408() throws {
+        var slowLimits = limits(requestMs: 20_000)
+        slowLimits.minBodyBytesPerSecond = 1000
+        slowLimits.bodyRateGraceMilliseconds = 300
+        for (bytesPer50ms, expectRefusal) in [(10, true), (200, false)] {
+            let pair = try SocketPair()
+            var connection = pair.connection(slowLimits)
+            let length = 2000
+            pair.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: \(length)\r\n\r\n")
+            let client = ClientThread {
+                var sent = 0
+                while sent < length {
+                    usleep(50_000)
+                    let n = min(bytesPer50ms, length - sent)
+                    guard pair.send(String(repeating: "b", count: n)) else { return }
+                    sent += n
+                }
+            }
+            let start = ContinuousClock.now
+            let outcome = connection.readRequest()
+            let elapsed = milliseconds(ContinuousClock.now - start)
+            shutdown(pair.server, Int32(SHUT_RDWR))
+            client.join()
+            if expectRefusal {
+                #expect(
+                    outcome.refusal
+                        == HTTPRequestError(status: 408, message: "the body arrives slower than 1000 bytes/s")
+                )
+                #expect(elapsed >= 250 && elapsed < 5_000, "refused after \(elapsed) ms")
+            } else {
+                #expect(outcome.request?.body.count == length)
+            }
+        }
     }
 
     /// The request deadline starts at the first byte, not when reading

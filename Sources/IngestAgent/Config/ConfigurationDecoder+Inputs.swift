@@ -17,6 +17,7 @@ extension ConfigurationDecoder {
     /// Keys only an HTTP input takes.
     static let httpInputKeys: Set<String> = [
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
+        "max_connections_per_address", "head_timeout_ms", "min_body_bytes_per_second",
         "dedup_window_s", "anonymous",
         "api_keys_file", "users_file", "owner_field",
         "quota_records_per_second", "quota_bytes_per_second", "quota_burst_s",
@@ -197,8 +198,17 @@ extension ConfigurationDecoder {
         if let v = t["max_connections"], let n = integer(v, key + ".max_connections", min: 1) {
             http.maxConnections = Int(n)
         }
+        if let v = t["max_connections_per_address"], let n = integer(v, key + ".max_connections_per_address", min: 1) {
+            http.maxConnectionsPerAddress = Int(n)
+        }
         if let v = t["request_timeout_ms"], let n = integer(v, key + ".request_timeout_ms", min: 100) {
             http.limits.requestTimeoutMilliseconds = Int(n)
+        }
+        if let v = t["head_timeout_ms"], let n = integer(v, key + ".head_timeout_ms", min: 100) {
+            http.limits.headTimeoutMilliseconds = Int(n)
+        }
+        if let v = t["min_body_bytes_per_second"], let n = integer(v, key + ".min_body_bytes_per_second", min: 0) {
+            http.limits.minBodyBytesPerSecond = Int(n)
         }
         if let v = t["idle_timeout_ms"], let n = integer(v, key + ".idle_timeout_ms", min: 100) {
             http.limits.idleTimeoutMilliseconds = Int(n)

@@ -53,8 +53,13 @@ public struct HTTPInputSettings: Sendable, Hashable {
     /// 404; `/ingest/v1/batches`, which names no app, is served either way.
     public var appID: String?
     public var limits = HTTPLimits()
-    /// Connections served at once; more are answered 503. The default is 32.
-    public var maxConnections = 32
+    /// Connections open at once. When all are taken, the longest-quiet
+    /// connection that never sent valid credentials is closed to make room;
+    /// with none, newcomers are answered 503. The default is 512.
+    public var maxConnections = 512
+    /// Connections open at once from one address (a NAT in front of many
+    /// boxes counts once: raise it there). More are answered 503. The default is 64.
+    public var maxConnectionsPerAddress = 64
     /// How long received `_id`s are remembered to drop re-sent records (at
     /// least this, at most twice); 0 turns deduplication off. The default is 1 hour.
     public var dedupWindowSeconds: Int64 = 3600

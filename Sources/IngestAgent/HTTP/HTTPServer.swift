@@ -7,33 +7,44 @@ import Synchronization
 import Glibc
 #endif
 
-/// Answers one request. Called on the connection's own thread, so it may
-/// block (a queue commit waits for its fsync).
+/// Answers one request. Called on a worker thread (``HTTPWorkers``), so
+/// it may block (a queue commit waits for its fsync).
 protocol HTTPHandler: Sendable {
     func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse
 }
 
-/// A small HTTP/1.1 server: one listening socket, one thread per connection
-/// (at most `maxConnections`; more are answered 503 and closed), keep-alive,
-/// and the limits of ``HTTPLimits``. Bodies must carry `Content-Length`.
+/// A small HTTP/1.1 server: one listening socket, one event loop on epoll
+/// that reads every connection (``HTTPEventLoop``), a few worker threads
+/// that answer whole requests (``HTTPWorkers``), keep-alive, the limits of
+/// ``HTTPLimits`` and the admission rules of ``HTTPAdmission``. Bodies
+/// must carry `Content-Length`.
 ///
-/// Why not Hummingbird: a Hummingbird "hello world" built here is several
-/// times this whole agent's binary (it brings SwiftNIO and full
-/// Foundation; the sizes are in docs/BENCHMARKS.md).
-/// An ingest input needs one method, bounded bodies and a few routes.
+/// Why our own loop, not SwiftNIO or Hummingbird: measured in
+/// docs/BENCHMARKS.md ("The gateway's connections") and said in
+/// docs/PROTOCOL.md ("Connections").
 final class HTTPServer: Sendable {
     let listenFD: Int32
     /// The address actually bound (the port is chosen by the system for port 0).
     let boundAddress: String
     let limits: HTTPLimits
     let maxConnections: Int
+    let maxConnectionsPerAddress: Int
+    let workerThreads: Int
     let handler: any HTTPHandler
     let logger: Logger
-    private let connections: ConnectionThreads
 
     /// Binds `address` ("host:port", "[v6]:port" or ":port" for every
-    /// interface) and starts listening.
-    init(address: String, limits: HTTPLimits, maxConnections: Int, handler: any HTTPHandler, logger: Logger) throws {
+    /// interface) and starts listening. `workerThreads` bound the requests
+    /// answered at once (default: `min(maxConnections, 8)`).
+    init(
+        address: String,
+        limits: HTTPLimits,
+        maxConnections: Int,
+        maxConnectionsPerAddress: Int? = nil,
+        workerThreads: Int? = nil,
+        handler: any HTTPHandler,
+        logger: Logger
+    ) throws {
         let (host, port) = try HTTPServer.split(address)
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -63,7 +74,7 @@ final class HTTPServer: Sendable {
                 "Cannot listen on \(address): \(reason). Is another process using the port?"
             )
         }
-        guard listen(fd, 128) == 0 else {
+        guard listen(fd, 1024) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw AgentError(.listenFailed, "Cannot listen on \(address): listen: \(reason).")
@@ -73,88 +84,29 @@ final class HTTPServer: Sendable {
         boundAddress = HTTPServer.localAddress(fd) ?? address
         self.limits = limits
         self.maxConnections = maxConnections
-        connections = ConnectionThreads(limit: maxConnections)
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress ?? maxConnections
+        self.workerThreads = workerThreads ?? min(maxConnections, 8)
         self.handler = handler
         self.logger = logger
     }
 
     deinit { close(listenFD) }
 
-    /// Accepts connections until `stop` fires, then waits for the
-    /// connections' threads: each finishes the request it is answering
-    /// (a commit under way completes and is acknowledged) and closes.
-    /// `heartbeat` runs on every pass, at least every `idleMilliseconds`
-    /// (a listener busy accepting is alive too).
+    /// Serves until `stop` fires, then stops accepting, closes the
+    /// connections that wait, and lets each request under way finish (a
+    /// commit under way completes and is acknowledged). `heartbeat` runs on
+    /// every pass of the loop, at least every `idleMilliseconds`.
     func serve(stop: StopSignal, idleMilliseconds: Int32, heartbeat: () -> Void) {
-        while true {
-            heartbeat()
-            switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: idleMilliseconds) {
-            case .stopped:
-                connections.waitForAll()
-                return
-            case .timeout:
-                continue
-            case .readable:
-                break
-            }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listenFD, $0, &length) }
-            }
-            guard fd >= 0 else {
-                // EAGAIN (another wake-up), ECONNABORTED: try again. Out of
-                // descriptors: the connection stays in the backlog; pause
-                // rather than spin on a listening socket that stays readable.
-                if errno == EMFILE || errno == ENFILE { usleep(100_000) }
-                continue
-            }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // accept4 is not in Swift's Glibc module
-            let peer = HTTPServer.describe(&storage) ?? "?"
-            guard connections.start(fd, { [self] in serveConnection(fd, peer: peer, stop: stop) }) else {
-                refuseBusy(fd)
-                continue
-            }
-        }
-    }
-
-    /// Serves requests on `fd` until it closes or is refused; the caller closes it.
-    private func serveConnection(_ fd: Int32, peer: String, stop: StopSignal) {
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var connection = HTTPConnection(fd: fd, limits: limits, stop: stop)
-        while true {
-            switch connection.readRequest() {
-            case .closed:
-                return
-            case .refused(let error):
-                logger.notice(
-                    "Refused an HTTP request",
-                    metadata: [
-                        "ingest.peer": "\(peer)", "http.status": "\(error.status)", "ingest.detail": "\(error.message)",
-                    ]
-                )
-                _ = connection.write(.error(error.status, error.code, error.message), to: nil, keepAlive: false)
-                return
-            case .request(let request):
-                let response = handler.respond(to: request, peer: peer)
-                let keepAlive = request.keepAlive && !stop.isStopped
-                guard connection.write(response, to: request, keepAlive: keepAlive), keepAlive else { return }
-            }
-        }
-    }
-
-    /// Over the connection limit: a short 503 without reading the request.
-    private func refuseBusy(_ fd: Int32) {
-        let bytes = HTTPServerResponse.error(
-            503,
-            "busy",
-            "this server has \(maxConnections) connections open; try again",
-            headers: [("Retry-After", "1")]
+        let loop = HTTPEventLoop(
+            listenFD: listenFD,
+            limits: limits,
+            maxConnections: maxConnections,
+            maxConnectionsPerAddress: maxConnectionsPerAddress,
+            workerThreads: workerThreads,
+            handler: handler,
+            logger: logger
         )
-        .serialized(for: nil, keepAlive: false)
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        close(fd)
+        loop.run(stop: stop, idleMilliseconds: idleMilliseconds, heartbeat: heartbeat)
     }
 
     static func split(_ address: String) throws -> (host: String, port: String) {

@@ -5,6 +5,10 @@ struct HTTPServerResponse: Sendable {
     var status: Int
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
+    /// Set by the handler when the request carried valid credentials: the
+    /// connection is then one a slow, unauthenticated newcomer cannot take
+    /// the place of (``HTTPAdmission``).
+    var trustsClient = false
 
     init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status

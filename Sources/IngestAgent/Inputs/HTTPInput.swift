@@ -25,6 +25,7 @@ struct HTTPInput: Service {
             address: settings.listen,
             limits: settings.limits,
             maxConnections: settings.maxConnections,
+            maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
             handler: handler,
             logger: context.logger
         )

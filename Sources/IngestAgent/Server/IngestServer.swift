@@ -53,12 +53,19 @@ final class IngestServer: HTTPHandler {
             ("ingest", 5) where path[1] == "v1" && path[2] == "apps" && path[4] == "batches":
             if path.count == 5, let appID = settings.appID, path[3] != appID { return unknownApp(path[3]) }
             guard request.method == "POST" else { return methodNotAllowed("POST") }
-            return receiveBatch(request, peer: peer)
+            var response = receiveBatch(request, peer: peer)
+            // Valid credentials (or none required and a whole request): its
+            // connection keeps its slot against slow newcomers.
+            response.trustsClient = response.status != 401
+            return response
         case ("auth", 5) where path[1] == "v1" && path[2] == "apps":
             if let appID = settings.appID, path[3] != appID { return unknownApp(path[3]) }
             guard request.method == "POST" else { return methodNotAllowed("POST") }
             switch path[4] {
-            case "login": return login(request, peer: peer)
+            case "login":
+                var response = login(request, peer: peer)
+                response.trustsClient = response.status == 200
+                return response
             case "refresh": return refresh(request)
             case "logout": return HTTPServerResponse(status: 204)
             default: break

@@ -1,0 +1,81 @@
+/// Who gets a connection slot (issue 23): at most `maxConnections` open,
+/// at most `maxPerAddress` from one address, and capacity that idle or
+/// slow connections of clients that never proved themselves cannot take
+/// from those that did.
+///
+/// A connection is **trusted** once the handler said one of its requests
+/// carried valid credentials (``HTTPServerResponse/trustsClient``). When
+/// every slot is taken, a new connection does not get 503 while an
+/// untrusted one sits waiting: the untrusted connection that has been
+/// quiet the longest (not one whose request a worker is answering) is
+/// closed to make room. So a slowloris of thousands of connections only
+/// cycles its own slots, and a client that connects and sends its
+/// request at once is answered: it is the newest, so the last evicted.
+/// Only when every open connection is trusted or busy is the newcomer
+/// refused (503, Retry-After: 1).
+///
+/// Pure bookkeeping, used by the event loop's thread only.
+struct HTTPAdmission {
+    let maxConnections: Int
+    let maxPerAddress: Int
+
+    struct Slot {
+        var address: String
+        var trusted = false
+        var busy = false
+        var lastActivityAt: Int64
+        /// Admission order: among equally quiet connections, the older goes first.
+        var order: UInt64 = 0
+    }
+
+    private(set) var slots: [Int32: Slot] = [:]
+    private var admissions: UInt64 = 0
+    private var perAddress: [String: Int] = [:]
+
+    init(maxConnections: Int, maxPerAddress: Int) {
+        self.maxConnections = max(1, maxConnections)
+        self.maxPerAddress = max(1, maxPerAddress)
+    }
+
+    enum Decision: Equatable {
+        case admit
+        /// Admit after closing this connection (the longest-quiet untrusted one).
+        case admitAfterEvicting(Int32)
+        /// Refuse: this address has its `maxPerAddress` connections open.
+        case refuseAddress
+        /// Refuse: every slot is trusted or busy.
+        case refuseFull
+    }
+
+    var count: Int { slots.count }
+
+    /// What to do with a new connection from `address`.
+    func decide(address: String) -> Decision {
+        if perAddress[address, default: 0] >= maxPerAddress { return .refuseAddress }
+        guard slots.count >= maxConnections else { return .admit }
+        var victim: (fd: Int32, at: Int64, order: UInt64)?
+        for (fd, slot) in slots where !slot.trusted && !slot.busy {
+            if let v = victim, (v.at, v.order) <= (slot.lastActivityAt, slot.order) { continue }
+            victim = (fd, slot.lastActivityAt, slot.order)
+        }
+        return victim.map { .admitAfterEvicting($0.fd) } ?? .refuseFull
+    }
+
+    mutating func admitted(_ fd: Int32, address: String, now: Int64) {
+        admissions += 1
+        slots[fd] = Slot(address: address, lastActivityAt: now, order: admissions)
+        perAddress[address, default: 0] += 1
+    }
+
+    mutating func closed(_ fd: Int32) {
+        guard let slot = slots.removeValue(forKey: fd) else { return }
+        let left = perAddress[slot.address, default: 1] - 1
+        perAddress[slot.address] = left > 0 ? left : nil
+    }
+
+    mutating func update(_ fd: Int32, _ body: (inout Slot) -> Void) {
+        guard var slot = slots[fd] else { return }
+        body(&slot)
+        slots[fd] = slot
+    }
+}

@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fixed set of threads that run the HTTP handler and write its answer
+/// (both may block: a queue commit waits for its fsync, a slow client for
+/// its socket), fed by the event loop. The number of threads bounds the
+/// requests answered at once, not the connections open: an idle or
+/// half-read connection costs no thread.
+///
+/// ```swift
+/// let workers = HTTPWorkers(count: 8)
+/// workers.submit { /* respond and write */ }
+/// workers.finish()  // runs what was submitted, then joins the threads
+/// ```
+final class HTTPWorkers: @unchecked Sendable {  // state under `mutex`
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let workAvailable = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var jobs: [() -> Void] = []
+    private var head = 0
+    private var finishing = false
+    private var threads: [pthread_t] = []
+
+    init(count: Int) {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(workAvailable, nil)
+        for _ in 0..<max(1, count) {
+            let box = Unmanaged.passRetained(ThreadStart(workers: self))
+            var thread = pthread_t()
+            var attributes = pthread_attr_t()
+            pthread_attr_init(&attributes)
+            // Handlers run shallow code: 512 KiB instead of 8 MiB of address space each.
+            pthread_attr_setstacksize(&attributes, 512 * 1024)
+            let rc = pthread_create(
+                &thread,
+                &attributes,
+                { raw in
+                    let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
+                    start.workers.work()
+                    return nil
+                },
+                box.toOpaque()
+            )
+            pthread_attr_destroy(&attributes)
+            if rc == 0 { threads.append(thread) } else { box.release() }
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(workAvailable)
+        pthread_mutex_destroy(mutex)
+        workAvailable.deallocate()
+        mutex.deallocate()
+    }
+
+    private final class ThreadStart {
+        let workers: HTTPWorkers
+        init(workers: HTTPWorkers) { self.workers = workers }
+    }
+
+    /// Queues `job` for the next free thread.
+    func submit(_ job: @escaping () -> Void) {
+        pthread_mutex_lock(mutex)
+        jobs.append(job)
+        pthread_mutex_unlock(mutex)
+        pthread_cond_signal(workAvailable)
+    }
+
+    /// Runs every job submitted so far, then ends the threads and waits for them.
+    func finish() {
+        pthread_mutex_lock(mutex)
+        finishing = true
+        pthread_mutex_unlock(mutex)
+        pthread_cond_broadcast(workAvailable)
+        for thread in threads { pthread_join(thread, nil) }
+        threads = []
+    }
+
+    private func work() {
+        while true {
+            pthread_mutex_lock(mutex)
+            while head == jobs.count && !finishing { pthread_cond_wait(workAvailable, mutex) }
+            guard head < jobs.count else {
+                pthread_mutex_unlock(mutex)
+                return
+            }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64, head * 2 >= jobs.count {
+                jobs.removeFirst(head)  // under a steady backlog: drop the jobs already run
+                head = 0
+            }
+            pthread_mutex_unlock(mutex)
+            job()
+        }
+    }
+}

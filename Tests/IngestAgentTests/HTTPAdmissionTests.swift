@@ -1,0 +1,49 @@
+import Testing
+
+@testable import IngestAgent
+
+/// ``HTTPAdmission``: slots, per-address counts, and which connection
+/// makes room for a newcomer.
+@Suite struct HTTPAdmissionTests {
+    @Test func aFullServerEvictsTheLongestQuietUntrustedConnection() {
+        var admission = HTTPAdmission(maxConnections: 3, maxPerAddress: 10)
+        admission.admitted(10, address: "a", now: 100)
+        admission.admitted(11, address: "b", now: 50)  // the quietest…
+        admission.admitted(12, address: "c", now: 200)
+        admission.update(11) { $0.trusted = true }  // …but it proved itself
+        #expect(admission.decide(address: "d") == .admitAfterEvicting(10))
+        admission.update(10) { $0.busy = true }  // a request under way is never cut
+        #expect(admission.decide(address: "d") == .admitAfterEvicting(12))
+        admission.update(12) { $0.trusted = true }
+        #expect(admission.decide(address: "d") == .refuseFull)
+        admission.closed(12)
+        #expect(admission.decide(address: "d") == .admit)
+    }
+
+    @Test func amongEquallyQuietConnectionsTheFirstAdmittedGoesFirst() {
+        var admission = HTTPAdmission(maxConnections: 3, maxPerAddress: 10)
+        for fd: Int32 in [30, 20, 10] { admission.admitted(fd, address: "a", now: 7) }
+        #expect(admission.decide(address: "b") == .admitAfterEvicting(30))
+        admission.closed(30)
+        admission.admitted(40, address: "b", now: 7)
+        #expect(admission.decide(address: "c") == .admitAfterEvicting(20))
+    }
+
+    @Test func oneAddressGetsAtMostItsShareAndClosingGivesItBack() {
+        var admission = HTTPAdmission(maxConnections: 100, maxPerAddress: 2)
+        admission.admitted(1, address: "10.0.0.1", now: 0)
+        admission.admitted(2, address: "10.0.0.1", now: 0)
+        #expect(admission.decide(address: "10.0.0.1") == .refuseAddress)
+        #expect(admission.decide(address: "10.0.0.2") == .admit)
+        admission.closed(1)
+        #expect(admission.decide(address: "10.0.0.1") == .admit)
+        admission.closed(1)  // twice: no effect
+        admission.closed(2)
+        #expect(admission.count == 0)
+    }
+
+    @Test func theHostOfAPeerIsWithoutItsPort() {
+        #expect(HTTPEventLoop.host(of: "127.0.0.1:5555") == "127.0.0.1")
+        #expect(HTTPEventLoop.host(of: "[::1]:5555") == "[::1]")
+    }
+}
