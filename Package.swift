@@ -132,6 +132,12 @@ let package = Package(
             dependencies: ["EdgeIngestCore"],
             path: "bench/mqtt-raw-publish"
         ),
+        // bench/fleet.sh: a fleet of ingest-protocol clients (and a slowloris) for one gateway.
+        .executableTarget(
+            name: "fleet-load",
+            path: "bench/fleet-load",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         // bench/wakeup-floor.sh: a task that only sleeps, on ingestd's executors.
         .executableTarget(
             name: "wakeup-floor-agent",

@@ -84,6 +84,8 @@ struct HTTPRequestFramer {
             }
             pending = (request, length)
             continueSaid = false
+            // The body's room at once: no doubling growth while it arrives.
+            if length > buffer.count { buffer.reserveCapacity(length) }
         }
         let (head, length) = pending!
         guard buffer.count >= length else {
@@ -94,8 +96,15 @@ struct HTTPRequestFramer {
             return .needMore(inBody: true)
         }
         var request = head
-        request.body = Array(buffer[0..<length])
-        buffer.removeFirst(length)
+        if buffer.count == length {
+            // Nothing behind it (the usual case): the buffer becomes the body,
+            // uncopied, and an idle connection keeps no capacity.
+            request.body = buffer
+            buffer = []
+        } else {
+            request.body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+        }
         pending = nil
         return .request(request)
     }

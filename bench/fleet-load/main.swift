@@ -1,0 +1,241 @@
+// fleet-load: a light fleet of ingest-protocol clients for bench/fleet.sh
+// (issue 23). CLIENTS keep-alive connections, one thread each, POST batches
+// of realistic readings (~172 B: their own `_id`, an ISO-8601 `ts`) with
+// real Idempotency-Keys to a gateway for SECONDS, each waiting for its
+// answer before the next (as an edge uploader does); SLOW more connections
+// trickle request heads (a slowloris, one thread for all of them, a header
+// line each every second, reconnecting when cut off). Prints one JSON line:
+// records stored (from the answers' "accepted"), requests by status, and the
+// answer latency's p50, p99 and max in milliseconds.
+//
+//   fleet-load PORT API_KEY CLIENTS SECONDS [RECORDS_PER_BATCH [SLOW]]
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 5, let port = UInt16(arguments[1]), let clients = Int(arguments[3]),
+    let seconds = Double(arguments[4])
+else {
+    fputs("usage: fleet-load PORT API_KEY CLIENTS SECONDS [RECORDS_PER_BATCH [SLOW]]\n", stderr)
+    exit(2)
+}
+let apiKey = arguments[2]
+let perBatch = arguments.count > 5 ? Int(arguments[5]) ?? 300 : 300
+let slowCount = arguments.count > 6 ? Int(arguments[6]) ?? 0 : 0
+
+func now() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+func connectLoopback() -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let rc = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard rc == 0 else {
+        close(fd)
+        return nil
+    }
+    var one: Int32 = 1
+    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    return fd
+}
+
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+        if n <= 0 { return false }
+        sent += n
+    }
+    return true
+}
+
+/// Reads one answer: (status, the body's "accepted" count), nil if the connection ended.
+func readAnswer(_ fd: Int32, _ buffer: inout [UInt8]) -> (status: Int, accepted: Int)? {
+    var got: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        if let end = find(got, [13, 10, 13, 10]) {
+            let head = String(decoding: got[0..<end], as: UTF8.self)
+            let lines = head.split(separator: "\r\n")
+            let status = lines.first.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+            let length =
+                lines.first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingPrefix(" ")) } ?? 0
+            if got.count - end - 4 >= length {
+                let body = Array(got[(end + 4)..<(end + 4 + length)])
+                var accepted = 0
+                if let at = find(body, Array("\"accepted\":".utf8)) {
+                    for byte in body[(at + 11)...] {
+                        guard byte >= 48, byte <= 57 else { break }
+                        accepted = accepted * 10 + Int(byte - 48)
+                    }
+                }
+                return (status, accepted)
+            }
+        }
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return nil }
+        got += chunk[0..<n]
+    }
+}
+
+func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
+    guard haystack.count >= needle.count else { return nil }
+    for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] {
+        if Array(haystack[i..<(i + needle.count)]) == needle { return i }
+    }
+    return nil
+}
+
+let hex = Array("0123456789abcdef".utf8)
+
+/// The wall clock's seconds, as an ObjectId's first 4 bytes.
+func epochSeconds() -> Int {
+    var t = timespec()
+    clock_gettime(CLOCK_REALTIME, &t)
+    return t.tv_sec
+}
+
+/// One batch of `perBatch` readings for `client`, numbered from `first`.
+/// `_id`s are shaped as a real edge box's ObjectIds: 4 bytes of seconds,
+/// 5 bytes per client (its process), a 3-byte counter — unique across the
+/// fleet, and in time order as the gateway receives real ones.
+func body(client: Int, first: Int) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(perBatch * 180)
+    let seconds = epochSeconds()
+    for k in 0..<perBatch {
+        let n = first + k
+        var id: [UInt8] = []
+        for shift in stride(from: 28, through: 0, by: -4) { id.append(hex[(seconds >> shift) & 15]) }
+        for shift in stride(from: 36, through: 0, by: -4) { id.append(hex[((client &* 0x9E37_79B9) >> shift) & 15]) }
+        for shift in stride(from: 20, through: 0, by: -4) { id.append(hex[(n >> shift) & 15]) }
+        let ms = n % 1000
+        let s = (n / 1000) % 60
+        let m = (n / 60_000) % 60
+        let line =
+            "{\"_id\":\"\(String(decoding: id, as: UTF8.self))\",\"ts\":\"2026-11-26T10:\(format2(m)):\(format2(s)).\(format3(ms))Z\",\"deviceId\":\"WX1278UIT-\(format2(client % 100))\",\"temperatureInFahrenheit\":\(55 + n % 40).\(n % 10),\"barometricPressureInHg\":29.\(format2(40 + n % 60)),\"windSpeedInMph\":\(n % 45)}\n"
+        out += Array(line.utf8)
+    }
+    return out
+}
+
+func format2(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+func format3(_ n: Int) -> String { n < 10 ? "00\(n)" : n < 100 ? "0\(n)" : "\(n)" }
+
+final class Results: @unchecked Sendable {  // under `lock`
+    var lock = pthread_mutex_t()
+    var accepted = 0
+    var statuses: [Int: Int] = [:]
+    var latencies: [Double] = []
+    init() { pthread_mutex_init(&lock, nil) }
+    func add(accepted: Int, status: Int, latency: Double?) {
+        pthread_mutex_lock(&lock)
+        self.accepted += accepted
+        statuses[status, default: 0] += 1
+        if let latency { latencies.append(latency) }
+        pthread_mutex_unlock(&lock)
+    }
+}
+
+let results = Results()
+let deadline = now() + seconds
+var running = true
+
+func clientLoop(_ client: Int) {
+    var sequence = 0
+    var fd: Int32? = nil
+    var buffer: [UInt8] = []
+    while now() < deadline {
+        if fd == nil { fd = connectLoopback() }
+        guard let socket = fd else {
+            usleep(10_000)
+            continue
+        }
+        let payload = body(client: client, first: sequence * perBatch)
+        let head =
+            "POST /ingest/v1/batches HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer \(apiKey)\r\nContent-Type: application/x-ndjson\r\nIdempotency-Key: fleet-\(client)-\(sequence)\r\nEdgeIngest-Protocol: 1\r\nEdgeIngest-Record-Type: WeatherSensor\r\nContent-Length: \(payload.count)\r\n\r\n"
+        let started = now()
+        guard sendAll(socket, Array(head.utf8) + payload), let answer = readAnswer(socket, &buffer) else {
+            close(socket)
+            fd = nil
+            results.add(accepted: 0, status: -1, latency: nil)
+            continue
+        }
+        results.add(accepted: answer.accepted, status: answer.status, latency: now() - started)
+        if answer.status == 200 {
+            sequence += 1
+        } else if answer.status == 429 || answer.status == 503 {
+            usleep(100_000)
+        }
+    }
+    if let fd { close(fd) }
+}
+
+/// SLOW connections trickling heads: a header line each every second.
+func slowloris() {
+    var fds: [Int32] = []
+    while now() < deadline {
+        while fds.count < slowCount, let fd = connectLoopback() {
+            _ = sendAll(fd, Array("POST /ingest/v1/batches HTTP/1.1\r\nHost: slow\r\n".utf8))
+            fds.append(fd)
+        }
+        usleep(1_000_000 / UInt32(max(1, min(10, slowCount))))
+        fds = fds.filter { fd in
+            if sendAll(fd, Array("X-Slow: 1\r\n".utf8)) { return true }
+            close(fd)
+            return false
+        }
+    }
+    for fd in fds { close(fd) }
+}
+
+var threads: [pthread_t] = []
+func spawn(_ body: @escaping () -> Void) {
+    final class Box {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setstacksize(&attributes, 256 * 1024)
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    pthread_create(
+        &thread,
+        &attributes,
+        { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        },
+        box
+    )
+    threads.append(thread)
+}
+
+let started = now()
+if slowCount > 0 { spawn { slowloris() } }
+for client in 0..<clients { spawn { clientLoop(client) } }
+for thread in threads { pthread_join(thread, nil) }
+let elapsed = now() - started
+let sorted = results.latencies.sorted()
+func percentile(_ p: Double) -> Double {
+    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+}
+let statusText = results.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
+print(
+    "{\"clients\":\(clients),\"slow\":\(slowCount),\"seconds\":\(elapsed),\"records\":\(results.accepted),\"records_per_s\":\(Int(Double(results.accepted) / elapsed)),\"statuses\":{\(statusText)},\"p50_ms\":\(percentile(0.5)),\"p99_ms\":\(percentile(0.99)),\"max_ms\":\(percentile(1.0))}"
+)
