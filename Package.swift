@@ -101,6 +101,7 @@ let package = Package(
                 "EdgeIngestCore",
                 "CSystemd",
                 "CEpoll",
+                "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -109,6 +109,54 @@ static inline SSL *edgeingest_tls_client(SSL_CTX *ctx, int fd, const char *host,
     return ssl;
 }
 
+/// A TLS server context: TLS 1.2 or newer, the certificate chain and key
+/// from `certificateFile` and `keyFile`; with `clientCAFile`, clients must
+/// present a certificate that CA signed (mutual TLS). NULL on failure, with
+/// the reason in `error`.
+static inline SSL_CTX *edgeingest_tls_server_context(const char *certificateFile, const char *keyFile,
+                                                     const char *clientCAFile, char *error, size_t errorLength) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) { edgeingest_tls_error(error, errorLength); return NULL; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    int ok = SSL_CTX_use_certificate_chain_file(ctx, certificateFile);
+    ok = ok == 1 ? SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) : ok;
+    ok = ok == 1 ? SSL_CTX_check_private_key(ctx) : ok;
+    if (ok == 1 && clientCAFile != NULL) {
+        ok = SSL_CTX_load_verify_locations(ctx, clientCAFile, NULL);
+        if (ok == 1) {
+            STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(clientCAFile);
+            if (names != NULL) SSL_CTX_set_client_CA_list(ctx, names);
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        }
+    }
+    if (ok != 1) { edgeingest_tls_error(error, errorLength); SSL_CTX_free(ctx); return NULL; }
+    return ctx;
+}
+
+/// A server-side TLS connection over the accepted socket `fd`; NULL on failure.
+static inline SSL *edgeingest_tls_server(SSL_CTX *ctx, int fd) {
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) return NULL;
+    if (SSL_set_fd(ssl, fd) != 1) { SSL_free(ssl); return NULL; }
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
+/// The common name of the peer's verified certificate into `out`; its
+/// length, or -1 when there is no certificate or no common name.
+static inline int edgeingest_tls_peer_common_name(SSL *ssl, char *out, int outLength) {
+    X509 *certificate = SSL_get1_peer_certificate(ssl);
+    if (certificate == NULL) return -1;
+    int length = -1;
+    if (SSL_get_verify_result(ssl) == X509_V_OK) {
+        length = X509_NAME_get_text_by_NID(X509_get_subject_name(certificate), NID_commonName, out, outLength);
+    }
+    X509_free(certificate);
+    return length;
+}
+
 /// Why the peer's certificate was refused, if it was ("" otherwise).
 static inline const char *edgeingest_tls_verify_error(SSL *ssl) {
     long result = SSL_get_verify_result(ssl);

@@ -153,6 +153,24 @@ import Testing
         )
     }
 
+    @Test func tlsNeedsCertificateAndKeyAndMutualTLSNeedsTLS() throws {
+        let http = "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
+        let both = try Self.parse(http + "tls_certificate = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_client_ca = \"/ca.pem\"\n")
+        #expect(both.inputs.first?.http?.tlsCertificateFile == "/c.pem")
+        #expect(both.inputs.first?.http?.tlsKeyFile == "/k.pem")
+        #expect(both.inputs.first?.http?.tlsClientCAFile == "/ca.pem")
+        #expect(
+            Self.problems(http + "tls_certificate = \"/c.pem\"\n") == [
+                "line 8: inputs[0].tls_key: TLS needs both tls_certificate and tls_key (PEM files)"
+            ]
+        )
+        #expect(
+            Self.problems(http + "tls_client_ca = \"/ca.pem\"\n") == [
+                "line 8: inputs[0].tls_client_ca: needs tls_certificate and tls_key: mutual TLS is TLS first"
+            ]
+        )
+    }
+
     @Test func theInfluxDBSinksKeysMustNameDeclaredFields() {
         #expect(
             Self.problems(

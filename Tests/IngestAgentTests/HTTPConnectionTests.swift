@@ -83,7 +83,7 @@ private final class SocketPair: @unchecked Sendable {
 /// but for one connection on the test's thread, blocking until a request,
 /// a refusal or a close: so the state machine's reading, framing and time
 /// limits are tested on a real socket, one connection at a time.
-struct DrivenConnection {
+struct DrivenConnection: Sendable {
     var connection: HTTPConnection
     let stop: StopSignal
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -484,6 +484,17 @@ private func milliseconds(_ duration: Duration) -> Int64 {
         let pair = try SocketPair()
         var connection = pair.connection(limits())
         pair.finishWriting()
+        #expect(connection.readRequest().isClosed)
+    }
+
+    /// A client that half-closes right after its request is still answered.
+    @Test func aWholeRequestBeforeEndOfFileIsRead() throws {
+        let pair = try SocketPair()
+        var connection = pair.connection(limits())
+        pair.send("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok")
+        pair.finishWriting()
+        usleep(50_000)  // both the bytes and the end of file are there at the first read
+        #expect(connection.readRequest().request?.body == Array("ok".utf8))
         #expect(connection.readRequest().isClosed)
     }
 

@@ -38,6 +38,22 @@ struct TestPKI {
         }
     }
 
+    /// Another certificate for 127.0.0.1 signed by the same CA, named
+    /// `name` (its common name too): (certificate, key) paths.
+    func serverCertificate(named name: String) throws -> (certificate: String, key: String) {
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try Self.openssl(
+            ["req"] + ec + [
+                "-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)",
+            ]
+        )
+        try Self.openssl([
+            "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
+            "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", dir.file("server.ext"),
+        ])
+        return (dir.file("\(name).pem"), dir.file("\(name).key"))
+    }
+
     static func openssl(_ arguments: [String]) throws {
         guard try runTool("/usr/bin/openssl", arguments).status == 0 else { throw POSIXError(.EIO) }
     }

@@ -21,6 +21,7 @@ extension ConfigurationDecoder {
         "dedup_window_s", "anonymous",
         "api_keys_file", "users_file", "owner_field",
         "quota_records_per_second", "quota_bytes_per_second", "quota_burst_s",
+        "tls_certificate", "tls_key", "tls_client_ca",
     ]
 
     mutating func decodeInputs(
@@ -227,6 +228,23 @@ extension ConfigurationDecoder {
         }
         if let v = t["quota_burst_s"], let n = integer(v, key + ".quota_burst_s", min: 1) {
             http.quotaBurstSeconds = Int(n)
+        }
+        if let v = t["tls_certificate"] { http.tlsCertificateFile = string(v, key + ".tls_certificate") }
+        if let v = t["tls_key"] { http.tlsKeyFile = string(v, key + ".tls_key") }
+        if let v = t["tls_client_ca"] { http.tlsClientCAFile = string(v, key + ".tls_client_ca") }
+        if (http.tlsCertificateFile == nil) != (http.tlsKeyFile == nil) {
+            problem(
+                t["tls_certificate"] ?? t["tls_key"],
+                key + (http.tlsCertificateFile == nil ? ".tls_certificate" : ".tls_key"),
+                "TLS needs both tls_certificate and tls_key (PEM files)"
+            )
+        }
+        if http.tlsClientCAFile != nil, http.tlsCertificateFile == nil {
+            problem(
+                t["tls_client_ca"],
+                key + ".tls_client_ca",
+                "needs tls_certificate and tls_key: mutual TLS is TLS first"
+            )
         }
         if let v = t["owner_field"], let name = string(v, key + ".owner_field") {
             http.ownerField = name

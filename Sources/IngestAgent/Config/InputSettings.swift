@@ -83,6 +83,15 @@ public struct HTTPInputSettings: Sendable, Hashable {
     public var quotaBytesPerSecond: Int?
     /// Seconds of quota an account may save up and spend at once. The default is 10.
     public var quotaBurstSeconds = 10
+    /// TLS (1.2 or newer): the certificate chain and its key, PEM. Both or
+    /// neither; without them the input speaks plain HTTP. Looked at again
+    /// at most once a second as connections arrive: a renewed certificate
+    /// is used without a restart.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    /// Mutual TLS: clients must present a certificate this CA (PEM) signed;
+    /// such a client is the account `cert-<common name>` without a login.
+    public var tlsClientCAFile: String?
 
     public init(listen: String) {
         self.listen = listen

@@ -1,3 +1,4 @@
+import CCrypto
 import EdgeIngestCore
 
 #if canImport(Glibc)
@@ -43,7 +44,9 @@ public struct HTTPLimits: Sendable, Hashable {
 /// …
 /// }
 /// ```
-struct HTTPConnection {
+// Unchecked: its `SSL *` is used by one thread at a time — the loop, or
+// the worker that answers (the loop leaves a busy connection alone).
+struct HTTPConnection: @unchecked Sendable {
     let fd: Int32
     let limits: HTTPLimits
     /// Cuts the requests out of what arrives.
@@ -56,10 +59,19 @@ struct HTTPConnection {
     private var bodyBytes = 0
     /// The last time bytes arrived or a request was answered.
     private(set) var lastActivityAt: Int64
+    /// The connection's TLS (an `SSL *`, ``ServerTLS``), nil for plain HTTP.
+    /// Freed by ``closeTLS()``, by the event loop only.
+    let tls: OpaquePointer?
+    private(set) var handshakeDone = false
+    /// Why the TLS handshake failed, once it has.
+    private(set) var handshakeFailure: String?
+    /// With mutual TLS: the common name of the client's verified certificate.
+    private(set) var clientCertificateName: String?
 
-    init(fd: Int32, limits: HTTPLimits, now: Int64) {
+    init(fd: Int32, limits: HTTPLimits, now: Int64, tls: OpaquePointer? = nil) {
         self.fd = fd
         self.limits = limits
+        self.tls = tls
         lastActivityAt = now
         framer = HTTPRequestFramer(maxHeadBytes: limits.maxHeadBytes, maxBodyBytes: limits.maxBodyBytes)
     }
@@ -83,16 +95,39 @@ struct HTTPConnection {
     /// `maxReadBytes`, so one fast client cannot hold the loop), then
     /// frames the next request.
     mutating func readable(now: Int64, into chunk: inout [UInt8], maxReadBytes: Int = 256 * 1024) -> Event {
-        var read = 0
-        while read < maxReadBytes {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+        if let ssl = tls, !handshakeDone {
+            // The handshake counts against the head's deadline (a slow one is a slowloris too).
+            if requestStartedAt == nil { requestStartedAt = now }
+            lastActivityAt = now
+            switch Self.handshake(ssl) {
+            case .again:
+                return .needMore
+            case .failed(let reason):
+                handshakeFailure = reason
                 return .closed
+            case .done:
+                handshakeDone = true
+                requestStartedAt = nil
+                var name = [CChar](repeating: 0, count: 256)
+                let length = edgeingest_tls_peer_common_name(ssl, &name, Int32(name.count))
+                if length > 0 {
+                    clientCertificateName = String(
+                        decoding: name.prefix(Int(length)).map { UInt8(bitPattern: $0) },
+                        as: UTF8.self
+                    )
+                }
             }
+        }
+        var read = 0
+        // TLS: until OpenSSL has nothing left (bytes it decrypted wake no epoll).
+        while read < maxReadBytes || tls != nil {
+            let n = receive(into: &chunk)
+            if n == -1 { break }  // would block
+            if n < -1 { return .closed }
             if n == 0 {
-                // End of file: a request cut short is not answered, as before.
+                // End of file: a whole request before it is still answered
+                // (the client may half-close after sending); one cut short is not.
+                if case .request(let request) = next(now: now) { return .request(request) }
                 return .closed
             }
             if requestStartedAt == nil { requestStartedAt = now }
@@ -100,9 +135,75 @@ struct HTTPConnection {
             lastActivityAt = now
             framer.append(chunk[0..<n])
             read += n
-            if n < chunk.count { break }  // drained
+            if tls == nil, n < chunk.count { break }  // drained
         }
         return next(now: now)
+    }
+
+    /// Bytes into `chunk`: their count; 0 at end of file, -1 when nothing
+    /// is there now, -2 on an error.
+    private func receive(into chunk: inout [UInt8]) -> Int {
+        if let ssl = tls {
+            ERR_clear_error()  // SSL_get_error reads the thread's error queue
+            let n = chunk.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+            if n > 0 { return Int(n) }
+            switch SSL_get_error(ssl, n) {
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return -1
+            case SSL_ERROR_ZERO_RETURN: return 0
+            case SSL_ERROR_SYSCALL where errno == 0: return 0  // closed without close_notify
+            default: return -2
+            }
+        }
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2
+        }
+    }
+
+    private enum Handshake {
+        case done, again
+        case failed(String)
+    }
+
+    /// One step of the server's handshake; waits briefly (≤ 100 ms) only
+    /// when OpenSSL must write and the socket is full.
+    private static func handshake(_ ssl: OpaquePointer) -> Handshake {
+        for _ in 0..<3 {
+            ERR_clear_error()
+            let result = SSL_do_handshake(ssl)
+            if result == 1 { return .done }
+            let code = SSL_get_error(ssl, result)
+            switch code {
+            case SSL_ERROR_WANT_READ:
+                return .again
+            case SSL_ERROR_WANT_WRITE:
+                var pfd = pollfd(fd: SSL_get_fd(ssl), events: Int16(POLLOUT), revents: 0)
+                _ = poll(&pfd, 1, 100)
+            default:
+                var text = [CChar](repeating: 0, count: 256)
+                edgeingest_tls_error(&text, text.count)
+                let reason = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let verify = String(cString: edgeingest_tls_verify_error(ssl))
+                return .failed(
+                    [reason.isEmpty ? "the connection ended during the handshake" : reason, verify]
+                        .filter { !$0.isEmpty }.joined(separator: "; ")
+                )
+            }
+        }
+        return .again
+    }
+
+    /// Ends the connection's TLS (a close_notify if it can go at once) and
+    /// frees it. The event loop's, before it closes the socket.
+    func closeTLS() {
+        guard let ssl = tls else { return }
+        if handshakeDone {
+            ERR_clear_error()
+            SSL_shutdown(ssl)
+        }
+        SSL_free(ssl)
     }
 
     /// Frames the next request from bytes already received (after an
@@ -185,11 +286,33 @@ struct HTTPConnection {
     /// Writes `response` to `request`; false if the client is gone or too
     /// slow to read it within the request timeout. Blocking (a worker's).
     func write(_ response: HTTPServerResponse, to request: HTTPRequest?, keepAlive: Bool) -> Bool {
-        Self.send(
-            fd,
+        send(
             response.serialized(for: request, keepAlive: keepAlive),
             deadline: monotonicMilliseconds() + Int64(limits.requestTimeoutMilliseconds)
         )
+    }
+
+    /// Sends `bytes` over the connection (TLS or plain) until `deadline`;
+    /// false when it cannot (gone, too slow, or a TLS handshake not done).
+    func send(_ bytes: [UInt8], deadline: Int64) -> Bool {
+        guard let ssl = tls else { return Self.send(fd, bytes, deadline: deadline) }
+        guard handshakeDone else { return false }
+        var sent = 0
+        while sent < bytes.count {
+            ERR_clear_error()
+            let n = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + sent, Int32($0.count - sent)) }
+            if n > 0 {
+                sent += Int(n)
+                continue
+            }
+            let code = SSL_get_error(ssl, n)
+            guard code == SSL_ERROR_WANT_WRITE || code == SSL_ERROR_WANT_READ else { return false }
+            let left = deadline - monotonicMilliseconds()
+            guard left > 0 else { return false }
+            var pfd = pollfd(fd: fd, events: Int16(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
+            guard poll(&pfd, 1, Int32(clamping: left)) > 0 else { return false }
+        }
+        return true
     }
 
     /// Sends all of `bytes`, waiting for the socket as needed until `deadline`.

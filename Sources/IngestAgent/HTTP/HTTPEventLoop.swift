@@ -23,6 +23,8 @@ final class HTTPEventLoop {
     let limits: HTTPLimits
     let handler: any HTTPHandler
     let logger: Logger
+    /// TLS for every connection, when the input has a certificate.
+    let tls: ServerTLS?
     private let epollFD: Int32
     private var admission: HTTPAdmission
     private var connections: [Int32: HTTPConnection] = [:]
@@ -47,10 +49,12 @@ final class HTTPEventLoop {
         maxConnections: Int,
         maxConnectionsPerAddress: Int,
         workerThreads: Int,
+        tls: ServerTLS?,
         handler: any HTTPHandler,
         logger: Logger
     ) {
         self.listenFD = listenFD
+        self.tls = tls
         self.limits = limits
         self.handler = handler
         self.logger = logger
@@ -158,15 +162,28 @@ final class HTTPEventLoop {
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let now = monotonicMilliseconds()
+            var ssl: OpaquePointer?
+            if let tls {
+                ssl = tls.connection(fd, now: now)
+                guard ssl != nil else {
+                    close(fd)
+                    continue
+                }
+            }
             admission.admitted(fd, address: address, now: now)
-            connections[fd] = HTTPConnection(fd: fd, limits: limits, now: now)
+            connections[fd] = HTTPConnection(fd: fd, limits: limits, now: now, tls: ssl)
             peers[fd] = peer
             watch(fd)
         }
     }
 
-    /// A short 503 without reading the request, then close.
+    /// A short 503 without reading the request, then close (a TLS client
+    /// would not understand a plain answer: it is only closed).
     private func refuse(_ fd: Int32, _ message: String) {
+        guard tls == nil else {
+            close(fd)
+            return
+        }
         let bytes = HTTPServerResponse.error(503, "busy", message, headers: [("Retry-After", "1")])
             .serialized(for: nil, keepAlive: false)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
@@ -190,9 +207,18 @@ final class HTTPEventLoop {
             break
         case .continueExpected:
             // Small: fits the socket's buffer; a client that gets no 100 sends its body anyway.
-            let bytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            _ = connections[fd]?.send(
+                Array("HTTP/1.1 100 Continue\r\n\r\n".utf8),
+                deadline: monotonicMilliseconds() + 100
+            )
         case .closed:
+            if let failure = connections[fd]?.handshakeFailure {
+                logOnce(
+                    "tls-handshake",
+                    "A TLS handshake failed",
+                    ["ingest.peer": "\(peers[fd] ?? "?")", "tls.reason": "\(failure)"]
+                )
+            }
             closeConnection(fd)
         case .refused(let error):
             refuseRequest(fd, error)
@@ -205,6 +231,8 @@ final class HTTPEventLoop {
     /// connection until the answer is written.
     private func dispatch(_ fd: Int32, _ request: HTTPRequest) {
         guard let connection = connections[fd], let peer = peers[fd] else { return }
+        var request = request
+        request.clientCertificateName = connection.clientCertificateName
         unwatch(fd)
         admission.update(fd) { $0.busy = true }
         let handler = handler
@@ -289,7 +317,8 @@ final class HTTPEventLoop {
     }
 
     private func closeConnection(_ fd: Int32) {
-        guard connections.removeValue(forKey: fd) != nil else { return }
+        guard let connection = connections.removeValue(forKey: fd) else { return }
+        connection.closeTLS()
         peers[fd] = nil
         admission.closed(fd)
         unwatch(fd)

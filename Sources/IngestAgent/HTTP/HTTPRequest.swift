@@ -11,6 +11,9 @@ struct HTTPRequest: Sendable {
     /// Header names in lower case, in the order received.
     var headers: [(name: String, value: String)]
     var body: [UInt8] = []
+    /// With mutual TLS: the common name of the client's verified
+    /// certificate (set by the server, never from the request's bytes).
+    var clientCertificateName: String?
 
     /// The path without the query.
     var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] }

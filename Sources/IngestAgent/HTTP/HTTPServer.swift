@@ -32,6 +32,8 @@ final class HTTPServer: Sendable {
     let workerThreads: Int
     let handler: any HTTPHandler
     let logger: Logger
+    /// TLS, when the input has a certificate: loaded here, so a bad file fails the start.
+    let tls: ServerTLS?
 
     /// Binds `address` ("host:port", "[v6]:port" or ":port" for every
     /// interface) and starts listening. `workerThreads` bound the requests
@@ -42,9 +44,11 @@ final class HTTPServer: Sendable {
         maxConnections: Int,
         maxConnectionsPerAddress: Int? = nil,
         workerThreads: Int? = nil,
+        tls: ServerTLS.Files? = nil,
         handler: any HTTPHandler,
         logger: Logger
     ) throws {
+        self.tls = try tls.map { try ServerTLS(files: $0, logger: logger) }
         let (host, port) = try HTTPServer.split(address)
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -103,6 +107,7 @@ final class HTTPServer: Sendable {
             maxConnections: maxConnections,
             maxConnectionsPerAddress: maxConnectionsPerAddress,
             workerThreads: workerThreads,
+            tls: tls,
             handler: handler,
             logger: logger
         )

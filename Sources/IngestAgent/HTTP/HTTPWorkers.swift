@@ -27,13 +27,11 @@ final class HTTPWorkers: @unchecked Sendable {  // state under `mutex`
         for _ in 0..<max(1, count) {
             let box = Unmanaged.passRetained(ThreadStart(workers: self))
             var thread = pthread_t()
-            var attributes = pthread_attr_t()
-            pthread_attr_init(&attributes)
-            // Handlers run shallow code: 512 KiB instead of 8 MiB of address space each.
-            pthread_attr_setstacksize(&attributes, 512 * 1024)
+            // The default stack (8 MiB of address space, touched pages only):
+            // a handler runs the parsers, SQLite and zstd.
             let rc = pthread_create(
                 &thread,
-                &attributes,
+                nil,
                 { raw in
                     let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
                     start.workers.work()
@@ -41,7 +39,6 @@ final class HTTPWorkers: @unchecked Sendable {  // state under `mutex`
                 },
                 box.toOpaque()
             )
-            pthread_attr_destroy(&attributes)
             if rc == 0 { threads.append(thread) } else { box.release() }
         }
     }

@@ -26,6 +26,11 @@ struct HTTPInput: Service {
             limits: settings.limits,
             maxConnections: settings.maxConnections,
             maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+            tls: settings.tlsCertificateFile.flatMap { certificate in
+                settings.tlsKeyFile.map {
+                    ServerTLS.Files(certificate: certificate, key: $0, clientCA: settings.tlsClientCAFile)
+                }
+            },
             handler: handler,
             logger: context.logger
         )
@@ -34,6 +39,8 @@ struct HTTPInput: Service {
         var metadata: Logger.Metadata = [
             "ingest.input": "\(context.settings.name)", "ingest.listen": "\(bound)",
             "ingest.auth": "\(accounts.requiresAuthentication ? "required" : "none")",
+            "ingest.tls":
+                "\(settings.tlsCertificateFile == nil ? "off" : settings.tlsClientCAFile == nil ? "on" : "mutual")",
         ]
         if !accounts.requiresAuthentication {
             metadata["ingest.hint"] =

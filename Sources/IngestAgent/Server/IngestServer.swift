@@ -189,6 +189,10 @@ final class IngestServer: HTTPHandler {
     /// credentials); else the tenant its records belong to — nil inside
     /// when the server has no accounts.
     private func writer(of request: HTTPRequest) -> Tenant? {
+        // Mutual TLS: a client whose certificate the CA signed is its own account.
+        if request.bearerToken == nil, settings.tlsClientCAFile != nil, let name = request.clientCertificateName {
+            return Tenant(id: "cert-" + name)
+        }
         guard accounts.requiresAuthentication else { return Tenant(id: nil) }
         guard let token = request.bearerToken else { return nil }
         if let userID = tokens.verify(token, kind: .access, now: wallClockMilliseconds() / 1000) {
