@@ -11,7 +11,8 @@
 # status. The gateway gets a fresh state directory per run.
 # For a breakdown: DEDUP_WINDOW_S=0 turns the received-id check off;
 # SINK=none points the gateway's upload at a closed port (nothing drains
-# during the run); RUNS="10:0 100:1000" picks the runs (clients:slow).
+# during the run); RUNS="10:0 100:1000" picks the runs (clients:slow);
+# INGESTD=path runs another build of the gateway (A/B, run in turns).
 #
 #   bench/fleet.sh [SECONDS] [DIR]   # default 10, /tmp/edgeingest-bench-fleet
 set -euo pipefail
@@ -22,11 +23,12 @@ seconds=${1:-10}
 require_count SECONDS "$seconds"
 dir=${2:-/tmp/edgeingest-bench-fleet}
 rm -rf "$dir" && mkdir -p "$dir"
-swift build -c release --product ingestd >/dev/null
+[ -n "${INGESTD:-}" ] || swift build -c release --product ingestd >/dev/null
+ingestd=${INGESTD:-.build/release/ingestd}
 swift build -c release --product fleet-load >/dev/null
 ulimit -n 16384
 key="fleet-bench-key-0123456789abcdef"
-echo "$key" | .build/release/ingestd hash-secret --api-key | sed 's/^/fleet /' > "$dir/keys"
+echo "$key" | "$ingestd" hash-secret --api-key | sed 's/^/fleet /' > "$dir/keys"
 machine_line
 echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'), ${seconds} s per run, dedup_window_s ${DEDUP_WINDOW_S:-3600}, sink ${SINK:-archive}"
 printf '%-8s %-6s %12s %14s %9s %9s %9s  %s\n' clients slow "readings/s" "CPU-s/million" "p50 ms" "p99 ms" "RSS MB" statuses
@@ -48,7 +50,7 @@ TOML
         printf '[upload]\nsink = "sqlite"\npath = "%s/archive.sqlite"\n' "$state"
     fi
     } > "$dir/gateway.toml"
-    .build/release/ingestd run --config "$dir/gateway.toml" --state-directory "$state" 2> "$dir/gateway-$clients-$slow.log" &
+    "$ingestd" run --config "$dir/gateway.toml" --state-directory "$state" 2> "$dir/gateway-$clients-$slow.log" &
     local pid=$! address=""
     for _ in $(seq 200); do
         address=$(python3 -c 'import json, sys

@@ -155,7 +155,9 @@ import Testing
 
     @Test func tlsNeedsCertificateAndKeyAndMutualTLSNeedsTLS() throws {
         let http = "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
-        let both = try Self.parse(http + "tls_certificate = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_client_ca = \"/ca.pem\"\n")
+        let both = try Self.parse(
+            http + "tls_certificate = \"/c.pem\"\ntls_key = \"/k.pem\"\ntls_client_ca = \"/ca.pem\"\n"
+        )
         #expect(both.inputs.first?.http?.tlsCertificateFile == "/c.pem")
         #expect(both.inputs.first?.http?.tlsKeyFile == "/k.pem")
         #expect(both.inputs.first?.http?.tlsClientCAFile == "/ca.pem")

@@ -21,6 +21,15 @@
 /// the same content: a client re-sending across the upgrade is not stored
 /// twice, and a bare row with other content is taken as another account's.
 ///
+/// Each generation has an in-memory ``ReceivedIDFilter`` when it is
+/// **complete** — its table was empty when this process opened it, or was
+/// emptied by a rotation since, so every key in it went through
+/// ``remember(_:receipt:now:)`` and the filter: a key both complete
+/// filters rule out was not received, and is not looked up. A generation
+/// that held rows at open (a restart) has no filter until the rotation
+/// that empties it, so after a restart lookups are made for up to two
+/// windows, as before filters existed.
+///
 /// The tables are created when first used: queues of agents that never
 /// receive over HTTP do not have them, and older versions ignore them.
 /// Used only under the queue's lock; ``remember(_:receipt:now:)`` inside the
@@ -44,6 +53,14 @@ final class ReceivedIDs {
     private let bareKeysUntil: Int64
     /// The key being looked up or inserted: the id, then the tenant's bytes.
     private var key: [UInt8] = []
+    /// Per generation (table 0 and 1): its filter when complete, else nil.
+    private var filters: [ReceivedIDFilter?] = [nil, nil]
+    /// The filter of a rotation written in the open transaction, for the
+    /// generation it empties; it replaces that one's at ``didCommit()``.
+    private var pendingFilter: ReceivedIDFilter?
+    /// Lookups the filters saved and made, since the queue was opened.
+    private(set) var lookupsSkipped = 0
+    private(set) var lookupsMade = 0
 
     init(store: QueueStore, now: Int64) throws {
         self.store = store
@@ -82,6 +99,10 @@ final class ReceivedIDs {
             )
             bareKeysUntil = hadRows != 0 ? now : 0
             try store.setMeta("received.tenant_keys_since", bareKeysUntil)
+        }
+        // A generation empty at open is complete from the start.
+        for generation in 0..<2 where try db.integer("SELECT EXISTS(SELECT 1 FROM received_ids_\(generation))") == 0 {
+            filters[generation] = ReceivedIDFilter(capacity: ReceivedIDFilter.minimumCapacity)
         }
         current = try store.meta("received.generation").map { $0 & 1 } ?? 0
         if let started = try store.meta("received.since") {
@@ -171,6 +192,13 @@ final class ReceivedIDs {
                         defer { start = run.ends[i] }
                         if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
                         setKey(id, tenant: tenant)
+                        key.withUnsafeBytes { key in
+                            if pending?.current != nil, pending!.current != current {
+                                pendingFilter?.insert(key)
+                            } else {
+                                filters[Int(current)]?.insert(key)
+                            }
+                        }
                         statement.bind(
                             2,
                             SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
@@ -186,12 +214,19 @@ final class ReceivedIDs {
     }
 
     func didCommit() {
-        if let pending { (current, since) = pending }
+        if let pending {
+            if pending.current != current { filters[Int(pending.current)] = pendingFilter }
+            (current, since) = pending
+        }
         pending = nil
+        pendingFilter = nil
     }
 
     func didRollBack() {
+        // Keys a rolled-back remember() put in the current filter stay: a
+        // false positive costs a lookup, nothing else.
         pending = nil
+        pendingFilter = nil
     }
 
     private func rotateIfDue(now: Int64, windowMilliseconds: Int64) throws {
@@ -204,6 +239,10 @@ final class ReceivedIDs {
         guard now - since >= windowMilliseconds else { return }
         let next = 1 - current
         try store.db.execute("DELETE FROM received_ids_\(next)")
+        // Emptied: complete from here, sized from the generation now ending.
+        pendingFilter = ReceivedIDFilter(
+            capacity: ReceivedIDFilter.capacity(after: filters[Int(current)]?.count ?? 0)
+        )
         try store.setMeta("received.generation", next)
         try store.setMeta("received.since", now)
         pending = (next, now)
@@ -215,6 +254,11 @@ final class ReceivedIDs {
     private func stored(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) throws -> Int64?? {
         setKey(id, tenant: tenant)
         return try key.withUnsafeBytes { key in
+            if let a = filters[0], let b = filters[1], !a.mightContain(key), !b.mightContain(key) {
+                lookupsSkipped += 1
+                return nil
+            }
+            lookupsMade += 1
             lookup.bind(1, blob: key)
             defer { lookup.reset() }
             guard try lookup.step() else { return nil }

@@ -1,0 +1,81 @@
+/// A Bloom filter over one generation of received-id keys (``ReceivedIDs``):
+/// "certainly not received" lets a new `_id` skip its SQLite lookup, which
+/// was most of what deduplication cost a gateway (docs/BENCHMARKS.md, "A
+/// fleet through one gateway"). 8 bits and 6 probes per key: about 2 %
+/// false positives at capacity, and a false positive only costs the lookup.
+///
+/// Past its capacity it is **saturated** and answers "maybe" for every key
+/// (the lookup is made, as without a filter); the next generation's filter
+/// is sized from this one's count. Never a false negative: a key inserted
+/// is always found.
+///
+/// ```swift
+/// var filter = ReceivedIDFilter(capacity: 1 << 20)
+/// filter.insert(key)
+/// if !filter.mightContain(other) { /* not received: no lookup */ }
+/// ```
+struct ReceivedIDFilter {
+    static let bitsPerKey = 8
+    static let probes = 6
+    /// Bounds for ``capacity(after:)``: 1 Mi keys (1 MiB) to 32 Mi (32 MiB).
+    static let minimumCapacity = 1 << 20
+    static let maximumCapacity = 1 << 25
+
+    let capacity: Int
+    private(set) var count = 0
+    private var words: [UInt64]
+    private let bitCount: UInt64
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        let bits = max(64, capacity * Self.bitsPerKey)
+        words = [UInt64](repeating: 0, count: (bits + 63) / 64)
+        bitCount = UInt64(words.count * 64)
+    }
+
+    var isSaturated: Bool { count > capacity }
+
+    /// The capacity for the generation after one that held `count` keys.
+    static func capacity(after count: Int) -> Int {
+        min(maximumCapacity, max(minimumCapacity, count * 2))
+    }
+
+    mutating func insert(_ key: UnsafeRawBufferPointer) {
+        count += 1
+        guard !isSaturated else { return }
+        let (h1, h2) = Self.hashes(key)
+        for i in 0..<UInt64(Self.probes) {
+            let bit = (h1 &+ i &* h2) % bitCount
+            words[Int(bit >> 6)] |= 1 << (bit & 63)
+        }
+    }
+
+    /// false: the key was certainly not inserted; true: it may have been.
+    func mightContain(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard !isSaturated else { return true }
+        let (h1, h2) = Self.hashes(key)
+        for i in 0..<UInt64(Self.probes) {
+            let bit = (h1 &+ i &* h2) % bitCount
+            if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
+        }
+        return true
+    }
+
+    /// Two independent 64-bit hashes (FNV-1a, then two SplitMix64 finalizers):
+    /// ObjectIds share their leading timestamp bytes, so the mixing matters.
+    private static func hashes(_ key: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key {
+            h ^= UInt64(byte)
+            h = h &* 0x0000_0100_0000_01b3
+        }
+        return (mix(h), mix(h ^ 0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9e37_79b9_7f4a_7c15
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
