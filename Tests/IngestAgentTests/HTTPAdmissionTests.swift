@@ -29,6 +29,19 @@ import Testing
         #expect(admission.decide(address: "c") == .admitAfterEvicting(20))
     }
 
+    /// A connection accepted in the loop's current round has not been read
+    /// yet: it cannot give way to another newcomer of the same round.
+    @Test func aConnectionGetsOneRoundBeforeItCanBeEvicted() {
+        var admission = HTTPAdmission(maxConnections: 2, maxPerAddress: 10)
+        admission.admitted(1, address: "a", now: 0, round: 4)
+        admission.admitted(2, address: "a", now: 0, round: 5)
+        #expect(admission.decide(address: "b", round: 5) == .admitAfterEvicting(1))
+        admission.closed(1)
+        admission.admitted(3, address: "b", now: 0, round: 5)
+        #expect(admission.decide(address: "c", round: 5) == .refuseFull)
+        #expect(admission.decide(address: "c", round: 6) == .admitAfterEvicting(2))
+    }
+
     @Test func oneAddressGetsAtMostItsShareAndClosingGivesItBack() {
         var admission = HTTPAdmission(maxConnections: 100, maxPerAddress: 2)
         admission.admitted(1, address: "10.0.0.1", now: 0)

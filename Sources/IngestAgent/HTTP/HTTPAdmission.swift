@@ -11,8 +11,11 @@
 /// closed to make room. So a slowloris of thousands of connections only
 /// cycles its own slots, and a client that connects and sends its
 /// request at once is answered: it is the newest, so the last evicted.
-/// Only when every open connection is trusted or busy is the newcomer
-/// refused (503, Retry-After: 1).
+/// Only when every open connection is trusted, busy, or was accepted in the
+/// event loop's current round is the newcomer refused (503, Retry-After: 1):
+/// a connection gets one round — the loop reads before it accepts — before
+/// it can be made to give way, so a burst of newcomers cannot push out a
+/// client whose request has arrived but was not read yet.
 ///
 /// Pure bookkeeping, used by the event loop's thread only.
 struct HTTPAdmission {
@@ -26,6 +29,8 @@ struct HTTPAdmission {
         var lastActivityAt: Int64
         /// Admission order: among equally quiet connections, the older goes first.
         var order: UInt64 = 0
+        /// The event loop's round it was accepted in.
+        var round: UInt64 = 0
     }
 
     private(set) var slots: [Int32: Slot] = [:]
@@ -49,21 +54,22 @@ struct HTTPAdmission {
 
     var count: Int { slots.count }
 
-    /// What to do with a new connection from `address`.
-    func decide(address: String) -> Decision {
+    /// What to do with a new connection from `address`, in the event
+    /// loop's round `round`.
+    func decide(address: String, round: UInt64 = 0) -> Decision {
         if perAddress[address, default: 0] >= maxPerAddress { return .refuseAddress }
         guard slots.count >= maxConnections else { return .admit }
         var victim: (fd: Int32, at: Int64, order: UInt64)?
-        for (fd, slot) in slots where !slot.trusted && !slot.busy {
+        for (fd, slot) in slots where !slot.trusted && !slot.busy && (slot.round < round || round == 0) {
             if let v = victim, (v.at, v.order) <= (slot.lastActivityAt, slot.order) { continue }
             victim = (fd, slot.lastActivityAt, slot.order)
         }
         return victim.map { .admitAfterEvicting($0.fd) } ?? .refuseFull
     }
 
-    mutating func admitted(_ fd: Int32, address: String, now: Int64) {
+    mutating func admitted(_ fd: Int32, address: String, now: Int64, round: UInt64 = 0) {
         admissions += 1
-        slots[fd] = Slot(address: address, lastActivityAt: now, order: admissions)
+        slots[fd] = Slot(address: address, lastActivityAt: now, order: admissions, round: round)
         perAddress[address, default: 0] += 1
     }
 

@@ -36,6 +36,9 @@ final class HTTPEventLoop {
     private var logWindows = LogWindows()
     /// The next sweep for deadlines (monotonic ms).
     private var nextSweep: Int64 = 0
+    /// Passes of the loop (from 1): a connection accepted in this one
+    /// cannot be evicted in it (``HTTPAdmission``).
+    private var round: UInt64 = 0
     /// The server's stop signal (from ``run(stop:idleMilliseconds:heartbeat:)``):
     /// once it fired, answers say `Connection: close`.
     private var stop = StopSignal()
@@ -77,6 +80,7 @@ final class HTTPEventLoop {
         var stopping = false
         while true {
             heartbeat()
+            round += 1
             let now = monotonicMilliseconds()
             if now >= nextSweep { sweep(now: now) }
             if stopping {
@@ -88,10 +92,11 @@ final class HTTPEventLoop {
                 epoll_wait(epollFD, $0.baseAddress, Int32($0.count), timeout)
             }
             guard n > 0 else { continue }  // timeout or EINTR
+            var accepting = false
             for event in events[0..<Int(n)] {
                 let fd = event.data.fd
                 if fd == listenFD {
-                    if !stopping { acceptAll() }
+                    accepting = !stopping
                 } else if fd == stop.readFD {
                     if !stopping {
                         stopping = true
@@ -105,6 +110,9 @@ final class HTTPEventLoop {
                     readable(fd)
                 }
             }
+            // Accept last: a client that connected and sent its request is
+            // read (and answered) before newcomers could make it give way.
+            if accepting, !stopping { acceptAll() }
         }
         workers.finish()
     }
@@ -132,7 +140,7 @@ final class HTTPEventLoop {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             let peer = HTTPServer.describe(&storage) ?? "?"
             let address = Self.host(of: peer)
-            switch admission.decide(address: address) {
+            switch admission.decide(address: address, round: round) {
             case .admit:
                 break
             case .admitAfterEvicting(let victim):
@@ -170,9 +178,11 @@ final class HTTPEventLoop {
                     continue
                 }
             }
-            admission.admitted(fd, address: address, now: now)
-            connections[fd] = HTTPConnection(fd: fd, limits: limits, now: now, tls: ssl)
+            admission.admitted(fd, address: address, now: now, round: round)
+            let connection = HTTPConnection(fd: fd, limits: limits, now: now, tls: ssl)
+            connections[fd] = connection
             peers[fd] = peer
+            schedule(connection.deadline())
             watch(fd)
         }
     }
@@ -198,6 +208,7 @@ final class HTTPEventLoop {
         let event = connection.readable(now: now, into: &chunk)
         connections[fd] = connection
         admission.update(fd) { $0.lastActivityAt = connection.lastActivityAt }
+        schedule(connection.deadline())
         handle(event, fd: fd)
     }
 
@@ -280,6 +291,7 @@ final class HTTPEventLoop {
             connection.answered(now: now)
             let event = connection.next(now: now)
             connections[fd] = connection
+            schedule(connection.deadline())
             admission.update(fd) {
                 $0.busy = false
                 $0.trusted = $0.trusted || trusted
@@ -307,8 +319,16 @@ final class HTTPEventLoop {
                 refuseRequest(fd, error)
             }
         }
-        nextSweep = max(now + Self.sweepMilliseconds, min(earliest, now + 1000))
+        // No connection waiting for a deadline: no sweep until one comes (an
+        // idle server wakes only for its heartbeat, as before the loop).
+        nextSweep = earliest == .max ? .max : max(now + Self.sweepMilliseconds, earliest)
         flushLogWindows(now: now)
+    }
+
+    /// Makes the next sweep come by `deadline` (not sooner than a sweep
+    /// interval from now).
+    private func schedule(_ deadline: Int64) {
+        nextSweep = min(nextSweep, max(monotonicMilliseconds() + Self.sweepMilliseconds, deadline))
     }
 
     /// On stop: every connection not being answered is closed.
