@@ -2,6 +2,15 @@ import Testing
 
 @testable import IngestAgent
 
+extension AccountQuotas {
+    /// A batch as the server meets it: checked, then charged when admitted.
+    fileprivate func admit(tenant: String, records: Int, bytes: Int, now: Double) -> Decision {
+        let decision = check(tenant: tenant, now: now)
+        if decision == .admit { charge(tenant: tenant, records: records, bytes: bytes) }
+        return decision
+    }
+}
+
 /// ``AccountQuotas``: token buckets per account, on a clock the test moves.
 @Suite struct AccountQuotasTests {
     @Test func aBatchIsAdmittedUntilTheBucketIsInDebtThenTheRetryAfterPaysTheDebt() {

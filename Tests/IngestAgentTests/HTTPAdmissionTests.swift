@@ -42,6 +42,17 @@ import Testing
         #expect(admission.decide(address: "c", round: 6) == .admitAfterEvicting(2))
     }
 
+    /// A connection younger than the grace gives way only when no older one
+    /// can, though it is the quietest.
+    @Test func aYoungConnectionGoesAfterOlderOnes() {
+        var admission = HTTPAdmission(maxConnections: 2, maxPerAddress: 10)
+        admission.admitted(1, address: "a", now: 1_000)  // quiet since it came…
+        admission.admitted(2, address: "a", now: 700)
+        admission.update(2) { $0.lastActivityAt = 1_100 }  // …this one trickles
+        #expect(admission.decide(address: "b", now: 1_100) == .admitAfterEvicting(2))
+        #expect(admission.decide(address: "b", now: 1_000 + HTTPAdmission.graceMilliseconds) == .admitAfterEvicting(1))
+    }
+
     @Test func oneAddressGetsAtMostItsShareAndClosingGivesItBack() {
         var admission = HTTPAdmission(maxConnections: 100, maxPerAddress: 2)
         admission.admitted(1, address: "10.0.0.1", now: 0)

@@ -108,7 +108,7 @@ struct DrivenConnection: Sendable {
             case .closed: return .closed
             case .continueExpected:
                 let bytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-                _ = HTTPConnection.send(connection.fd, bytes, deadline: monotonicMilliseconds() + 1000)
+                _ = connection.send(bytes, deadline: monotonicMilliseconds() + 1000)
                 event = .needMore
             case .needMore:
                 let now = monotonicMilliseconds()

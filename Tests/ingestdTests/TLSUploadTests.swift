@@ -12,46 +12,45 @@ struct TestPKI {
     var clientCert: String { dir.file("client.pem") }
     var clientKey: String { dir.file("client.key") }
 
+    /// A new P-256 key, unencrypted.
+    static let newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
     init() throws {
         dir = try TemporaryDirectory()
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try Self.openssl(
-            ["req", "-x509"] + ec + [
+            ["req", "-x509"] + Self.newKey + [
                 "-keyout", dir.file("ca.key"), "-out", dir.file("ca.pem"), "-days", "2", "-subj",
                 "/CN=EdgeIngest Test CA",
             ]
         )
-        for (name, ext) in [
-            ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-            ("client", "extendedKeyUsage=clientAuth\n"),
-        ] {
-            try ext.write(toFile: dir.file("\(name).ext"), atomically: true, encoding: .utf8)
-            try Self.openssl(
-                ["req"] + ec + [
-                    "-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)",
-                ]
-            )
-            try Self.openssl([
-                "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
-                "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", dir.file("\(name).ext"),
-            ])
-        }
+        try "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
+            toFile: dir.file("server.ext"),
+            atomically: true,
+            encoding: .utf8
+        )
+        try "extendedKeyUsage=clientAuth\n".write(toFile: dir.file("client.ext"), atomically: true, encoding: .utf8)
+        for name in ["server", "client"] { try issue(name, extensions: dir.file("\(name).ext")) }
     }
 
     /// Another certificate for 127.0.0.1 signed by the same CA, named
     /// `name` (its common name too): (certificate, key) paths.
     func serverCertificate(named name: String) throws -> (certificate: String, key: String) {
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try issue(name, extensions: dir.file("server.ext"))
+        return (dir.file("\(name).pem"), dir.file("\(name).key"))
+    }
+
+    /// `<name>.key` and `<name>.pem` (common name `name`), signed by the CA
+    /// with the extensions in the file `extensions`.
+    private func issue(_ name: String, extensions: String) throws {
         try Self.openssl(
-            ["req"] + ec + [
+            ["req"] + Self.newKey + [
                 "-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)",
             ]
         )
         try Self.openssl([
             "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
-            "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", dir.file("server.ext"),
+            "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", extensions,
         ])
-        return (dir.file("\(name).pem"), dir.file("\(name).key"))
     }
 
     static func openssl(_ arguments: [String]) throws {

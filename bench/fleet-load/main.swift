@@ -63,7 +63,7 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 }
 
 /// Reads one answer: (status, the body's "accepted" count), nil if the connection ended.
-func readAnswer(_ fd: Int32, _ buffer: inout [UInt8]) -> (status: Int, accepted: Int)? {
+func readAnswer(_ fd: Int32) -> (status: Int, accepted: Int)? {
     var got: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
@@ -153,12 +153,10 @@ final class Results: @unchecked Sendable {  // under `lock`
 
 let results = Results()
 let deadline = now() + seconds
-var running = true
 
 func clientLoop(_ client: Int) {
     var sequence = 0
     var fd: Int32? = nil
-    var buffer: [UInt8] = []
     while now() < deadline {
         if fd == nil { fd = connectLoopback() }
         guard let socket = fd else {
@@ -169,7 +167,7 @@ func clientLoop(_ client: Int) {
         let head =
             "POST /ingest/v1/batches HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer \(apiKey)\r\nContent-Type: application/x-ndjson\r\nIdempotency-Key: fleet-\(client)-\(sequence)\r\nEdgeIngest-Protocol: 1\r\nEdgeIngest-Record-Type: WeatherSensor\r\nContent-Length: \(payload.count)\r\n\r\n"
         let started = now()
-        guard sendAll(socket, Array(head.utf8) + payload), let answer = readAnswer(socket, &buffer) else {
+        guard sendAll(socket, Array(head.utf8) + payload), let answer = readAnswer(socket) else {
             close(socket)
             fd = nil
             results.add(accepted: 0, status: -1, latency: nil)

@@ -58,9 +58,6 @@ final class ReceivedIDs {
     /// The filter of a rotation written in the open transaction, for the
     /// generation it empties; it replaces that one's at ``didCommit()``.
     private var pendingFilter: ReceivedIDFilter?
-    /// Lookups the filters saved and made, since the queue was opened.
-    private(set) var lookupsSkipped = 0
-    private(set) var lookupsMade = 0
 
     init(store: QueueStore, now: Int64) throws {
         self.store = store
@@ -91,18 +88,16 @@ final class ReceivedIDs {
         upsertSession = try db.prepare(
             "INSERT INTO received_sessions(nonce, epoch, seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(nonce) DO UPDATE SET epoch = max(epoch, excluded.epoch), seen_at = excluded.seen_at"
         )
+        let hasRows = try (0..<2).map { try db.integer("SELECT EXISTS(SELECT 1 FROM received_ids_\($0))") != 0 }
+        // A generation empty at open is complete from the start.
+        for generation in 0..<2 where !hasRows[generation] {
+            filters[generation] = ReceivedIDFilter(capacity: ReceivedIDFilter.minimumCapacity)
+        }
         if let since = try store.meta("received.tenant_keys_since") {
             bareKeysUntil = since
         } else {
-            let hadRows = try db.integer(
-                "SELECT EXISTS(SELECT 1 FROM received_ids_0) OR EXISTS(SELECT 1 FROM received_ids_1)"
-            )
-            bareKeysUntil = hadRows != 0 ? now : 0
+            bareKeysUntil = hasRows.contains(true) ? now : 0
             try store.setMeta("received.tenant_keys_since", bareKeysUntil)
-        }
-        // A generation empty at open is complete from the start.
-        for generation in 0..<2 where try db.integer("SELECT EXISTS(SELECT 1 FROM received_ids_\(generation))") == 0 {
-            filters[generation] = ReceivedIDFilter(capacity: ReceivedIDFilter.minimumCapacity)
         }
         current = try store.meta("received.generation").map { $0 & 1 } ?? 0
         if let started = try store.meta("received.since") {
@@ -193,7 +188,7 @@ final class ReceivedIDs {
                         if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
                         setKey(id, tenant: tenant)
                         key.withUnsafeBytes { key in
-                            if pending?.current != nil, pending!.current != current {
+                            if let pending, pending.current != current {
                                 pendingFilter?.insert(key)
                             } else {
                                 filters[Int(current)]?.insert(key)
@@ -254,11 +249,7 @@ final class ReceivedIDs {
     private func stored(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) throws -> Int64?? {
         setKey(id, tenant: tenant)
         return try key.withUnsafeBytes { key in
-            if let a = filters[0], let b = filters[1], !a.mightContain(key), !b.mightContain(key) {
-                lookupsSkipped += 1
-                return nil
-            }
-            lookupsMade += 1
+            if let a = filters[0], let b = filters[1], !a.mightContain(key), !b.mightContain(key) { return nil }
             lookup.bind(1, blob: key)
             defer { lookup.reset() }
             guard try lookup.step() else { return nil }

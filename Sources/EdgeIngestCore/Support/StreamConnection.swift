@@ -124,7 +124,7 @@ package final class StreamConnection {
                 error.count
             )
         else {
-            throw Failure("cannot set up TLS with the given files: \(Self.text(error))")
+            throw Failure("cannot set up TLS with the given files: \(String(cBuffer: error))")
         }
         tlsContext = context
         var address = in6_addr()
@@ -145,7 +145,7 @@ package final class StreamConnection {
             default:
                 let verify = String(cString: edgeingest_tls_verify_error(ssl))
                 edgeingest_tls_error(&error, error.count)
-                let reason = !verify.isEmpty ? "the server's certificate: \(verify)" : Self.text(error)
+                let reason = !verify.isEmpty ? "the server's certificate: \(verify)" : String(cBuffer: error)
                 throw Failure(
                     "the TLS handshake with '\(host)' failed: \(reason.isEmpty ? "the connection closed" : reason)"
                 )
@@ -170,7 +170,7 @@ package final class StreamConnection {
             default:
                 var error = [CChar](repeating: 0, count: 256)
                 edgeingest_tls_error(&error, error.count)
-                let reason = Self.text(error)
+                let reason = String(cBuffer: error)
                 if reason.isEmpty { return .closed }
                 throw Failure("TLS: \(reason)")
             }
@@ -226,10 +226,6 @@ package final class StreamConnection {
         ERR_clear_error()
         SSL_shutdown(ssl)
         ERR_clear_error()
-    }
-
-    private static func text(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     enum WaitResult { case ready, timeout, stopped }

@@ -15,7 +15,10 @@
 /// event loop's current round is the newcomer refused (503, Retry-After: 1):
 /// a connection gets one round — the loop reads before it accepts — before
 /// it can be made to give way, so a burst of newcomers cannot push out a
-/// client whose request has arrived but was not read yet.
+/// client whose request has arrived but was not read yet. And connections
+/// younger than ``graceMilliseconds`` go only when no older one can: a
+/// client slowed between its connect and its request (a loaded box) is
+/// not the first to give way to a slowloris whose connections are older.
 ///
 /// Pure bookkeeping, used by the event loop's thread only.
 struct HTTPAdmission {
@@ -31,7 +34,12 @@ struct HTTPAdmission {
         var order: UInt64 = 0
         /// The event loop's round it was accepted in.
         var round: UInt64 = 0
+        /// When it was accepted (monotonic ms).
+        var admittedAt: Int64 = 0
     }
+
+    /// How long a new connection is spared while older ones can give way.
+    static let graceMilliseconds: Int64 = 250
 
     private(set) var slots: [Int32: Slot] = [:]
     private var admissions: UInt64 = 0
@@ -55,21 +63,23 @@ struct HTTPAdmission {
     var count: Int { slots.count }
 
     /// What to do with a new connection from `address`, in the event
-    /// loop's round `round`.
-    func decide(address: String, round: UInt64 = 0) -> Decision {
+    /// loop's round `round`, at `now` (default: long after every admission).
+    func decide(address: String, round: UInt64 = 0, now: Int64 = .max) -> Decision {
         if perAddress[address, default: 0] >= maxPerAddress { return .refuseAddress }
         guard slots.count >= maxConnections else { return .admit }
-        var victim: (fd: Int32, at: Int64, order: UInt64)?
+        // Older than the grace first, then the quietest, then the first admitted.
+        var victim: (fd: Int32, young: Int, at: Int64, order: UInt64)?
         for (fd, slot) in slots where !slot.trusted && !slot.busy && (slot.round < round || round == 0) {
-            if let v = victim, (v.at, v.order) <= (slot.lastActivityAt, slot.order) { continue }
-            victim = (fd, slot.lastActivityAt, slot.order)
+            let young = now - slot.admittedAt < Self.graceMilliseconds ? 1 : 0
+            if let v = victim, (v.young, v.at, v.order) <= (young, slot.lastActivityAt, slot.order) { continue }
+            victim = (fd, young, slot.lastActivityAt, slot.order)
         }
         return victim.map { .admitAfterEvicting($0.fd) } ?? .refuseFull
     }
 
     mutating func admitted(_ fd: Int32, address: String, now: Int64, round: UInt64 = 0) {
         admissions += 1
-        slots[fd] = Slot(address: address, lastActivityAt: now, order: admissions, round: round)
+        slots[fd] = Slot(address: address, lastActivityAt: now, order: admissions, round: round, admittedAt: now)
         perAddress[address, default: 0] += 1
     }
 

@@ -48,6 +48,8 @@ public struct HTTPLimits: Sendable, Hashable {
 // the worker that answers (the loop leaves a busy connection alone).
 struct HTTPConnection: @unchecked Sendable {
     let fd: Int32
+    /// The client's "host:port", for logs and the handler.
+    let peer: String
     let limits: HTTPLimits
     /// Cuts the requests out of what arrives.
     private var framer: HTTPRequestFramer
@@ -68,8 +70,9 @@ struct HTTPConnection: @unchecked Sendable {
     /// With mutual TLS: the common name of the client's verified certificate.
     private(set) var clientCertificateName: String?
 
-    init(fd: Int32, limits: HTTPLimits, now: Int64, tls: OpaquePointer? = nil) {
+    init(fd: Int32, peer: String = "?", limits: HTTPLimits, now: Int64, tls: OpaquePointer? = nil) {
         self.fd = fd
+        self.peer = peer
         self.limits = limits
         self.tls = tls
         lastActivityAt = now
@@ -87,9 +90,6 @@ struct HTTPConnection: @unchecked Sendable {
         /// The client closed or failed: close without an answer.
         case closed
     }
-
-    /// Whether no request is under way (between requests: only the idle timeout applies).
-    var isIdle: Bool { framer.isEmpty }
 
     /// Reads what the socket holds (without blocking; at most
     /// `maxReadBytes`, so one fast client cannot hold the loop), then
@@ -109,12 +109,8 @@ struct HTTPConnection: @unchecked Sendable {
                 handshakeDone = true
                 requestStartedAt = nil
                 var name = [CChar](repeating: 0, count: 256)
-                let length = edgeingest_tls_peer_common_name(ssl, &name, Int32(name.count))
-                if length > 0 {
-                    clientCertificateName = String(
-                        decoding: name.prefix(Int(length)).map { UInt8(bitPattern: $0) },
-                        as: UTF8.self
-                    )
+                if edgeingest_tls_peer_common_name(ssl, &name, Int32(name.count)) > 0 {
+                    clientCertificateName = String(cBuffer: name)
                 }
             }
         }
@@ -184,7 +180,7 @@ struct HTTPConnection: @unchecked Sendable {
             default:
                 var text = [CChar](repeating: 0, count: 256)
                 edgeingest_tls_error(&text, text.count)
-                let reason = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let reason = String(cBuffer: text)
                 let verify = String(cString: edgeingest_tls_verify_error(ssl))
                 return .failed(
                     [reason.isEmpty ? "the connection ended during the handshake" : reason, verify]

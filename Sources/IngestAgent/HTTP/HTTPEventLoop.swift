@@ -28,7 +28,6 @@ final class HTTPEventLoop {
     private let epollFD: Int32
     private var admission: HTTPAdmission
     private var connections: [Int32: HTTPConnection] = [:]
-    private var peers: [Int32: String] = [:]
     private let workers: HTTPWorkers
     /// Connections the workers answered, given back to the loop.
     private let handoff = Handoff()
@@ -41,7 +40,7 @@ final class HTTPEventLoop {
     private var round: UInt64 = 0
     /// The server's stop signal (from ``run(stop:idleMilliseconds:heartbeat:)``):
     /// once it fired, answers say `Connection: close`.
-    private var stop = StopSignal()
+    private var stop: StopSignal?
 
     /// Sweeps for deadlines at most this often: timeouts fire up to this late.
     static let sweepMilliseconds: Int64 = 100
@@ -140,14 +139,14 @@ final class HTTPEventLoop {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             let peer = HTTPServer.describe(&storage) ?? "?"
             let address = Self.host(of: peer)
-            switch admission.decide(address: address, round: round) {
+            switch decide(address: address) {
             case .admit:
                 break
             case .admitAfterEvicting(let victim):
                 logOnce(
                     "evicted",
                     "Closed a connection that had not sent valid credentials, to make room for a new one (the server is at max_connections)",
-                    ["ingest.peer": "\(peers[victim] ?? "?")"]
+                    ["ingest.peer": "\(connections[victim]?.peer ?? "?")"]
                 )
                 closeConnection(victim)
             case .refuseAddress:
@@ -179,12 +178,25 @@ final class HTTPEventLoop {
                 }
             }
             admission.admitted(fd, address: address, now: now, round: round)
-            let connection = HTTPConnection(fd: fd, limits: limits, now: now, tls: ssl)
+            let connection = HTTPConnection(fd: fd, peer: peer, limits: limits, now: now, tls: ssl)
             connections[fd] = connection
-            peers[fd] = peer
             schedule(connection.deadline())
             watch(fd)
         }
+    }
+
+    /// ``HTTPAdmission``'s decision, but a connection about to be evicted is
+    /// read first: if its request has arrived since the last pass, it is
+    /// answered (busy, so not evicted) and another is chosen.
+    private func decide(address: String) -> HTTPAdmission.Decision {
+        for _ in 0..<8 {
+            let decision = admission.decide(address: address, round: round, now: monotonicMilliseconds())
+            guard case .admitAfterEvicting(let victim) = decision else { return decision }
+            readable(victim)
+            guard let slot = admission.slots[victim], !slot.busy else { continue }  // answered, or closed
+            return decision
+        }
+        return admission.decide(address: address, round: round, now: monotonicMilliseconds())
     }
 
     /// A short 503 without reading the request, then close (a TLS client
@@ -197,6 +209,19 @@ final class HTTPEventLoop {
         let bytes = HTTPServerResponse.error(503, "busy", message, headers: [("Retry-After", "1")])
             .serialized(for: nil, keepAlive: false)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        Self.closeAfterAnswer(fd)
+    }
+
+    /// Closes a socket the client may still be writing to. A socket closed
+    /// with unread bytes sends a reset, which can destroy the answer still
+    /// unread on the client's side (curl: "Connection reset by peer" instead
+    /// of the 503): so the sending side is shut first and what has arrived
+    /// is read away (without waiting: at most 256 KiB).
+    static func closeAfterAnswer(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        var sink = [UInt8](repeating: 0, count: 16 * 1024)
+        for _ in 0..<16
+        where sink.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
         close(fd)
     }
 
@@ -223,11 +248,11 @@ final class HTTPEventLoop {
                 deadline: monotonicMilliseconds() + 100
             )
         case .closed:
-            if let failure = connections[fd]?.handshakeFailure {
+            if let connection = connections[fd], let failure = connection.handshakeFailure {
                 logOnce(
                     "tls-handshake",
                     "A TLS handshake failed",
-                    ["ingest.peer": "\(peers[fd] ?? "?")", "tls.reason": "\(failure)"]
+                    ["ingest.peer": "\(connection.peer)", "tls.reason": "\(failure)"]
                 )
             }
             closeConnection(fd)
@@ -241,7 +266,7 @@ final class HTTPEventLoop {
     /// Hands a whole request to a worker; the loop stops watching the
     /// connection until the answer is written.
     private func dispatch(_ fd: Int32, _ request: HTTPRequest) {
-        guard let connection = connections[fd], let peer = peers[fd] else { return }
+        guard let connection = connections[fd] else { return }
         var request = request
         request.clientCertificateName = connection.clientCertificateName
         unwatch(fd)
@@ -250,8 +275,8 @@ final class HTTPEventLoop {
         let handoff = handoff
         let stop = stop
         workers.submit {
-            let response = handler.respond(to: request, peer: peer)
-            let keepAlive = request.keepAlive && !stop.isStopped
+            let response = handler.respond(to: request, peer: connection.peer)
+            let keepAlive = request.keepAlive && stop?.isStopped != true
             let written = connection.write(response, to: request, keepAlive: keepAlive)
             handoff.give(fd, keepAlive: keepAlive && written, trusted: response.trustsClient)
         }
@@ -265,7 +290,7 @@ final class HTTPEventLoop {
             "refused-\(error.status)",
             "Refused an HTTP request",
             [
-                "ingest.peer": "\(peers[fd] ?? "?")", "http.status": "\(error.status)",
+                "ingest.peer": "\(connection.peer)", "http.status": "\(error.status)",
                 "ingest.detail": "\(error.message)",
             ]
         )
@@ -339,10 +364,9 @@ final class HTTPEventLoop {
     private func closeConnection(_ fd: Int32) {
         guard let connection = connections.removeValue(forKey: fd) else { return }
         connection.closeTLS()
-        peers[fd] = nil
         admission.closed(fd)
         unwatch(fd)
-        close(fd)
+        Self.closeAfterAnswer(fd)
     }
 
     private func watch(_ fd: Int32) {

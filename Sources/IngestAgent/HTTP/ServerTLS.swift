@@ -92,7 +92,7 @@ final class ServerTLS: @unchecked Sendable {
                 error.count
             )
         else {
-            let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let reason = String(cBuffer: error)
             throw AgentError(
                 .listenFailed,
                 "Cannot use the TLS files (tls_certificate \(files.certificate), tls_key \(files.key)\(files.clientCA.map { ", tls_client_ca \($0)" } ?? "")): \(reason.isEmpty ? "unreadable or not PEM" : reason). Check that they exist, are PEM, that the key matches the certificate, and that the agent may read them."

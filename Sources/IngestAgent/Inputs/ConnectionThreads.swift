@@ -8,7 +8,7 @@ import Glibc
 
 /// Serves each accepted connection on a thread of its own, at most `limit`
 /// at a time, and lets a stopping server wait until every one has ended.
-/// The HTTP input and the socket input accept this way.
+/// The socket input accepts this way (the HTTP input has its event loop).
 final class ConnectionThreads: Sendable {
     let limit: Int
     private let active = Mutex(0)

@@ -9,10 +9,10 @@ import Synchronization
 /// is paid) before anything is stored. One account over its quota does not
 /// slow another: each has its own buckets.
 ///
-///     switch quotas.admit(tenant: "key-gw-17", records: 300, bytes: 40_000, now: monotonicSeconds()) {
-///     case .admit: break  // store the batch
-///     case .wait(let seconds, _): break  // 429, Retry-After: seconds
+///     if case .wait(let seconds, _) = quotas.check(tenant: "key-gw-17", now: monotonicSeconds()) {
+///         // 429, Retry-After: seconds — before the body is read into records
 ///     }
+///     quotas.charge(tenant: "key-gw-17", records: 300, bytes: 40_000)  // once decoded
 ///
 /// In memory, one entry per account that sent (accounts are bounded by the
 /// accounts files; all anonymous users are one); a restart forgets it.
@@ -50,10 +50,12 @@ final class AccountQuotas: Sendable {
         self.limits = limits
     }
 
-    /// Whether a batch of `records` records and `bytes` bytes from `tenant`
-    /// ("" for a server without accounts) may be stored now; `now` in
-    /// monotonic seconds.
-    func admit(tenant: String, records: Int, bytes: Int, now: Double) -> Decision {
+    /// Whether `tenant` ("" for a server without accounts) may send a
+    /// batch now: the buckets are refilled to `now` (monotonic seconds) and
+    /// the answer depends on their debt only, so it is asked before the
+    /// batch is decompressed or parsed; ``charge(tenant:records:bytes:)``
+    /// then costs the batch.
+    func check(tenant: String, now: Double) -> Decision {
         guard limits.isLimited else { return .admit }
         let recordCap = (limits.recordsPerSecond ?? 0) * limits.burstSeconds
         let byteCap = (limits.bytesPerSecond ?? 0) * limits.burstSeconds
@@ -67,14 +69,22 @@ final class AccountQuotas: Sendable {
             if let rate = limits.recordsPerSecond, b.records < 0 { wait = max(wait, -b.records / rate) }
             if let rate = limits.bytesPerSecond, b.bytes < 0 { wait = max(wait, -b.bytes / rate) }
             defer { all[tenant] = b }
-            if wait > 0 {
-                let log = now - b.lastLogged >= 60
-                if log { b.lastLogged = now }
-                return .wait(seconds: max(1, Int(wait.rounded(.up))), log: log)
-            }
+            guard wait > 0 else { return .admit }
+            let log = now - b.lastLogged >= 60
+            if log { b.lastLogged = now }
+            return .wait(seconds: max(1, Int(wait.rounded(.up))), log: log)
+        }
+    }
+
+    /// Costs an admitted batch of `records` lines and `bytes` bytes (after
+    /// gzip is undone) to `tenant`'s buckets, which may go into debt.
+    func charge(tenant: String, records: Int, bytes: Int) {
+        guard limits.isLimited else { return }
+        buckets.withLock { all in
+            guard var b = all[tenant] else { return }  // check() made it
             if limits.recordsPerSecond != nil { b.records -= Double(records) }
             if limits.bytesPerSecond != nil { b.bytes -= Double(bytes) }
-            return .admit
+            all[tenant] = b
         }
     }
 }

@@ -245,6 +245,25 @@ final class IngestServer: HTTPHandler {
             }
             session = (String(text[..<dash]), epoch)
         }
+        // An account in debt is refused before its body is decompressed or parsed.
+        if case .wait(let seconds, let log) = quotas.check(tenant: tenant.id ?? "", now: monotonicSeconds()) {
+            counters.update { $0.throttledBatches = ($0.throttledBatches ?? 0) + 1 }
+            if log {
+                logger.warning(
+                    "An account sends more than its quota; its batches are answered 429 until it slows down (logged once a minute per account)",
+                    metadata: [
+                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
+                        "ingest.account": "\(tenant.id ?? "-")", "ingest.retry_after_s": "\(seconds)",
+                    ]
+                )
+            }
+            return .error(
+                429,
+                "quota_exceeded",
+                "this account sent more than its quota (\(quotaText)): try again in \(seconds) s",
+                headers: [("Retry-After", String(seconds))]
+            )
+        }
         let body: [UInt8]
         switch request.header("content-encoding")?.lowercased() {
         case nil, "identity":
@@ -285,29 +304,7 @@ final class IngestServer: HTTPHandler {
                 "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
             )
         }
-        if case .wait(let seconds, let log) = quotas.admit(
-            tenant: tenant.id ?? "",
-            records: records.count + rejections.count,
-            bytes: body.count,
-            now: monotonicSeconds()
-        ) {
-            counters.update { $0.throttledBatches = ($0.throttledBatches ?? 0) + 1 }
-            if log {
-                logger.warning(
-                    "An account sends more than its quota; its batches are answered 429 until it slows down (logged once a minute per account)",
-                    metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
-                        "ingest.account": "\(tenant.id ?? "-")", "ingest.retry_after_s": "\(seconds)",
-                    ]
-                )
-            }
-            return .error(
-                429,
-                "quota_exceeded",
-                "this account sent more than its quota (\(quotaText)): try again in \(seconds) s",
-                headers: [("Retry-After", String(seconds))]
-            )
-        }
+        quotas.charge(tenant: tenant.id ?? "", records: records.count + rejections.count, bytes: body.count)
         if let field = settings.ownerField, let owner = tenant.id {
             (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
         }
