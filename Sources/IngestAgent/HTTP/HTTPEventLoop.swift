@@ -88,7 +88,7 @@ final class HTTPEventLoop {
             }
             let timeout = Int32(clamping: max(1, min(Int64(idleMilliseconds), nextSweep - now)))
             let n = events.withUnsafeMutableBufferPointer {
-                epoll_wait(epollFD, $0.baseAddress, Int32($0.count), timeout)
+                epoll_wait(epollFD, $0.baseAddress!, Int32($0.count), timeout)  // never empty
             }
             guard n > 0 else { continue }  // timeout or EINTR
             var accepting = false

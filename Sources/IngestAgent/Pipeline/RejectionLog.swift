@@ -28,7 +28,12 @@ final class RejectionLog: Sendable {
     }
 
     func rejected(_ rejection: LineRejection, line: Int, now: Double = monotonicSeconds()) {
-        let (logIt, ended) = windows.withLock { $0.admit(rejection.reason, now: now) }
+        // Not `let (logIt, ended) = windows.withLock { … }`: Swift 6.0.3 (the
+        // arm64 build's compiler) crashes lowering a tuple returned through
+        // Mutex.withLock.
+        var logIt = false
+        var ended: LogWindows.Window?
+        windows.withLock { (logIt, ended) = $0.admit(rejection.reason, now: now) }
         if let ended { summarize(rejection.reason, ended, now: now) }
         guard logIt else { return }
         logger.warning(
