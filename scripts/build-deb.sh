@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Builds the Debian package ingestd_<version>_<arch>.deb with dpkg-deb.
 #
-#   scripts/build-deb.sh [--binary FILE] [--out DIR]
+#   scripts/build-deb.sh [--arch amd64|arm64] [--binary FILE] [--out DIR]
 #
-#   --binary FILE   a stripped ingestd from scripts/build-release.sh
-#                   (default: runs it into dist/)
+#   --arch ARCH     amd64 (this machine's, the default) or arm64: the package
+#                   for Debian 13 / Raspberry Pi OS on 64-bit ARM, its binary
+#                   cross-compiled by scripts/build-release.sh --arch arm64
+#                   (needs root; docs/ARM64.md)
+#   --binary FILE   a stripped ingestd for ARCH from scripts/build-release.sh
+#                   (default: runs it into dist/, for arm64 dist/arm64/)
 #   --out DIR       where the .deb goes (default: dist/)
 #
 # The package holds the binary (/usr/bin/ingestd), the unit and the serial
-# drop-in example (/lib/systemd/system, /usr/share/doc/ingestd), the example
+# drop-in example (/lib/systemd/system, for arm64 /usr/lib/systemd/system;
+# /usr/share/doc/ingestd), the example
 # configuration as a conffile (/etc/ingestd/ingestd.toml), a man page made
 # from the --help texts (man 8 ingestd), and maintainer scripts that do the
 # minimum: no start on install, stop on removal, state removed on purge only.
 # Depends: is computed by dpkg-shlibdeps from the binary's own NEEDED list,
-# so it names exactly the shared libraries the binary links.
+# so it names exactly the shared libraries the binary links (for arm64, run
+# in the Debian 13 build root, whose arm64 libraries the binary was linked
+# against; the binary runs under qemu-user for --version and the man page).
 # Prints the path of the .deb on its last line. Exit codes: 0 built, 1 failed,
 # 2 bad usage.
 set -euo pipefail
@@ -23,35 +30,54 @@ root_dir="$PWD"
 
 binary=""
 out="dist"
+arch="$(dpkg --print-architecture)"
 while [ $# -gt 0 ]; do
     case "$1" in
-        --binary|--out)
+        --binary|--out|--arch)
             [ $# -ge 2 ] || { echo "build-deb.sh: $1 needs a value" >&2; exit 2; }
-            if [ "$1" = --binary ]; then binary="$2"; else out="$2"; fi
+            case "$1" in --binary) binary="$2" ;; --out) out="$2" ;; --arch) arch="$2" ;; esac
             shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$self"; exit 0 ;;
         *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+case "$arch" in
+    "$(dpkg --print-architecture)") dist=dist ;;
+    arm64) dist=dist/arm64 ;;
+    *) echo "build-deb.sh: cannot package for '$arch' (amd64 on amd64, or arm64)" >&2; exit 2 ;;
+esac
 if [ -z "$binary" ]; then
-    scripts/build-release.sh dist >&2
-    binary="dist/ingestd"
+    scripts/build-release.sh --arch "$arch" "$dist" >&2
+    binary="$dist/ingestd"
 fi
 [ -x "$binary" ] || { echo "build-deb.sh: '$binary' is not an executable; build it with scripts/build-release.sh" >&2; exit 1; }
 for tool in dpkg-deb dpkg-shlibdeps gzip; do
     command -v "$tool" >/dev/null || { echo "build-deb.sh: $tool is missing: apt-get install dpkg-dev" >&2; exit 1; }
 done
 
-version="$("$binary" --version)"
-arch="$(dpkg --print-architecture)"
 mkdir -p "$out"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 pkg="$work/ingestd"
+run="$binary"
+if [ "$arch" = arm64 ]; then
+    # The arm64 binary runs under qemu-user, with the build root's libraries.
+    build_root="$root_dir/.build-arm64/build-root"
+    [ -d "$build_root/usr/lib/aarch64-linux-gnu" ] ||
+        { echo "build-deb.sh: no arm64 build root; run scripts/build-release.sh --arch arm64 first" >&2; exit 1; }
+    run="$work/ingestd-qemu"
+    printf '#!/bin/sh\nexec qemu-aarch64-static -L "%s" "%s" "$@"\n' "$build_root" "$(realpath "$binary")" > "$run"
+    chmod 0755 "$run"
+fi
+version="$("$run" --version)"
 
 install -D -m 0755 "$binary" "$pkg/usr/bin/ingestd"
-install -D -m 0644 systemd/ingestd.service "$pkg/lib/systemd/system/ingestd.service"
-install -D -m 0644 systemd/ingestd.socket "$pkg/lib/systemd/system/ingestd.socket"
+# Debian 13 (the arm64 package's) ships units in /usr/lib: /lib is only a
+# link to it there, and dpkg must not see one file under two names (DEP 17).
+unit_dir=lib/systemd/system
+[ "$arch" = arm64 ] && unit_dir=usr/lib/systemd/system
+install -D -m 0644 systemd/ingestd.service "$pkg/$unit_dir/ingestd.service"
+install -D -m 0644 systemd/ingestd.socket "$pkg/$unit_dir/ingestd.socket"
 install -D -m 0644 etc/ingestd.toml "$pkg/etc/ingestd/ingestd.toml"
 install -D -m 0644 systemd/ingestd-serial.conf "$pkg/usr/share/doc/ingestd/examples/ingestd-serial.conf"
 install -D -m 0644 README.md "$pkg/usr/share/doc/ingestd/README.md"
@@ -69,7 +95,7 @@ printf 'ingestd (%s) stable; urgency=medium\n\n  * Release %s.\n\n -- EdgeIngest
     "$version" "$version" "$(date -R)" | gzip -9n > "$pkg/usr/share/doc/ingestd/changelog.Debian.gz"
 
 # The man page: every subcommand's --help, verbatim, under one NAME/SYNOPSIS.
-scripts/help-to-man.sh "$binary" | gzip -9n > "$work/ingestd.8.gz"
+scripts/help-to-man.sh "$run" | gzip -9n > "$work/ingestd.8.gz"
 install -D -m 0644 "$work/ingestd.8.gz" "$pkg/usr/share/man/man8/ingestd.8.gz"
 
 # Depends: from the binary's NEEDED entries (dpkg-shlibdeps wants a
@@ -77,7 +103,13 @@ install -D -m 0644 "$work/ingestd.8.gz" "$pkg/usr/share/man/man8/ingestd.8.gz"
 mkdir -p "$work/shlibs/debian"
 printf 'Source: ingestd\n\nPackage: ingestd\nArchitecture: any\n' > "$work/shlibs/debian/control"
 cp "$binary" "$work/shlibs/ingestd"
-depends="$(cd "$work/shlibs" && dpkg-shlibdeps -O ingestd 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
+if [ "$arch" = arm64 ]; then
+    rm -rf "$build_root/build/shlibs" && mkdir -p "$build_root/build" && cp -r "$work/shlibs" "$build_root/build/shlibs"
+    depends="$(scripts/arm64/in-root.sh "$build_root" 'cd /build/shlibs && dpkg-architecture -a arm64 -c dpkg-shlibdeps -O ingestd 2>/dev/null' |
+        sed -n 's/^shlibs:Depends=//p')"
+else
+    depends="$(cd "$work/shlibs" && dpkg-shlibdeps -O ingestd 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
+fi
 [ -n "$depends" ] || { echo "build-deb.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 mkdir -p "$pkg/DEBIAN"
