@@ -63,6 +63,10 @@ Options:
   --binary PATH    the ingestd to test (default: .build/debug/ingestd)
   --only NAME      run only this scenario (repeatable)
   --seed N         seed for every random choice (default: from the time; printed)
+  --rounds N       rounds of kill9, powercut, archive and relay (default: as
+                   above), with as many readings per round as the run's default
+  --kill-delay A:B each crash round kills after a random A to B seconds
+                   (default 0.05:1.0; slower starts, as under qemu, want more)
   --markdown FILE  also write the results table (Markdown) to FILE
   --keep           keep the work directories (printed) for a post-mortem
   --quiet          no progress lines, only the table
@@ -265,6 +269,7 @@ class Scenario:
         self.input = os.path.join(self.work, "in", "readings.ndjson")
         self.agent_log = os.path.join(self.work, "agent.log")
         self.result = {"scenario": name}
+        self.kill_delay = (0.05, 1.0)  # seconds from an agent's start to its kill (--kill-delay)
 
     def config(self, url, upload="", retry="retry_base_ms = 50\nretry_cap_ms = 1000"):
         """url None: the upload section names its sink in `upload` instead."""
@@ -386,7 +391,7 @@ def crash_rounds(s, rounds, total, powercut, archive=False):
         writer.start()
         for round in range(rounds):
             agent = Agent(s.binary, config, s.agent_log, preload)
-            time.sleep(s.rng.uniform(0.05, 1.0))
+            time.sleep(s.rng.uniform(*s.kill_delay))
             agent.kill9()
             if powercut:
                 out = subprocess.run([sys.executable, os.path.join(SUPPORT, "powercut.py"), "cut", log_dir,
@@ -564,7 +569,7 @@ windSpeedInMph = "int"
         for round in range(rounds):
             gateway = gateway or Agent(s.binary, gateway_config, gateway_log, gateway_slow)
             edge = edge or Agent(s.binary, edge_config, s.agent_log, edge_slow)
-            time.sleep(s.rng.uniform(0.05, 1.0))
+            time.sleep(s.rng.uniform(*s.kill_delay))
             victim = s.rng.choice(["edge", "gateway", "both"])
             if victim != "gateway":
                 edge.kill9()
@@ -618,14 +623,20 @@ windSpeedInMph = "int"
                 agent.process.wait()
 
 
+def sized(rounds, total, wanted):
+    """`rounds` and `total` readings, or `wanted` rounds (--rounds) with as many readings per round."""
+    return (rounds, total) if wanted is None else (wanted, total * wanted // rounds)
+
+
 SCENARIOS = {
-    "kill9": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False),
-    "powercut": lambda s, full: crash_rounds(s, 100 if full else 10, 100_000 if full else 10_000, True),
-    "archive": lambda s, full: crash_rounds(s, 100 if full else 10, 200_000 if full else 20_000, False, archive=True),
-    "relay": lambda s, full: relay(s, 100 if full else 12, 200_000 if full else 20_000),
-    "down": lambda s, full: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
+    "kill9": lambda s, full, n: crash_rounds(s, *sized(100 if full else 10, 200_000 if full else 20_000, n), False),
+    "powercut": lambda s, full, n: crash_rounds(s, *sized(100 if full else 10, 100_000 if full else 10_000, n), True),
+    "archive": lambda s, full, n: crash_rounds(s, *sized(100 if full else 10, 200_000 if full else 20_000, n), False,
+                                               archive=True),
+    "relay": lambda s, full, n: relay(s, *sized(100 if full else 12, 200_000 if full else 20_000, n)),
+    "down": lambda s, full, n: backend_down(s, 600 if full else 15, 2000, 30_000 if full else 3000, 2000),
     # The short run sends ~50 messages: 10 % of them reset, so resets surely happen.
-    "flapping": lambda s, full: flapping(s, 200_000 if full else 20_000, 120 if full else 15, 0.02 if full else 0.1),
+    "flapping": lambda s, full, n: flapping(s, 200_000 if full else 20_000, 120 if full else 15, 0.02 if full else 0.1),
 }
 
 COLUMNS = ["scenario", "rounds", "readings", "received", "lost", "duplicates", "resends", "requests", "checks",
@@ -648,6 +659,8 @@ def main():
     p.add_argument("--binary", default=os.path.join(ROOT, ".build", "debug", "ingestd"))
     p.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--rounds", type=int, default=None)
+    p.add_argument("--kill-delay", default="0.05:1.0")
     p.add_argument("--markdown")
     p.add_argument("--keep", action="store_true")
     p.add_argument("--quiet", action="store_true")
@@ -656,6 +669,17 @@ def main():
     # The seed is in the table's first line too, so a failure quoted from
     # the end of the output can be run again.
     QUIET = args.quiet
+    if args.rounds is not None and args.rounds < 1:
+        print(f"fault-suite: --rounds wants a positive number, not {args.rounds}", file=sys.stderr)
+        return 2
+    try:
+        kill_delay = tuple(float(x) for x in args.kill_delay.split(":"))
+        if len(kill_delay) != 2 or not 0 <= kill_delay[0] <= kill_delay[1]:
+            raise ValueError
+    except ValueError:
+        print(f"fault-suite: --kill-delay wants MIN:MAX seconds (0 <= MIN <= MAX), not '{args.kill_delay}'",
+              file=sys.stderr)
+        return 2
     if not os.access(args.binary, os.X_OK):
         print(f"fault-suite: no ingestd at {args.binary}: build it first (swift build) or pass --binary", file=sys.stderr)
         return 2
@@ -664,10 +688,11 @@ def main():
     results, failed = [], False
     for name in args.only or list(SCENARIOS):
         s = Scenario(name, args.binary, random.Random(f"{seed}-{name}"), args.keep, args.durability)
+        s.kill_delay = kill_delay
         started = time.time()
         say(f"{name}: running")
         try:
-            SCENARIOS[name](s, args.full)
+            SCENARIOS[name](s, args.full, args.rounds)
         except Failure as error:
             failed = True
             s.result.setdefault("checks", "FAIL")

@@ -5,7 +5,13 @@
 # (/opt/swift) hidden, entered with chroot in a private mount namespace.
 # Nothing is installed on the machine itself.
 #
-#   scripts/test-package.sh [--deb FILE]    # default: builds dist/ingestd and the .deb
+#   scripts/test-package.sh [--arch amd64|arm64] [--deb FILE]
+#
+#   --arch arm64   the arm64 package (default: built by scripts/build-deb.sh
+#                  --arch arm64) on a throwaway copy of a Debian 13 arm64
+#                  root (scripts/arm64/make-root.sh run) instead of this
+#                  machine, its programs run by qemu-user through binfmt_misc
+#   --deb FILE     the package to test (default: builds dist/ingestd and the .deb)
 #
 # Checks: the binary links only Debian's shared libraries and runs with no
 # toolchain and an empty LD_LIBRARY_PATH; dpkg -i installs it without
@@ -25,9 +31,11 @@ cd "$(dirname "$self")/.."
 repo="$PWD"
 
 deb=""
+arch="$(dpkg --print-architecture)"
 while [ $# -gt 0 ]; do
     case "$1" in
         --deb) [ $# -ge 2 ] || { echo "test-package.sh: --deb needs a file" >&2; exit 2; }; deb="$2"; shift 2 ;;
+        --arch) [ $# -ge 2 ] || { echo "test-package.sh: --arch needs amd64 or arm64" >&2; exit 2; }; arch="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$self"; exit 0 ;;
         *) echo "test-package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -35,13 +43,22 @@ done
 # Build as the calling user (sudo would reset PATH, losing the toolchain, and
 # leave root-owned build directories behind), then check as root.
 if [ -z "$deb" ]; then
-    deb="$(scripts/build-deb.sh | tail -1)"
+    deb="$(scripts/build-deb.sh --arch "$arch" | tail -1)"
 fi
 [ -f "$deb" ] || { echo "test-package.sh: no package at '$deb'" >&2; exit 1; }
 if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null || { echo "test-package.sh: needs root (mount and chroot) and there is no sudo" >&2; exit 1; }
-    exec sudo "$self" --deb "$(realpath "$deb")"
+    exec sudo "$self" --arch "$arch" --deb "$(realpath "$deb")"
 fi
+# The system the package is installed on: this machine, or an arm64 root.
+lower=/
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    [ "$arch" = arm64 ] || { echo "test-package.sh: cannot test '$arch' packages here (amd64 or arm64)" >&2; exit 2; }
+    scripts/arm64/make-root.sh run
+    scripts/arm64/binfmt.sh
+    lower="$repo/.build-arm64/run-root"
+fi
+[ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || { echo "test-package.sh: '$deb' is not an $arch package" >&2; exit 2; }
 
 checks=0
 ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
@@ -50,8 +67,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # --- The package's metadata --------------------------------------------------
 version="$(dpkg-deb -f "$deb" Version)"
 depends="$(dpkg-deb -f "$deb" Depends)"
+# libcurl4t64: Debian 13's name for libcurl4 (the 64-bit time_t transition).
 for lib in libsqlite3-0 libcurl4 libsystemd0 libc6; do
-    [[ ", $depends," == *", $lib "* || ", $depends," == *", $lib,"* ]] || fail "Depends: '$depends' does not name $lib"
+    pattern=", $lib(t64)?[ ,]"
+    [[ ", $depends," =~ $pattern ]] || fail "Depends: '$depends' does not name $lib"
 done
 ok "Depends: $depends"
 [ "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" = "/etc/ingestd/ingestd.toml" ] || fail "conffiles is not exactly /etc/ingestd/ingestd.toml"
@@ -67,19 +86,19 @@ binary="$work/extracted/usr/bin/ingestd"
 # libssl.so.3 (the MQTT input's TLS) comes in libssl3 with libcrypto.so.3,
 # which libcurl4 depends on anyway.
 allowed='^(libc\.so\.6|libm\.so\.6|ld-linux-[a-z0-9_-]+\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libsqlite3\.so\.0|libcurl\.so\.4|libssl\.so\.3|libcrypto\.so\.3|libz\.so\.1|libzstd\.so\.1|libsystemd\.so\.0)$'
-needed="$(objdump -p "$binary" | awk '/NEEDED/ { print $2 }')"
+needed="$(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')"
 unexpected="$(printf '%s\n' "$needed" | grep -Ev "$allowed" || true)"
 [ -z "$unexpected" ] || fail "the binary needs libraries outside Debian's base set: $unexpected"
 ok "NEEDED: $(printf '%s' "$needed" | tr '\n' ' ')"
 echo "# stripped binary: $(stat -c %s "$binary") bytes"
 
-# --- A throwaway root: overlay over /, toolchain hidden ----------------------
-export deb work
+# --- A throwaway root: overlay over / (or the arm64 root), toolchain hidden ---
+export deb work lower
 unshare --mount --pid --fork --propagation private bash -euo pipefail -s <<'NAMESPACE' || fail "the checks in the throwaway root failed (see above)"
 mkdir -p "$work/layers" "$work/root"
 mount -t tmpfs tmpfs "$work/layers"
 mkdir -p "$work/layers/upper" "$work/layers/work"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$work/layers/upper,workdir=$work/layers/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=$lower,upperdir=$work/layers/upper,workdir=$work/layers/work" "$work/root"
 root="$work/root"
 [ -d "$root/opt/swift" ] && mount -t tmpfs tmpfs "$root/opt/swift"
 mount -t proc proc "$root/proc"
@@ -96,7 +115,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 snapshot() {
     (cd "$work/layers/upper" && find . -mindepth 1 \( -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache -o -path ./root -o -path ./etc/ld.so.cache \) -prune -o -print |
         while IFS= read -r path; do
-            [ -d "$path" ] && [ ! -L "$path" ] && [ -d "/${path#./}" ] && continue
+            [ -d "$path" ] && [ ! -L "$path" ] && [ -d "$lower/${path#./}" ] && continue
             printf '%s\n' "$path"
         done | sort)
 }
