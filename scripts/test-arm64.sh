@@ -22,7 +22,11 @@
 #   4. the kill -9 crash test (scripts/fault-suite.py's kill9 scenario):
 #      SIGKILL at random moments while readings are followed, committed,
 #      uploaded and acknowledged; nothing lost or duplicated;
-#   5. the package test (scripts/test-package.sh --arch arm64): dpkg -i, the
+#   5. the queue's own SIGKILL test (QueueCrashTests in the Swift suite) with
+#      the arm64 queue-crash-probe (cross-built beside ingestd) as the child
+#      that commits and is killed: every committed batch whole in the queue
+#      file, none partial, as this machine's code reads it;
+#   6. the package test (scripts/test-package.sh --arch arm64): dpkg -i, the
 #      installed binary, dpkg -r, dpkg -P, in a throwaway copy of the arm64 root.
 # Needs root (chroot, mounts, binfmt_misc), qemu-user-static, mmdebstrap and
 # python3. Takes ≈ 12 minutes from nothing on 2 cores (the two roots ≈ 5, the
@@ -46,7 +50,8 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "test-arm64.sh: --rounds wants a positive number, not '$rounds'" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then
     command -v sudo >/dev/null || { echo "test-arm64.sh: needs root (chroot, mounts, binfmt_misc) and there is no sudo" >&2; exit 1; }
-    exec sudo "$self" --rounds "$rounds" ${deb:+--deb "$(realpath "$deb")"}
+    # PATH kept: step 5 runs this machine's swift test.
+    exec sudo env PATH="$PATH" "$self" --rounds "$rounds" ${deb:+--deb "$(realpath "$deb")"}
 fi
 started=$SECONDS
 step() { echo "# $* ($((SECONDS - started)) s)"; }
@@ -132,7 +137,21 @@ python3 scripts/fault-suite.py --binary "$ingestd" --only kill9 --rounds "$round
     fail "the kill -9 crash test failed against the arm64 binary"
 ok "kill -9 crash test, $rounds rounds: nothing lost or duplicated"
 
-# 5. The package in a throwaway arm64 root.
+# 5. The queue's SIGKILL test, the arm64 probe as its child.
+step "the queue's SIGKILL test with the arm64 queue-crash-probe"
+build_root=.build-arm64/build-root
+[ -f "$build_root/src/Package.swift" ] || fail "no sources in $build_root/src: run without --deb (or scripts/build-release.sh --arch arm64) first"
+scripts/arm64/in-root.sh "$build_root" "cd /src && swift build --quiet -c release --static-swift-stdlib --product queue-crash-probe \
+    --scratch-path /build/swiftpm --destination /opt/arm64-sdk/swift-sdk.json" || fail "cannot cross-build queue-crash-probe"
+probe="$work/queue-crash-probe"
+printf '#!/bin/sh\nexec qemu-aarch64-static -L "%s" "%s" "$@"\n' "$root" "$PWD/$build_root/build/swiftpm/aarch64-unknown-linux-gnu/release/queue-crash-probe" > "$probe"
+chmod 0755 "$probe"
+QUEUE_CRASH_PROBE="$probe" swift test --quiet --filter sigkillNeverLosesACommittedBatchNorLeavesAPartialOne > "$work/queue-crash.log" 2>&1 ||
+    { tail -30 "$work/queue-crash.log" >&2; fail "the queue's SIGKILL test failed with the arm64 probe"; }
+grep -q 'Test run with 1 test' "$work/queue-crash.log" || { tail -5 "$work/queue-crash.log" >&2; fail "swift test did not run exactly the queue's SIGKILL test"; }
+ok "queue SIGKILL test, 8 rounds, the arm64 probe killed: every committed batch whole, none partial"
+
+# 6. The package in a throwaway arm64 root.
 step "package test in the arm64 root"
 scripts/test-package.sh --arch arm64 --deb "$deb" || fail "the package test failed in the arm64 root"
 ok "install / remove / purge in an arm64 root"

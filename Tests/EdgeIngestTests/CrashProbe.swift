@@ -1,8 +1,13 @@
 import Foundation
 
-/// Runs the `queue-crash-probe` executable built beside the tests.
+/// Runs the `queue-crash-probe` executable built beside the tests, or the
+/// one `QUEUE_CRASH_PROBE` names (scripts/test-arm64.sh: the arm64 probe
+/// under qemu-user).
 enum CrashProbe {
     static var executable: URL {
+        if let probe = ProcessInfo.processInfo.environment["QUEUE_CRASH_PROBE"], !probe.isEmpty {
+            return URL(fileURLWithPath: probe)
+        }
         let tests = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var dir = tests.deletingLastPathComponent()
         // swift test runs …/debug/EdgeIngestPackageTests.xctest; the probe is in …/debug.
