@@ -340,10 +340,14 @@ func checkTimestampText(_ ms: Int64) -> Bool {
     let o = yearDigits - 6  // the fields after the year move right by the extra digits
     let days = Timestamp.daysFromCivil(year, number(8 + o, 2), number(11 + o, 2))
     let seconds = days * 86_400 + number(14 + o, 2) * 3_600 + number(17 + o, 2) * 60 + number(20 + o, 2)
-    let decoded = seconds * 1_000 + number(23 + o, 3)
+    // Seconds and milliseconds compared apart: within a second of
+    // Int64.min, seconds × 1,000 alone is out of Int64's range.
+    let (quotient, remainder) = ms.quotientAndRemainder(dividingBy: 1_000)
+    let expectedSeconds = remainder < 0 ? quotient - 1 : quotient
+    let expectedMilliseconds = remainder < 0 ? remainder + 1_000 : remainder
     precondition(
-        decoded == ms,
-        "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which is \(decoded)"
+        seconds == expectedSeconds && number(23 + o, 3) == expectedMilliseconds,
+        "timestamp \(ms) is written as \(String(decoding: text, as: UTF8.self)), which is \(seconds) s + \(number(23 + o, 3)) ms"
     )
     return false
 }
