@@ -7,8 +7,8 @@
 # 10, 100 and 1,000, then 100 and 1,000 again under a slowloris of 1,000
 # connections trickling their heads, prints per run: readings/s stored
 # (the answers' "accepted"), the gateway's CPU seconds per million stored,
-# the answers' p50/p99 latency, the gateway's peak RSS, and the answers by
-# status. The gateway gets a fresh state directory per run.
+# the answers' p50/p99 latency, the gateway's peak RSS, the load
+# generator's own CPU seconds per million, and the answers by status. The gateway gets a fresh state directory per run.
 # For a breakdown: DEDUP_WINDOW_S=0 turns the received-id check off;
 # SINK=none points the gateway's upload at a closed port (nothing drains
 # during the run); RUNS="10:0 100:1000" picks the runs (clients:slow);
@@ -31,7 +31,7 @@ key="fleet-bench-key-0123456789abcdef"
 echo "$key" | "$ingestd" hash-secret --api-key | sed 's/^/fleet /' > "$dir/keys"
 machine_line
 echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'), ${seconds} s per run, dedup_window_s ${DEDUP_WINDOW_S:-3600}, sink ${SINK:-archive}"
-printf '%-8s %-6s %12s %14s %9s %9s %9s  %s\n' clients slow "readings/s" "CPU-s/million" "p50 ms" "p99 ms" "RSS MB" statuses
+printf '%-8s %-6s %12s %14s %9s %9s %9s %11s  %s\n' clients slow "readings/s" "CPU-s/million" "p50 ms" "p99 ms" "RSS MB" "load CPU-s" statuses
 
 run() {
     local clients=$1 slow=$2 state="$dir/gateway-$1-$2"
@@ -71,7 +71,8 @@ except Exception: pass' "$state/status.json" 2>/dev/null || true)
 import json, sys
 r = json.loads(sys.argv[1]); ticks = (float(sys.argv[3]) - float(sys.argv[2])) / float(sys.argv[4])
 per_million = ticks / (r["records"] / 1e6) if r["records"] else float("nan")
-print(f'{r["clients"]:<8} {r["slow"]:<6} {r["records_per_s"]:>12,} {per_million:>14.2f} {r["p50_ms"]:>9.1f} {r["p99_ms"]:>9.1f} {sys.argv[5]:>9}  {r["statuses"]}')
+load = r["cpu_s"] / (r["records"] / 1e6) if r["records"] else float("nan")
+print(f'{r["clients"]:<8} {r["slow"]:<6} {r["records_per_s"]:>12,} {per_million:>14.2f} {r["p50_ms"]:>9.1f} {r["p99_ms"]:>9.1f} {sys.argv[5]:>9} {load:>11.2f}  {r["statuses"]}')
 PY
 }
 

@@ -34,12 +34,35 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
 /// (`missing_id`, `empty_record`, `malformed_json`, `unknown_field`, …), so
 /// the client can dead-letter exactly those records.
 @Suite struct BatchDecoderTests {
+    /// Decodes `body` into records, and checks that the path the server
+    /// takes (``BatchDecoder/encode(_:recordType:maxRecords:)``, lines
+    /// stored as read) refuses the same lines and stores the same bytes.
     func decode(
         _ body: String,
         recordType: String? = "WeatherSensor"
     ) throws -> (records: [Record], rejections: [BatchDecoder.Rejection]) {
-        var decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
-        return try decoder.decode(Array(body.utf8), recordType: recordType)
+        let decoder = BatchDecoder(types: [try sensorType(), try doorType()], inputName: "http:test")
+        return try Self.decodeBothWays(decoder, Array(body.utf8), recordType: recordType)
+    }
+
+    static func decodeBothWays(
+        _ decoder: BatchDecoder,
+        _ body: [UInt8],
+        recordType: String?
+    ) throws -> (records: [Record], rejections: [BatchDecoder.Rejection]) {
+        let decoded = try decoder.decode(body, recordType: recordType)
+        let encoded = try decoder.encode(body, recordType: recordType)
+        #expect(encoded.rejections == decoded.rejections)
+        let viaRecords = try EncodedBatch(records: decoded.records, types: decoder.typesByName, queueName: "test")
+        #expect(encoded.batch.count == decoded.records.count)
+        #expect(encoded.batch.runs.map(\.typeName) == viaRecords.runs.map(\.typeName))
+        #expect(encoded.batch.runs.map(\.ids) == viaRecords.runs.map(\.ids))
+        #expect(encoded.batch.runs.map(\.ends) == viaRecords.runs.map(\.ends))
+        #expect(
+            encoded.batch.runs.map { String(decoding: $0.payload, as: UTF8.self) }
+                == viaRecords.runs.map { String(decoding: $0.payload, as: UTF8.self) }
+        )
+        return decoded
     }
 
     @Test func validLinesBecomeRecordsWithTheirOwnIDs() throws {
@@ -104,6 +127,27 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         )
     }
 
+    /// Lines in the record's own shape are stored as read; lines in other
+    /// forms (key order, number and timestamp forms, escapes, a missing
+    /// optional or default) are written again: either way exactly the
+    /// bytes a decoded record encodes to, so a record's content checksum
+    /// (deduplication's "same content") does not depend on the path.
+    @Test func linesInAnyFormAreStoredAsTheirDecodedRecordIs() throws {
+        let lines = [
+            sensor(id1),
+            #"{"deviceId":"WX","_id":"\#(id2)","windSpeedInMph":2,"temperatureInFahrenheit":1}"#,
+            #"{"_id":"\#(id3)","deviceId":"W\u0058","temperatureInFahrenheit":66.70,"windSpeedInMph":2e0}"#,
+            #"{"_id":"\#(id1.uppercased())","deviceId":"WX","temperatureInFahrenheit":-0.0,"windSpeedInMph":2,"note":null}"#,
+            #"{"_id":"\#(id2)","deviceId":"é ☃ \"q\"","temperatureInFahrenheit":1E3,"windSpeedInMph":-7,"note":"n"}"#,
+            #"  {"_id" : "\#(id3)" , "deviceId":"WX","temperatureInFahrenheit":1,"windSpeedInMph":2}  "#,
+            #"{"_type":"Door","_id":"\#(id1)","doorId":"d","open":false}"#,
+            sensor(id2, wind: 9),
+        ]
+        let (records, rejections) = try decode(lines.joined(separator: "\n"))
+        #expect(rejections == [])
+        #expect(records.count == lines.count)
+    }
+
     @Test func theLastLineNeedsNoNewlineAndCRLFIsAccepted() throws {
         let (records, rejections) = try decode(sensor(id1) + "\r\n" + sensor(id2) + "\r\n" + sensor(id3))
         #expect(rejections == [])
@@ -131,8 +175,8 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
             Array(#"{"_id":"\#(id2)","deviceId":""#.utf8) + [0xC3, 0x28]
             + Array(#"","temperatureInFahrenheit":1,"windSpeedInMph":2}"#.utf8) + [0x0A]
         body += Array(sensor(id3).utf8)
-        var decoder = BatchDecoder(types: [try sensorType()], inputName: "http:test")
-        let (records, rejections) = try decoder.decode(body, recordType: "WeatherSensor")
+        let decoder = BatchDecoder(types: [try sensorType()], inputName: "http:test")
+        let (records, rejections) = try Self.decodeBothWays(decoder, body, recordType: "WeatherSensor")
         #expect(records.map(\.id.hexString) == [id1, id3])
         #expect(rejections.map(\.index) == [1])
         #expect(rejections.map(\.reason) == ["invalid_utf8"])
@@ -223,6 +267,9 @@ private func sensor(_ id: String, wind: Int = 2) -> String {
         if lines > 0 {
             #expect(throws: BatchDecoder.TooManyRecords.self) {
                 try decoder.decode(Array(body.utf8), recordType: "WeatherSensor", maxRecords: lines - 1)
+            }
+            #expect(throws: BatchDecoder.TooManyRecords.self) {
+                try decoder.encode(Array(body.utf8), recordType: "WeatherSensor", maxRecords: lines - 1)
             }
         }
     }

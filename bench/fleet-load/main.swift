@@ -5,8 +5,9 @@
 // answer before the next (as an edge uploader does); SLOW more connections
 // trickle request heads (a slowloris, one thread for all of them, a header
 // line each every second, reconnecting when cut off). Prints one JSON line:
-// records stored (from the answers' "accepted"), requests by status, and the
-// answer latency's p50, p99 and max in milliseconds.
+// records stored (from the answers' "accepted"), requests by status, the
+// answer latency's p50, p99 and max in milliseconds, and the CPU seconds
+// the generator itself used (it shares the machine with the gateway).
 //
 //   fleet-load PORT API_KEY CLIENTS SECONDS [RECORDS_PER_BATCH [SLOW]]
 
@@ -112,29 +113,54 @@ func epochSeconds() -> Int {
 /// One batch of `perBatch` readings for `client`, numbered from `first`.
 /// `_id`s are shaped as a real edge box's ObjectIds: 4 bytes of seconds,
 /// 5 bytes per client (its process), a 3-byte counter — unique across the
-/// fleet, and in time order as the gateway receives real ones.
+/// fleet, and in time order as the gateway receives real ones. Written
+/// byte by byte (no `String` per reading), so the generator's own CPU
+/// leaves the gateway room on the cores they share.
 func body(client: Int, first: Int) -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(perBatch * 180)
     let seconds = epochSeconds()
+    let process = (client &* 0x9E37_79B9) & 0xFF_FFFF_FFFF
     for k in 0..<perBatch {
         let n = first + k
-        var id: [UInt8] = []
-        for shift in stride(from: 28, through: 0, by: -4) { id.append(hex[(seconds >> shift) & 15]) }
-        for shift in stride(from: 36, through: 0, by: -4) { id.append(hex[((client &* 0x9E37_79B9) >> shift) & 15]) }
-        for shift in stride(from: 20, through: 0, by: -4) { id.append(hex[(n >> shift) & 15]) }
-        let ms = n % 1000
-        let s = (n / 1000) % 60
-        let m = (n / 60_000) % 60
-        let line =
-            "{\"_id\":\"\(String(decoding: id, as: UTF8.self))\",\"ts\":\"2026-11-26T10:\(format2(m)):\(format2(s)).\(format3(ms))Z\",\"deviceId\":\"WX1278UIT-\(format2(client % 100))\",\"temperatureInFahrenheit\":\(55 + n % 40).\(n % 10),\"barometricPressureInHg\":29.\(format2(40 + n % 60)),\"windSpeedInMph\":\(n % 45)}\n"
-        out += Array(line.utf8)
+        out.append(contentsOf: #"{"_id":""#.utf8)
+        appendHex(seconds, digits: 8, to: &out)
+        appendHex(process, digits: 10, to: &out)
+        appendHex(n & 0xFF_FFFF, digits: 6, to: &out)
+        out.append(contentsOf: #"","ts":"2026-11-26T10:"#.utf8)
+        appendDigits((n / 60_000) % 60, count: 2, to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendDigits((n / 1000) % 60, count: 2, to: &out)
+        out.append(UInt8(ascii: "."))
+        appendDigits(n % 1000, count: 3, to: &out)
+        out.append(contentsOf: #"Z","deviceId":"WX1278UIT-"#.utf8)
+        appendDigits(client % 100, count: 2, to: &out)
+        out.append(contentsOf: #"","temperatureInFahrenheit":"#.utf8)
+        appendDigits(55 + n % 40, count: 2, to: &out)
+        out.append(UInt8(ascii: "."))
+        appendDigits(n % 10, count: 1, to: &out)
+        out.append(contentsOf: #","barometricPressureInHg":29."#.utf8)
+        appendDigits(40 + n % 60, count: 2, to: &out)
+        out.append(contentsOf: #","windSpeedInMph":"#.utf8)
+        appendDigits(n % 45, count: n % 45 < 10 ? 1 : 2, to: &out)
+        out.append(contentsOf: "}\n".utf8)
     }
     return out
 }
 
-func format2(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-func format3(_ n: Int) -> String { n < 10 ? "00\(n)" : n < 100 ? "0\(n)" : "\(n)" }
+func appendHex(_ value: Int, digits: Int, to out: inout [UInt8]) {
+    for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) { out.append(hex[(value >> shift) & 15]) }
+}
+
+/// `value`'s last `count` decimal digits, zero-padded.
+func appendDigits(_ value: Int, count: Int, to out: inout [UInt8]) {
+    var divisor = 1
+    for _ in 1..<max(count, 1) { divisor *= 10 }
+    while divisor > 0 {
+        out.append(UInt8(ascii: "0") + UInt8((value / divisor) % 10))
+        divisor /= 10
+    }
+}
 
 final class Results: @unchecked Sendable {  // under `lock`
     var lock = pthread_mutex_t()
@@ -233,7 +259,12 @@ let sorted = results.latencies.sorted()
 func percentile(_ p: Double) -> Double {
     sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
 }
+var usage = rusage()
+getrusage(RUSAGE_SELF.rawValue, &usage)
+let cpuSeconds =
+    Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+    + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 let statusText = results.statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
 print(
-    "{\"clients\":\(clients),\"slow\":\(slowCount),\"seconds\":\(elapsed),\"records\":\(results.accepted),\"records_per_s\":\(Int(Double(results.accepted) / elapsed)),\"statuses\":{\(statusText)},\"p50_ms\":\(percentile(0.5)),\"p99_ms\":\(percentile(0.99)),\"max_ms\":\(percentile(1.0))}"
+    "{\"clients\":\(clients),\"slow\":\(slowCount),\"seconds\":\(elapsed),\"records\":\(results.accepted),\"records_per_s\":\(Int(Double(results.accepted) / elapsed)),\"statuses\":{\(statusText)},\"p50_ms\":\(percentile(0.5)),\"p99_ms\":\(percentile(0.99)),\"max_ms\":\(percentile(1.0)),\"cpu_s\":\(cpuSeconds)}"
 )

@@ -128,16 +128,20 @@ extension DurableQueue {
             var counters = counters
             var duplicates = 0
             var conflicts: [Int] = []
+            var contents: [Int64] = []
             // Records received from another client: refused for a stale
             // session (throws StaleSession), re-sent ones and conflicting
             // ones (same `_id`, other content) left out.
             let received = try receipt.map { _ in try store.receivedIDs(now: now) }
             if let receipt, let received {
                 let repeated = try received.repeated(in: batch, receipt: receipt, now: now)
+                contents = repeated.contents
                 if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
                     duplicates = repeated.resent.count
                     conflicts = repeated.conflicts
-                    batch = batch.removing((repeated.resent + repeated.conflicts).sorted())
+                    let removed = (repeated.resent + repeated.conflicts).sorted()
+                    batch = batch.removing(removed)
+                    contents = contents.removing(sortedIndices: removed)
                     sizes = batch.recordSizes
                     // Persistent, with the records: how often clients re-sent what
                     // was stored, and how often one `_id` came with other content
@@ -177,7 +181,14 @@ extension DurableQueue {
                 try store.add(counter: "appended_total", Int64(accepted + plan.droppedIncoming))
                 for position in positions { try store.set(position: position, at: now) }
                 for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
-                if let receipt, let received { try received.remember(kept, receipt: receipt, now: now) }
+                if let receipt, let received {
+                    try received.remember(
+                        kept,
+                        contents: contents.isEmpty ? [] : Array(contents[plan.acceptFrom..<plan.acceptTo]),
+                        receipt: receipt,
+                        now: now
+                    )
+                }
             }
             do {
                 try store.db.transaction { try commit() }
@@ -274,5 +285,22 @@ extension DurableQueue {
             case .wait: usleep(10_000)
             }
         }
+    }
+}
+
+extension Array {
+    /// The elements but those at `indices` (ascending, each valid).
+    func removing(sortedIndices indices: [Int]) -> [Element] {
+        var out: [Element] = []
+        out.reserveCapacity(count - indices.count)
+        var next = 0
+        for (index, element) in enumerated() {
+            if next < indices.count, indices[next] == index {
+                next += 1
+                continue
+            }
+            out.append(element)
+        }
+        return out
     }
 }

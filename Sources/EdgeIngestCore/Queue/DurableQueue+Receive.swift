@@ -58,11 +58,24 @@ extension DurableQueue {
         receipt: Receipt,
         counters: [String: Int64] = [:]
     ) throws -> ReceiveOutcome {
-        let batch = try EncodedBatch(
-            records: records,
-            types: typesByName,
-            queueName: configuration.location.description
+        try receive(
+            EncodedBatch(records: records, types: typesByName, queueName: configuration.location.description),
+            receipt: receipt,
+            counters: counters
         )
+    }
+
+    /// Stores records received from another client, already encoded (the
+    /// gateway's decoder stores lines as read): as ``receive(_:receipt:counters:)-([Record],_,_)``.
+    ///
+    /// - Throws: ``EdgeIngestError`` as that one, and when the batch holds
+    ///   records of a type this queue does not declare.
+    package func receive(
+        _ batch: EncodedBatch,
+        receipt: Receipt,
+        counters: [String: Int64] = [:]
+    ) throws -> ReceiveOutcome {
+        try batch.check(against: typesByName, queueName: configuration.location.description)
         do {
             switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
             case .done(let result): return .stored(result)

@@ -111,21 +111,28 @@ final class ReceivedIDs {
     /// The records of `batch` whose `_id` was already received (or comes
     /// earlier in it): `resent` with the same content, `conflicts` with
     /// other content; indices over the batch, ascending. Both empty when
-    /// the receipt turns deduplication off.
+    /// the receipt turns deduplication off. `contents`: each record's
+    /// content checksum, by index (0 for those not remembered), for
+    /// ``remember(_:contents:receipt:now:)``: computed once.
     /// - Throws: ``StaleSession`` when the receipt's session epoch is older
     ///   than one seen before from the same client.
-    func repeated(in batch: EncodedBatch, receipt: Receipt, now: Int64) throws -> (resent: [Int], conflicts: [Int]) {
+    func repeated(
+        in batch: EncodedBatch,
+        receipt: Receipt,
+        now: Int64
+    ) throws -> (resent: [Int], conflicts: [Int], contents: [Int64]) {
         if let session = receipt.session, let sessionKey = receipt.sessionKey, let seen = try epoch(of: sessionKey),
             seen > session.epoch
         {
             throw StaleSession(seenEpoch: seen)
         }
-        guard receipt.dedupWindowMilliseconds > 0 else { return ([], []) }
+        guard receipt.dedupWindowMilliseconds > 0 else { return ([], [], []) }
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
         let checksBareKeys = !tenant.isEmpty && now - bareKeysUntil < 2 * receipt.dedupWindowMilliseconds
         var inBatch: [ObjectId: Int64] = [:]
         var resent: [Int] = []
         var conflicts: [Int] = []
+        var contents = [Int64](repeating: 0, count: batch.count)
         var index = 0
         for run in batch.runs {
             try run.ids.withUnsafeBytes { ids in
@@ -141,6 +148,7 @@ final class ReceivedIDs {
                         let content = SegmentChecksum.ofRecord(
                             UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]])
                         )
+                        contents[index] = content
                         let key = ObjectId(unsafeBytes: id)
                         // An earlier record of this batch, else either generation;
                         // `.some(nil)`: received before its content was kept.
@@ -162,12 +170,14 @@ final class ReceivedIDs {
                 }
             }
         }
-        return (resent, conflicts)
+        return (resent, conflicts, contents)
     }
 
     /// Records the session and the ids of the stored runs, rotating the
-    /// generations when due. Inside the append's transaction.
-    func remember(_ runs: [EncodedBatch.Run], receipt: Receipt, now: Int64) throws {
+    /// generations when due. Inside the append's transaction. `contents`:
+    /// the runs' records' content checksums in order, from
+    /// ``repeated(in:receipt:now:)``.
+    func remember(_ runs: [EncodedBatch.Run], contents: [Int64], receipt: Receipt, now: Int64) throws {
         if let session = receipt.session, let sessionKey = receipt.sessionKey {
             upsertSession.bind(1, sessionKey)
             upsertSession.bind(2, session.epoch)
@@ -178,30 +188,25 @@ final class ReceivedIDs {
         try rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
         let statement = insert[Int(pending?.current ?? current)]
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
+        var index = 0
         for run in runs {
             try run.ids.withUnsafeBytes { ids in
-                try run.payload.withUnsafeBytes { payload in
-                    var start = 0
-                    for i in 0..<run.count {
-                        let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
-                        defer { start = run.ends[i] }
-                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                        setKey(id, tenant: tenant)
-                        key.withUnsafeBytes { key in
-                            if let pending, pending.current != current {
-                                pendingFilter?.insert(key)
-                            } else {
-                                filters[Int(current)]?.insert(key)
-                            }
+                for i in 0..<run.count {
+                    let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
+                    defer { index += 1 }
+                    if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
+                    setKey(id, tenant: tenant)
+                    key.withUnsafeBytes { key in
+                        if let pending, pending.current != current {
+                            pendingFilter?.insert(key)
+                        } else {
+                            filters[Int(current)]?.insert(key)
                         }
-                        statement.bind(
-                            2,
-                            SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
-                        )
-                        try key.withUnsafeBytes {
-                            statement.bind(1, blob: $0)
-                            try statement.run()
-                        }
+                    }
+                    statement.bind(2, contents[index])
+                    try key.withUnsafeBytes {
+                        statement.bind(1, blob: $0)
+                        try statement.run()
                     }
                 }
             }

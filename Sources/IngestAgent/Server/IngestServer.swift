@@ -289,30 +289,48 @@ final class IngestServer: HTTPHandler {
         }
         // A bound on records as on bytes: a 2 KiB gzip body of newlines would
         // otherwise cost a million rejections in the answer and the log.
-        var records: [Record]
+        let recordType = request.header("edgeingest-record-type") ?? context.settings.type
+        var batch: EncodedBatch
         var rejections: [BatchDecoder.Rejection]
         do {
-            (records, rejections) = try decoder.decode(
-                body,
-                recordType: request.header("edgeingest-record-type") ?? context.settings.type,
-                maxRecords: Self.maxRecordsPerBatch
-            )
-        } catch {
+            if let field = settings.ownerField, let owner = tenant.id {
+                // Records the server edits (fills in the owner) are decoded, then encoded.
+                var records: [Record]
+                (records, rejections) = try decoder.decode(
+                    body,
+                    recordType: recordType,
+                    maxRecords: Self.maxRecordsPerBatch
+                )
+                quotas.charge(tenant: tenant.id ?? "", records: records.count + rejections.count, bytes: body.count)
+                (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
+                batch = try EncodedBatch(records: records, types: decoder.typesByName, queueName: inputName)
+            } else {
+                (batch, rejections) = try decoder.encode(
+                    body,
+                    recordType: recordType,
+                    maxRecords: Self.maxRecordsPerBatch
+                )
+                quotas.charge(tenant: tenant.id ?? "", records: batch.count + rejections.count, bytes: body.count)
+            }
+        } catch is BatchDecoder.TooManyRecords {
             return .error(
                 413,
                 "too_many_records",
                 "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
             )
-        }
-        quotas.charge(tenant: tenant.id ?? "", records: records.count + rejections.count, bytes: body.count)
-        if let field = settings.ownerField, let owner = tenant.id {
-            (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
+        } catch {
+            // The decoder's types are the queue's: a type it refuses is a bug here, not the client's.
+            logger.error(
+                "Could not encode a received batch",
+                metadata: ["ingest.input": "\(inputName)", "error": "\(error)"]
+            )
+            return .error(500, "storage", "this server could not store the batch; try again later")
         }
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
             outcome = try queue.receive(
-                records,
+                batch,
                 receipt: Receipt(
                     dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000,
                     session: session,
@@ -361,7 +379,7 @@ final class IngestServer: HTTPHandler {
             var rejections = rejections
             var rejectedByReason = rejectedByReason
             if !result.conflicts.isEmpty {
-                rejections = Self.adding(conflicts: result.conflicts, of: records, to: rejections)
+                rejections = Self.adding(conflicts: result.conflicts, of: batch, to: rejections)
                 rejectedByReason["duplicate_id", default: 0] += Int64(result.conflicts.count)
             }
             for rejection in rejections.prefix(Self.loggedRejectionsPerBatch) {
@@ -385,7 +403,7 @@ final class IngestServer: HTTPHandler {
                     ]
                 )
             }
-            let lines = Int64(records.count + rejections.count)
+            let lines = Int64(batch.count + rejections.count)
             counters.update { s in
                 s.problem = nil
                 s.linesRead += lines
@@ -464,11 +482,11 @@ final class IngestServer: HTTPHandler {
     }
 
     /// `rejections` with a `duplicate_id` one for each conflicting record
-    /// (`conflicts`: indices into `records`), by line: record k is on the
+    /// (`conflicts`: indices into `batch`), by line: record k is on the
     /// k-th line that was not rejected.
     static func adding(
         conflicts: [Int],
-        of records: [Record],
+        of batch: EncodedBatch,
         to rejections: [BatchDecoder.Rejection]
     ) -> [BatchDecoder.Rejection] {
         let refused = Set(rejections.map(\.index))
@@ -488,7 +506,7 @@ final class IngestServer: HTTPHandler {
                     index: line,
                     reason: "duplicate_id",
                     message:
-                        "_id \(records[conflict].id.hexString) was already received with other content; a re-send must be identical, and a new reading needs a new _id"
+                        "_id \(batch.id(at: conflict).hexString) was already received with other content; a re-send must be identical, and a new reading needs a new _id"
                 )
             )
         }
