@@ -3,7 +3,7 @@ import Testing
 @testable import EdgeIngestCore
 
 /// ``ReceivedIDFilter``: never a false negative, few false positives at
-/// capacity, "maybe" for everything once saturated.
+/// capacity, growing when full, "maybe" for everything past its limit.
 @Suite struct ReceivedIDFilterTests {
     /// ObjectId-shaped keys: a shared timestamp prefix, then a counter.
     static func key(_ n: Int, tenant: String = "") -> [UInt8] {
@@ -24,9 +24,23 @@ import Testing
         #expect(others.count < 400)
     }
 
-    @Test func aSaturatedFilterAnswersMaybe() {
-        var filter = ReceivedIDFilter(capacity: 10)
-        for n in 0..<11 { Self.key(n).withUnsafeBytes { filter.insert($0) } }
+    @Test func aFullFilterGrowsAndStillFindsEveryKeyWithFewOthers() {
+        var filter = ReceivedIDFilter(capacity: 10_000)
+        for n in 0..<150_000 { Self.key(n).withUnsafeBytes { filter.insert($0) } }
+        #expect(filter.layerCount == 4, "10,000 + 20,000 + 40,000 + 80,000 keys")
+        #expect(!filter.isSaturated)
+        #expect((0..<150_000).allSatisfy { n in Self.key(n).withUnsafeBytes { filter.mightContain($0) } })
+        let falsePositives = (150_000..<250_000).filter { n in Self.key(n).withUnsafeBytes { filter.mightContain($0) } }
+        // ~2 % per full layer: four layers, ~8 %.
+        #expect(falsePositives.count < 10_000, "\(falsePositives.count) false positives in 100,000")
+    }
+
+    @Test func aFilterAtItsLimitAnswersMaybe() {
+        var filter = ReceivedIDFilter(capacity: 10, limit: 30)
+        for n in 0..<30 { Self.key(n).withUnsafeBytes { filter.insert($0) } }
+        #expect(!filter.isSaturated)
+        #expect(filter.layerCount == 2, "10, then the 20 left of the limit")
+        Self.key(30).withUnsafeBytes { filter.insert($0) }
         #expect(filter.isSaturated)
         #expect(Self.key(999).withUnsafeBytes { filter.mightContain($0) })
     }

@@ -52,6 +52,36 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == records.map(\.jsonString))
     }
 
+    /// Ids are inserted 32 rows to a statement: a batch of 100 (three
+    /// full statements and four single rows) is remembered whole, with
+    /// each record's own content, and found again row by row after
+    /// reopening (no filter then: every id is looked up in the table).
+    @Test func aLargeBatchIsRememberedIdByIdWithItsContents() throws {
+        let dir = try TemporaryDirectory()
+        let type = try declaredWeatherSensor()
+        let records = try weatherRecords(100)
+        do {
+            let queue = try DurableQueue.open(try fileConfiguration(dir))
+            #expect(try queue.receive(records, receipt: receipt(tenant: "key-a")) == stored(100))
+        }
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        var again = records
+        for changed in [31, 32, 99] {
+            again[changed] = try type.validate(anyValues: [
+                "_id": records[changed].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+                "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+            ])
+        }
+        guard case .stored(let result) = try queue.receive(again, receipt: receipt(tenant: "key-a")) else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(result.accepted == 0 && result.duplicates == 97 && result.conflicts == [31, 32, 99])
+        // Another account's ids are its own.
+        #expect(try queue.receive(records, receipt: receipt(tenant: "key-b")) == stored(100))
+        #expect(try drain(queue).count == 200)
+    }
+
     /// The MQTT input's receipt: readings that came without `_id` got one
     /// generated here, which no sender can repeat; only ids from elsewhere
     /// are looked up and remembered.

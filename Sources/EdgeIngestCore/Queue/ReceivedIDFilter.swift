@@ -4,10 +4,14 @@
 /// fleet through one gateway"). 8 bits and 6 probes per key: about 2 %
 /// false positives at capacity, and a false positive only costs the lookup.
 ///
-/// Past its capacity it is **saturated** and answers "maybe" for every key
-/// (the lookup is made, as without a filter); the next generation's filter
-/// is sized from this one's count. Never a false negative: a key inserted
-/// is always found.
+/// Full, it grows: a new layer of twice the last one's capacity takes the
+/// next keys, and a key is looked for in every layer (a scalable Bloom
+/// filter: each full layer adds ~2 % false positives, so at the most ~10 %
+/// over five layers), up to `limit` keys in all (32 Mi: 32 MiB). Past
+/// that it is **saturated** and answers "maybe" for every key (the lookup
+/// is made, as without a filter); the next generation's filter starts
+/// sized from this one's count. Never a false negative: a key inserted is
+/// always found.
 ///
 /// ```swift
 /// var filter = ReceivedIDFilter(capacity: 1 << 20)
@@ -17,23 +21,62 @@
 struct ReceivedIDFilter {
     static let bitsPerKey = 8
     static let probes = 6
-    /// Bounds for ``capacity(after:)``: 1 Mi keys (1 MiB) to 32 Mi (32 MiB).
+    /// Bounds for ``capacity(after:)`` and the default limit: 1 Mi keys
+    /// (1 MiB) to 32 Mi (32 MiB).
     static let minimumCapacity = 1 << 20
     static let maximumCapacity = 1 << 25
 
-    let capacity: Int
-    private(set) var count = 0
-    private var words: [UInt64]
-    private let bitCount: UInt64
+    /// One Bloom filter of `capacity` keys.
+    private struct Layer {
+        let capacity: Int
+        var count = 0
+        var words: [UInt64]
+        let bitCount: UInt64
 
-    init(capacity: Int) {
-        self.capacity = capacity
-        let bits = max(64, capacity * Self.bitsPerKey)
-        words = [UInt64](repeating: 0, count: (bits + 63) / 64)
-        bitCount = UInt64(words.count * 64)
+        init(capacity: Int) {
+            self.capacity = capacity
+            let bits = max(64, capacity * ReceivedIDFilter.bitsPerKey)
+            words = [UInt64](repeating: 0, count: (bits + 63) / 64)
+            bitCount = UInt64(words.count * 64)
+        }
+
+        mutating func insert(_ h1: UInt64, _ h2: UInt64) {
+            count += 1
+            for i in 0..<UInt64(ReceivedIDFilter.probes) {
+                let bit = (h1 &+ i &* h2) % bitCount
+                words[Int(bit >> 6)] |= 1 << (bit & 63)
+            }
+        }
+
+        func mightContain(_ h1: UInt64, _ h2: UInt64) -> Bool {
+            for i in 0..<UInt64(ReceivedIDFilter.probes) {
+                let bit = (h1 &+ i &* h2) % bitCount
+                if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
+            }
+            return true
+        }
     }
 
-    var isSaturated: Bool { count > capacity }
+    /// Keys in all layers together at the most.
+    let limit: Int
+    private(set) var count = 0
+    private var layers: [Layer]
+    /// The layers' capacities summed.
+    private var capacity: Int
+
+    /// - Parameters:
+    ///   - capacity: the first layer's keys.
+    ///   - limit: keys in all, growing included.
+    init(capacity: Int, limit: Int = maximumCapacity) {
+        self.limit = max(capacity, limit)
+        layers = [Layer(capacity: capacity)]
+        self.capacity = capacity
+    }
+
+    var isSaturated: Bool { count > limit }
+
+    /// Layers so far (the first, and one per growth).
+    var layerCount: Int { layers.count }
 
     /// The capacity for the generation after one that held `count` keys.
     static func capacity(after count: Int) -> Int {
@@ -43,22 +86,25 @@ struct ReceivedIDFilter {
     mutating func insert(_ key: UnsafeRawBufferPointer) {
         count += 1
         guard !isSaturated else { return }
-        let (h1, h2) = Self.hashes(key)
-        for i in 0..<UInt64(Self.probes) {
-            let bit = (h1 &+ i &* h2) % bitCount
-            words[Int(bit >> 6)] |= 1 << (bit & 63)
+        if layers[layers.count - 1].count == layers[layers.count - 1].capacity {
+            let next = min(2 * layers[layers.count - 1].capacity, limit - capacity)
+            guard next > 0 else {
+                count = limit + 1  // no room to grow: saturated from here
+                return
+            }
+            layers.append(Layer(capacity: next))
+            capacity += next
         }
+        let (h1, h2) = Self.hashes(key)
+        layers[layers.count - 1].insert(h1, h2)
     }
 
     /// false: the key was certainly not inserted; true: it may have been.
     func mightContain(_ key: UnsafeRawBufferPointer) -> Bool {
         guard !isSaturated else { return true }
         let (h1, h2) = Self.hashes(key)
-        for i in 0..<UInt64(Self.probes) {
-            let bit = (h1 &+ i &* h2) % bitCount
-            if words[Int(bit >> 6)] & (1 << (bit & 63)) == 0 { return false }
-        }
-        return true
+        for layer in layers where layer.mightContain(h1, h2) { return true }
+        return false
     }
 
     /// Two independent 64-bit hashes (FNV-1a, then two SplitMix64 finalizers):

@@ -45,6 +45,10 @@ final class ReceivedIDs {
     /// and file still agree.
     private var pending: (current: Int64, since: Int64)?
     private let insert: [SQLiteStatement]
+    /// Per generation: one insert of ``rowsPerInsert`` rows (one statement
+    /// step instead of 32: most of what remembering an id cost).
+    private let insertMany: [SQLiteStatement]
+    static let rowsPerInsert = 32
     private let lookup: SQLiteStatement
     private let selectSession: SQLiteStatement
     private let upsertSession: SQLiteStatement
@@ -80,6 +84,10 @@ final class ReceivedIDs {
         }
         insert = try (0..<2).map {
             try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id, content) VALUES(?1, ?2)")
+        }
+        let rows = (0..<Self.rowsPerInsert).map { "(?\(2 * $0 + 1), ?\(2 * $0 + 2))" }.joined(separator: ", ")
+        insertMany = try (0..<2).map {
+            try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id, content) VALUES \(rows)")
         }
         lookup = try db.prepare(
             "SELECT content FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT content FROM received_ids_1 WHERE id = ?1 LIMIT 1"
@@ -186,29 +194,54 @@ final class ReceivedIDs {
         }
         guard receipt.dedupWindowMilliseconds > 0 else { return }
         try rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
-        let statement = insert[Int(pending?.current ?? current)]
+        let generation = Int(pending?.current ?? current)
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
+        // The keys, each 12 + tenant bytes, one after another: bound in place.
+        let keyLength = 12 + tenant.count
+        var keys: [UInt8] = []
+        var keyContents: [Int64] = []
+        keys.reserveCapacity(contents.count * keyLength)
+        keyContents.reserveCapacity(contents.count)
         var index = 0
         for run in runs {
-            try run.ids.withUnsafeBytes { ids in
+            run.ids.withUnsafeBytes { ids in
                 for i in 0..<run.count {
                     let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
                     defer { index += 1 }
                     if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                    setKey(id, tenant: tenant)
-                    key.withUnsafeBytes { key in
-                        if let pending, pending.current != current {
-                            pendingFilter?.insert(key)
-                        } else {
-                            filters[Int(current)]?.insert(key)
-                        }
-                    }
-                    statement.bind(2, contents[index])
-                    try key.withUnsafeBytes {
-                        statement.bind(1, blob: $0)
-                        try statement.run()
-                    }
+                    keys.append(contentsOf: id)
+                    keys.append(contentsOf: tenant)
+                    keyContents.append(contents[index])
                 }
+            }
+        }
+        try keys.withUnsafeBytes { keys in
+            func key(_ row: Int) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(rebasing: keys[row * keyLength..<(row + 1) * keyLength])
+            }
+            for row in 0..<keyContents.count {
+                if let pending, pending.current != current {
+                    pendingFilter?.insert(key(row))
+                } else {
+                    filters[Int(current)]?.insert(key(row))
+                }
+            }
+            var row = 0
+            let many = insertMany[generation]
+            while keyContents.count - row >= Self.rowsPerInsert {
+                for j in 0..<Self.rowsPerInsert {
+                    many.bind(Int32(2 * j + 1), blob: key(row + j))
+                    many.bind(Int32(2 * j + 2), keyContents[row + j])
+                }
+                try many.run()
+                row += Self.rowsPerInsert
+            }
+            let one = insert[generation]
+            while row < keyContents.count {
+                one.bind(1, blob: key(row))
+                one.bind(2, keyContents[row])
+                try one.run()
+                row += 1
             }
         }
     }
