@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The `_id`s a queue received from other clients (the HTTP input of a
 /// gateway), so a batch sent again is stored once, and the sessions those
 /// clients spoke, so a client restored from an old backup is told to reset.
@@ -137,6 +141,9 @@ final class ReceivedIDs {
         guard receipt.dedupWindowMilliseconds > 0 else { return ([], [], []) }
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
         let checksBareKeys = !tenant.isEmpty && now - bareKeysUntil < 2 * receipt.dedupWindowMilliseconds
+        // Ids in strictly ascending order (an edge box's ObjectIds in the
+        // order it read them) cannot repeat within the batch: no map then.
+        let ascending = Self.strictlyAscending(batch.runs)
         var inBatch: [ObjectId: Int64] = [:]
         var resent: [Int] = []
         var conflicts: [Int] = []
@@ -160,7 +167,8 @@ final class ReceivedIDs {
                         let key = ObjectId(unsafeBytes: id)
                         // An earlier record of this batch, else either generation;
                         // `.some(nil)`: received before its content was kept.
-                        var earlier: Int64?? = try inBatch[key].map { .some($0) } ?? stored(id, tenant: tenant)
+                        var earlier: Int64?? =
+                            try (ascending ? nil : inBatch[key].map { .some($0) }) ?? stored(id, tenant: tenant)
                         if earlier == nil, checksBareKeys, let bare = try stored(id, tenant: []), bare == content {
                             earlier = .some(bare)  // a re-send across the upgrade to tenant keys
                         }
@@ -170,7 +178,7 @@ final class ReceivedIDs {
                             } else {
                                 conflicts.append(index)
                             }
-                        } else {
+                        } else if !ascending {
                             inBatch[key] = content
                         }
                         index += 1
@@ -179,6 +187,19 @@ final class ReceivedIDs {
             }
         }
         return (resent, conflicts, contents)
+    }
+
+    /// Whether the batch is one run whose ids are each greater than the one
+    /// before (batches of several types take the map).
+    private static func strictlyAscending(_ runs: [EncodedBatch.Run]) -> Bool {
+        guard runs.count == 1, let run = runs.first else { return runs.isEmpty }
+        return run.ids.withUnsafeBytes { ids in
+            for i in stride(from: 12, to: run.count * 12, by: 12)
+            where memcmp(ids.baseAddress! + i - 12, ids.baseAddress! + i, 12) >= 0 {
+                return false
+            }
+            return true
+        }
     }
 
     /// Records the session and the ids of the stored runs, rotating the
