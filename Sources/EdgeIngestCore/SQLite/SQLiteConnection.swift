@@ -1,5 +1,10 @@
 import CSQLite
 
+/// SQLite's process-wide settings, made once before the first connection:
+/// no memory statistics (nothing here reads them, and they cost a global
+/// mutex around every allocation SQLite makes, on every thread).
+private let sqliteConfigured: Void = { _ = edgeingest_sqlite_disable_memory_statistics() }()
+
 /// A thin owner of one `sqlite3*` connection. Not thread-safe: the queue
 /// uses it only under its lock. Errors name the database path.
 final class SQLiteConnection {
@@ -13,6 +18,7 @@ final class SQLiteConnection {
     /// `readOnly` opens an existing file for reading only (alongside a
     /// writer in another process: WAL lets readers see its last commit).
     init(path: String, displayName: String, role: String = "queue", readOnly: Bool = false) throws {
+        _ = sqliteConfigured
         var db: OpaquePointer?
         let flags =
             readOnly
