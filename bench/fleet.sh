@@ -8,7 +8,8 @@
 # connections trickling their heads, prints per run: readings/s stored
 # (the answers' "accepted"), the gateway's CPU seconds per million stored,
 # the answers' p50/p99 latency, the gateway's peak RSS, the load
-# generator's own CPU seconds per million, and the answers by status. The gateway gets a fresh state directory per run.
+# generator's own CPU seconds per million, and the answers by status. The
+# gateway gets a fresh state directory per run.
 # For a breakdown: DEDUP_WINDOW_S=0 turns the received-id check off;
 # SINK=none points the gateway's upload at a closed port (nothing drains
 # during the run); RUNS="10:0 100:1000" picks the runs (clients:slow);

@@ -212,17 +212,27 @@ func clientLoop(_ client: Int) {
 /// SLOW connections trickling heads: a header line each every second.
 func slowloris() {
     var fds: [Int32] = []
+    // Ten ticks a second, each sending to a tenth of the connections: a
+    // header line per connection per second (it was one per tick, ten a
+    // second, until the twentieth session).
+    let ticks = max(1, min(10, slowCount))
+    var tick = 0
     while now() < deadline {
         while fds.count < slowCount, let fd = connectLoopback() {
             _ = sendAll(fd, Array("POST /ingest/v1/batches HTTP/1.1\r\nHost: slow\r\n".utf8))
             fds.append(fd)
         }
-        usleep(1_000_000 / UInt32(max(1, min(10, slowCount))))
-        fds = fds.filter { fd in
-            if sendAll(fd, Array("X-Slow: 1\r\n".utf8)) { return true }
-            close(fd)
-            return false
+        usleep(1_000_000 / UInt32(ticks))
+        tick += 1
+        var kept: [Int32] = []
+        for (index, fd) in fds.enumerated() {
+            if index % ticks != tick % ticks || sendAll(fd, Array("X-Slow: 1\r\n".utf8)) {
+                kept.append(fd)
+            } else {
+                close(fd)
+            }
         }
+        fds = kept
     }
     for fd in fds { close(fd) }
 }
