@@ -151,6 +151,10 @@ final class SQLiteStatement {
         sqlite3_bind_int64(stmt, index, value)
     }
 
+    func bind(_ index: Int32, _ value: Double) {
+        sqlite3_bind_double(stmt, index, value)
+    }
+
     /// Binds UTF-8 text without copying; `bytes` must outlive the step.
     func bind(_ index: Int32, text bytes: UnsafeRawBufferPointer) {
         sqlite3_bind_text(

@@ -39,7 +39,7 @@ package struct ParsedLine {
         line = UnsafeRawBufferPointer(start: nil, count: 0)
     }
 
-    func withKey<R>(_ field: Field, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withKey<R>(_ field: Field, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if field.keyInLine {
             return try body(UnsafeRawBufferPointer(rebasing: line[field.keyStart..<field.keyStart + field.keyCount]))
         }
@@ -60,9 +60,21 @@ package struct ParsedLine {
         }
     }
 
+    /// What kind of JSON value the field holds; nil for a CSV cell.
+    package func jsonForm(_ field: Field) -> JSONToken.Form? {
+        guard case .json(let token) = field.value else { return nil }
+        return token.form
+    }
+
+    /// The field's JSON text (quotes included); nil for a CSV cell.
+    package func jsonText(_ field: Field) -> UnsafeRawBufferPointer? {
+        guard case .json(let token) = field.value else { return nil }
+        return UnsafeRawBufferPointer(rebasing: line[token.start..<token.start + token.count])
+    }
+
     /// The field's JSON text and its form, when the queue may store that
     /// text as it is (see ``VerbatimJSON``).
-    func verbatim(_ field: Field) -> (text: UnsafeRawBufferPointer, form: VerbatimJSON)? {
+    package func verbatim(_ field: Field) -> (text: UnsafeRawBufferPointer, form: VerbatimJSON)? {
         guard case .json(let token) = field.value, let form = token.verbatimForm else { return nil }
         return (UnsafeRawBufferPointer(rebasing: line[token.start..<token.start + token.count]), form)
     }
