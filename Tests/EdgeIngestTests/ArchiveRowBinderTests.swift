@@ -78,6 +78,7 @@ import Testing
 
     @Test(arguments: [
         "not json", #"{"deviceId":"no id"}"#, #"{"_id":7,"deviceId":"numeric id"}"#, "[1,2]", #"{"_id":null}"#, "",
+        #"{"deviceId":"left over","temp":1.5,"ok":true,"_id":7}"#, #"{"count":3,"owner":"x","deviceId":"d"}"#,
     ])
     func aLineThatIsNotARecordIsRefusedAndLeavesNothingBound(_ line: String) throws {
         let db = try SQLiteConnection(path: ":memory:", displayName: "test")
@@ -89,7 +90,22 @@ import Testing
         let bytes = Array(line.utf8)
         let taken = bytes.withUnsafeBytes { binder.bind($0, to: insert) }
         #expect(!taken)
-        // Nothing left bound: a run now inserts NULLs, which the table refuses.
+        // Nothing left bound: the next line's missing fields are NULL, not the refused line's values.
+        let next = Array(#"{"_id":"674000000000000000000001","ts":"t"}"#.utf8)
+        try next.withUnsafeBytes { raw in
+            let taken = binder.bind(raw, to: insert)
+            #expect(taken)
+            try insert.run()
+        }
+        #expect(
+            try Self.rows("bound", in: db) == [
+                [
+                    "'674000000000000000000001' text", "'t' text", "NULL null", "NULL null", "NULL null", "NULL null",
+                    "NULL null", "'' text",
+                ]
+            ]
+        )
+        // Nothing left bound after a run either: one now inserts NULLs, which the table refuses.
         #expect(throws: EdgeIngestError.self) { try insert.run() }
     }
 }

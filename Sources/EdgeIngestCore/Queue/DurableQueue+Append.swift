@@ -141,7 +141,8 @@ extension DurableQueue {
                     conflicts = repeated.conflicts
                     let removed = (repeated.resent + repeated.conflicts).sorted()
                     batch = batch.removing(removed)
-                    contents = contents.removing(sortedIndices: removed)
+                    let left = Set(removed)
+                    contents = contents.enumerated().filter { !left.contains($0.offset) }.map(\.element)
                     sizes = batch.recordSizes
                     // Persistent, with the records: how often clients re-sent what
                     // was stored, and how often one `_id` came with other content
@@ -285,22 +286,5 @@ extension DurableQueue {
             case .wait: usleep(10_000)
             }
         }
-    }
-}
-
-extension Array {
-    /// The elements but those at `indices` (ascending, each valid).
-    func removing(sortedIndices indices: [Int]) -> [Element] {
-        var out: [Element] = []
-        out.reserveCapacity(count - indices.count)
-        var next = 0
-        for (index, element) in enumerated() {
-            if next < indices.count, indices[next] == index {
-                next += 1
-                continue
-            }
-            out.append(element)
-        }
-        return out
     }
 }

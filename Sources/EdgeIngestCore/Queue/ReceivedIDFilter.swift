@@ -6,8 +6,9 @@
 ///
 /// Full, it grows: a new layer of twice the last one's capacity takes the
 /// next keys, and a key is looked for in every layer (a scalable Bloom
-/// filter: each full layer adds ~2.5 % false positives, so at the most ~13 %
-/// over five layers), up to `limit` keys in all (32 Mi: 32 MiB). Past
+/// filter: each full layer adds ~2.5 % false positives; from the smallest
+/// start, 1 Mi, six layers reach the limit: ~15 % at the most), up to
+/// `limit` keys in all (32 Mi: 32 MiB). Past
 /// that it is **saturated** and answers "maybe" for every key (the lookup
 /// is made, as without a filter); the next generation's filter starts
 /// sized from this one's count. Never a false negative: a key inserted is

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Binds one queued JSON line as the SQLite archive's insert parameters:
 /// `_id` as ?1, declared field k as ?(k + 2), each as `json_extract` would
 /// give it (a string's text, an integer, a real, a boolean as 0/1, null or
@@ -77,17 +73,14 @@ struct ArchiveRowBinder {
             return
         }
         switch try? parsed.value(field) {
-        case .string(let text)?, .text(let text)?: insert.bind(parameter, text)
+        case .string(let text)?: insert.bind(parameter, text)
         case .int(let value)?: insert.bind(parameter, value)
         case .double(let value)?: insert.bind(parameter, value)
         case .bool(let value)?: insert.bind(parameter, Int64(value ? 1 : 0))
-        case .objectId(let id)?: insert.bind(parameter, id.hexString)
-        case .timestamp(let milliseconds)?: insert.bind(parameter, milliseconds)
-        case .null?, .unsupported?, nil:
-            // null: NULL. An object or array (no field type holds one): its JSON text, as json_extract gives it.
-            if let form = parsed.jsonForm(field), form == .object || form == .array, let text = parsed.jsonText(field) {
-                insert.bind(parameter, String(decoding: text, as: UTF8.self))
-            }
+        case .unsupported?:
+            // An object or array (no field type holds one): its JSON text, as json_extract gives it.
+            if let text = parsed.jsonText(field) { insert.bind(parameter, String(decoding: text, as: UTF8.self)) }
+        default: break  // null: left NULL
         }
     }
 }

@@ -301,7 +301,6 @@ final class IngestServer: HTTPHandler {
                     recordType: recordType,
                     maxRecords: Self.maxRecordsPerBatch
                 )
-                quotas.charge(tenant: tenant.id ?? "", records: records.count + rejections.count, bytes: body.count)
                 (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
                 batch = try EncodedBatch(records: records, types: decoder.typesByName, queueName: inputName)
             } else {
@@ -310,7 +309,6 @@ final class IngestServer: HTTPHandler {
                     recordType: recordType,
                     maxRecords: Self.maxRecordsPerBatch
                 )
-                quotas.charge(tenant: tenant.id ?? "", records: batch.count + rejections.count, bytes: body.count)
             }
         } catch is BatchDecoder.TooManyRecords {
             return .error(
@@ -326,6 +324,8 @@ final class IngestServer: HTTPHandler {
             )
             return .error(500, "storage", "this server could not store the batch; try again later")
         }
+        // Every line counts, stored or refused (owner refusals move lines, not add them).
+        quotas.charge(tenant: tenant.id ?? "", records: batch.count + rejections.count, bytes: body.count)
         let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
         let outcome: ReceiveOutcome
         do {
