@@ -19,6 +19,19 @@ private func stored(_ accepted: Int, duplicates: Int = 0) -> ReceiveOutcome {
     .stored(AppendResult(accepted: accepted, droppedIncoming: 0, droppedStored: 0, duplicates: duplicates))
 }
 
+/// A WeatherSensor reading with the given 24-hex-digit `_id`.
+private func reading(id: String, device: String) throws -> Record {
+    try declaredWeatherSensor().validate(anyValues: [
+        "_id": id, "deviceId": device, "temperatureInFahrenheit": 66.7,
+        "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+    ])
+}
+
+private func hex(_ value: Int) -> String {
+    let digits = String(value, radix: 16)
+    return digits.count == 1 ? "0" + digits : digits
+}
+
 /// Sleeps long enough for the wall clock to move past a 1 ms window.
 private func pastTinyWindow() { usleep(5_000) }
 
@@ -52,10 +65,9 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == records.map(\.jsonString))
     }
 
-    /// Ids are inserted 32 rows to a statement: a batch of 100 (three
-    /// full statements and four single rows) is remembered whole, with
-    /// each record's own content, and found again row by row after
-    /// reopening (no filter then: every id is looked up in the table).
+    /// A batch of 100 consecutive ids is remembered in groups (a row per
+    /// bucket of 128 ids) with each record's own content, and found again
+    /// after reopening (no filter then: every bucket is looked up).
     @Test func aLargeBatchIsRememberedIdByIdWithItsContents() throws {
         let dir = try TemporaryDirectory()
         let type = try declaredWeatherSensor()
@@ -80,6 +92,60 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         // Another account's ids are its own.
         #expect(try queue.receive(records, receipt: receipt(tenant: "key-b")) == stored(100))
         #expect(try drain(queue).count == 200)
+    }
+
+    /// Ids of one bucket that came in several batches (two record types
+    /// of one edge box take turns at its counter), out of order, and
+    /// across a bucket's edge are each remembered with their own content.
+    @Test func idsSharingABucketAcrossBatchesAreEachRemembered() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        // Counters 0x7C...0x83: a bucket ends after 0x7F.
+        let records = try (0x7C...0x83).map { try reading(id: "6900000000000000000000" + hex($0), device: "D\($0)") }
+        let even = stride(from: 0, to: 8, by: 2).map { records[$0] }
+        let odd = stride(from: 1, to: 8, by: 2).map { records[$0] }
+        #expect(try queue.receive(even, receipt: receipt(tenant: "key-a")) == stored(4))
+        #expect(try queue.receive(odd.reversed(), receipt: receipt(tenant: "key-a")) == stored(4))
+        #expect(try queue.receive(records.reversed(), receipt: receipt(tenant: "key-a")) == stored(0, duplicates: 8))
+        let changed = try reading(id: "690000000000000000000081", device: "ELSEWHERE")
+        guard case .stored(let result) = try queue.receive([records[0], changed], receipt: receipt(tenant: "key-a"))
+        else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(result.accepted == 0 && result.duplicates == 1 && result.conflicts == [1])
+        // Four groups: each batch's ids split at the bucket's edge.
+        #expect(try sqlite3(dir.file("queue.sqlite"), "SELECT count(*) FROM received_groups_0") == "4")
+        // Reopened (no filter: looked up in the table), the same.
+        queue.close()
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(try reopened.receive(odd, receipt: receipt(tenant: "key-a")) == stored(0, duplicates: 4))
+        #expect(
+            try reopened.receive(
+                [try reading(id: "690000000000000000000084", device: "N")],
+                receipt: receipt(tenant: "key-a")
+            )
+                == stored(1)
+        )
+    }
+
+    /// Keys are the account's name then the id, so a key of account "ti"
+    /// can sort inside a bucket of account "t" (its name's last byte is
+    /// the id's first): it is not taken for one of that account's ids.
+    @Test func accountsWhoseNamesPrefixEachOthersDoNotShareIDs() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        // "t" + 69 AA..33 05 and "ti" + AA..33 05 05: the second sorts
+        // between the first's bucket bounds, with member 5 too.
+        let ofT = try reading(id: "69aabbccddeeff0011223305", device: "T")
+        let ofTI = try reading(id: "aabbccddeeff001122330505", device: "TI")
+        #expect(try queue.receive([ofTI], receipt: receipt(tenant: "ti")) == stored(1))
+        #expect(try queue.receive([ofT], receipt: receipt(tenant: "t")) == stored(1))
+        queue.close()
+        let reopened = try DurableQueue.open(try fileConfiguration(dir))
+        let ofT2 = try reading(id: "69aabbccddeeff0011223306", device: "T")
+        #expect(try reopened.receive([ofTI], receipt: receipt(tenant: "ti")) == stored(0, duplicates: 1))
+        #expect(try reopened.receive([ofT2, ofT], receipt: receipt(tenant: "t")) == stored(1, duplicates: 1))
     }
 
     /// The MQTT input's receipt: readings that came without `_id` got one
@@ -173,38 +239,68 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == [records[0], records[1], records[2], fresh].map(\.jsonString))
     }
 
-    /// Tables from before the content was kept gain the column; their ids
-    /// (content unknown) count as re-sends, never as conflicts.
-    @Test func idsReceivedBeforeContentWasKeptAreReSends() throws {
+    /// Files from before groups kept a row per id (`received_ids_0`/`_1`,
+    /// keyed on the id then the account's name, the content CRC when
+    /// kept): opening converts them, each in its generation, and drops
+    /// them. Their ids are re-sends with the same content, conflicts with
+    /// other content, and re-sends whatever the content when it was not
+    /// kept (the oldest layout, ids only).
+    @Test func rowsPerIDFromBeforeGroupsAreConvertedAndStillMatch() throws {
         let dir = try TemporaryDirectory()
-        let records = try weatherRecords(2)
+        let records = try weatherRecords(6)
+        let path = dir.file("queue.sqlite")
         do {
             let queue = try DurableQueue.open(try fileConfiguration(dir))
-            #expect(try queue.receive([records[0]], receipt: receipt()) == stored(1))
+            func content(_ record: Record) throws -> Int64 {
+                let batch = try EncodedBatch(records: [record], types: queue.typesByName, queueName: "test")
+                return batch.runs[0].payload.withUnsafeBytes {
+                    SegmentChecksum.ofRecord(UnsafeRawBufferPointer(rebasing: $0[0..<batch.runs[0].ends[0]]))
+                }
+            }
+            // As an earlier version left them: ids 0 and 1 of account key-a in
+            // generation 0, id 2 of key-a in generation 1, id 3 with no account
+            // and content unknown (the layout before contents), in generation 1.
+            func legacyKey(_ record: Record, tenant: String) -> String {
+                "X'\(record.id.hexString)' || CAST('\(tenant)' AS BLOB)"
+            }
+            _ = try sqlite3(
+                path,
+                """
+                CREATE TABLE received_ids_0(id BLOB PRIMARY KEY, content INTEGER) WITHOUT ROWID;
+                CREATE TABLE received_ids_1(id BLOB PRIMARY KEY) WITHOUT ROWID;
+                INSERT INTO received_ids_0 VALUES(\(legacyKey(records[0], tenant: "key-a")), \(try content(records[0])));
+                INSERT INTO received_ids_0 VALUES(\(legacyKey(records[1], tenant: "key-a")), \(try content(records[1])));
+                INSERT INTO received_ids_1 VALUES(\(legacyKey(records[2], tenant: "key-a")));
+                INSERT INTO received_ids_1 VALUES(X'\(records[3].id.hexString)');
+                """
+            )
             queue.close()
         }
-        let path = dir.file("queue.sqlite")
-        // The earlier layout: ids only.
-        _ = try sqlite3(
-            path,
-            """
-            CREATE TABLE old AS SELECT id FROM received_ids_0 UNION ALL SELECT id FROM received_ids_1;
-            DROP TABLE received_ids_0; DROP TABLE received_ids_1;
-            CREATE TABLE received_ids_0(id BLOB PRIMARY KEY) WITHOUT ROWID;
-            CREATE TABLE received_ids_1(id BLOB PRIMARY KEY) WITHOUT ROWID;
-            INSERT INTO received_ids_0 SELECT id FROM old; DROP TABLE old;
-            """
-        )
         let reopened = try DurableQueue.open(try fileConfiguration(dir))
-        let type = try declaredWeatherSensor()
-        let other = try type.validate(anyValues: [
-            "_id": records[0].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+        let other = try declaredWeatherSensor().validate(anyValues: [
+            "_id": records[1].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
             "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
         ])
-        #expect(try reopened.receive([other, records[1]], receipt: receipt()) == stored(1, duplicates: 1))
-        #expect(
-            try sqlite3(path, "SELECT count(*) FROM pragma_table_info('received_ids_1') WHERE name = 'content'") == "1"
-        )
+        let otherOf2 = try declaredWeatherSensor().validate(anyValues: [
+            "_id": records[2].id, "deviceId": "ELSEWHERE", "temperatureInFahrenheit": 1.5,
+            "barometricPressureInHg": 29.65, "windSpeedInMph": 1,
+        ])
+        guard
+            case .stored(let result) = try reopened.receive(
+                [records[0], other, otherOf2, records[4]],
+                receipt: receipt(tenant: "key-a")
+            )
+        else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(result.accepted == 1 && result.duplicates == 2 && result.conflicts == [1])
+        // The bare id of unknown content: a re-send, for a sender without an account.
+        #expect(try reopened.receive([records[3], records[5]], receipt: receipt()) == stored(1, duplicates: 1))
+        // Another account's ids are its own.
+        #expect(try reopened.receive([records[0]], receipt: receipt(tenant: "key-b")) == stored(1))
+        #expect(try sqlite3(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'received_ids_%'") == "0")
+        #expect(try drain(reopened) == [records[4], records[5], records[0]].map(\.jsonString))
     }
 
     @Test func aZeroWindowStoresRepeatsAgain() throws {

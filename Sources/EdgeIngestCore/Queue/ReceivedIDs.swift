@@ -6,38 +6,50 @@ import Glibc
 /// gateway), so a batch sent again is stored once, and the sessions those
 /// clients spoke, so a client restored from an old backup is told to reset.
 ///
-/// Two generations of ids, each a `WITHOUT ROWID` table keyed on the 12-byte
-/// id, with the CRC-32 of the record's encoded line (`content`) so a
-/// re-send (same content) is told from a conflict (same `_id`, other
-/// content; NULL in tables from before it was kept: taken as a re-send).
-/// New ids go to the current generation; a lookup checks both. When the
-/// current generation is `window` old, the older one is emptied and becomes
-/// current. So an id is remembered for at least `window` and at most twice
-/// that, forgetting costs one `DELETE` of a whole table (no index on time),
-/// and the tables stay at about rate × 2 × window ids (~25 bytes each).
+/// Ids are kept in **groups**: the ids of one stored batch that share all
+/// but the last 7 bits (a bucket of 128 consecutive ObjectIds: one client
+/// process within one second) are one row of a `WITHOUT ROWID` table,
+/// keyed on the group's first key, with each member's last 7 bits
+/// (`members`, a byte each) and the CRC-32 of its encoded line (`contents`,
+/// 4 bytes each, little-endian; NULL for rows from before it was kept:
+/// taken as re-sends). The content tells a re-send (same content) from a
+/// conflict (same `_id`, other content). A key is the account's name
+/// (``Receipt/tenant``, none for a sender without one) followed by the
+/// 12-byte id, so accounts do not share ids. An edge box's ObjectIds count
+/// up, so a batch of 300 is ~3 rows: one insert and one lookup per bucket
+/// instead of one per id (docs/BENCHMARKS.md, "The gateway's per-reading
+/// cost"), ~5 bytes per id on disk; ids with nothing in common (one per
+/// bucket) cost a row each, as before groups.
 ///
-/// A record sent by an account (``Receipt/tenant``) is keyed on its id
-/// followed by the account's name, so accounts do not share ids; records
-/// of a sender without an account on the 12-byte id alone. Rows written
-/// before keys had a tenant (`received.tenant_keys_since` in `meta`, the
-/// time the first version with tenant keys opened a file that had rows)
-/// are still looked up for two windows, by bare id and only as re-sends of
-/// the same content: a client re-sending across the upgrade is not stored
-/// twice, and a bare row with other content is taken as another account's.
+/// Two generations, tables `received_groups_0` and `_1`: new ids go to the
+/// current one; a lookup checks both. When the current generation is
+/// `window` old, the older one is emptied and becomes current. So an id is
+/// remembered for at least `window` and at most twice that, and forgetting
+/// costs one `DELETE` of a whole table (no index on time). Files from
+/// before groups (`received_ids_0`/`_1`, a row per id keyed on the id then
+/// the account) are converted when first opened, a group per row, in their
+/// generation.
 ///
-/// Each generation has an in-memory ``ReceivedIDFilter`` when it is
-/// **complete** — its table was empty when this process opened it, or was
-/// emptied by a rotation since, so every key in it went through
-/// ``remember(_:receipt:now:)`` and the filter: a key both complete
-/// filters rule out was not received, and is not looked up. A generation
-/// that held rows at open (a restart) has no filter until the rotation
-/// that empties it, so after a restart lookups are made for up to two
-/// windows, as before filters existed.
+/// Rows written before keys had a tenant (`received.tenant_keys_since` in
+/// `meta`, the time the first version with tenant keys opened a file that
+/// had rows) are still looked up for two windows, by bare id and only as
+/// re-sends of the same content: a client re-sending across the upgrade is
+/// not stored twice, and a bare row with other content is taken as another
+/// account's.
+///
+/// Each generation has an in-memory ``ReceivedIDFilter`` of its buckets'
+/// keys when it is **complete** — its table was empty when this process
+/// opened it, or was emptied by a rotation since, so every group in it went
+/// through ``remember(_:contents:receipt:now:)`` and the filter: a bucket
+/// the filter rules out is not looked up in that generation. A generation
+/// that held rows at open (a restart) has no filter until the rotation that
+/// empties it.
 ///
 /// The tables are created when first used: queues of agents that never
 /// receive over HTTP do not have them, and older versions ignore them.
-/// Used only under the queue's lock; ``remember(_:receipt:now:)`` inside the
-/// append's transaction, then ``didCommit()`` or ``didRollBack()``.
+/// Used only under the queue's lock; ``remember(_:contents:receipt:now:)``
+/// inside the append's transaction, then ``didCommit()`` or
+/// ``didRollBack()``.
 final class ReceivedIDs {
     private unowned let store: QueueStore
     private var current: Int64
@@ -48,59 +60,49 @@ final class ReceivedIDs {
     /// `since` only once that transaction commits: after a rollback, memory
     /// and file still agree.
     private var pending: (current: Int64, since: Int64)?
-    private let insert: [SQLiteStatement]
-    /// Per generation: one insert of ``rowsPerInsert`` rows (one statement
-    /// step instead of 32: most of what remembering an id cost).
-    private let insertMany: [SQLiteStatement]
-    static let rowsPerInsert = 32
-    private let lookup: SQLiteStatement
+    /// Per generation: add one group (or, should its first key be taken,
+    /// append to that row).
+    private let insertGroup: [SQLiteStatement]
+    /// Per generation: the rows whose first key lies in one bucket.
+    private let lookupBucket: [SQLiteStatement]
     private let selectSession: SQLiteStatement
     private let upsertSession: SQLiteStatement
     /// When rows keyed on the bare id were last possible (0: never in this
     /// file): they are looked up until two windows after it.
     private let bareKeysUntil: Int64
-    /// The key being looked up or inserted: the id, then the tenant's bytes.
-    private var key: [UInt8] = []
     /// Per generation (table 0 and 1): its filter when complete, else nil.
     private var filters: [ReceivedIDFilter?] = [nil, nil]
     /// The filter of a rotation written in the open transaction, for the
     /// generation it empties; it replaces that one's at ``didCommit()``.
     private var pendingFilter: ReceivedIDFilter?
 
+    /// The bits of an id's last byte that are a member's own, not its bucket's.
+    static let memberBits: UInt8 = 0x7F
+
     init(store: QueueStore, now: Int64) throws {
         self.store = store
         let db = store.db
         try db.execute(
             """
-            CREATE TABLE IF NOT EXISTS received_ids_0(id BLOB PRIMARY KEY, content INTEGER) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS received_ids_1(id BLOB PRIMARY KEY, content INTEGER) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS received_groups_0(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS received_groups_1(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
             """
         )
-        // Tables made before the content was kept gain the column (NULL: unknown).
-        let columns = try db.prepare("SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'content'")
-        for generation in 0..<2 {
-            columns.bind(1, "received_ids_\(generation)")
-            _ = try columns.step()
-            let has = columns.int64(0) > 0
-            columns.reset()
-            if !has { try db.execute("ALTER TABLE received_ids_\(generation) ADD COLUMN content INTEGER") }
+        insertGroup = try (0..<2).map {
+            try db.prepare(
+                "INSERT INTO received_groups_\($0)(key, members, contents) VALUES(?1, ?2, ?3) ON CONFLICT(key) DO UPDATE SET members = members || excluded.members, contents = contents || excluded.contents"
+            )
         }
-        insert = try (0..<2).map {
-            try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id, content) VALUES(?1, ?2)")
+        lookupBucket = try (0..<2).map {
+            try db.prepare("SELECT key, members, contents FROM received_groups_\($0) WHERE key BETWEEN ?1 AND ?2")
         }
-        let rows = (0..<Self.rowsPerInsert).map { "(?\(2 * $0 + 1), ?\(2 * $0 + 2))" }.joined(separator: ", ")
-        insertMany = try (0..<2).map {
-            try db.prepare("INSERT OR IGNORE INTO received_ids_\($0)(id, content) VALUES \(rows)")
-        }
-        lookup = try db.prepare(
-            "SELECT content FROM received_ids_0 WHERE id = ?1 UNION ALL SELECT content FROM received_ids_1 WHERE id = ?1 LIMIT 1"
-        )
         selectSession = try db.prepare("SELECT epoch FROM received_sessions WHERE nonce = ?1")
         upsertSession = try db.prepare(
             "INSERT INTO received_sessions(nonce, epoch, seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(nonce) DO UPDATE SET epoch = max(epoch, excluded.epoch), seen_at = excluded.seen_at"
         )
-        let hasRows = try (0..<2).map { try db.integer("SELECT EXISTS(SELECT 1 FROM received_ids_\($0))") != 0 }
+        let hadLegacyRows = try Self.convertRowsPerID(db: db, insertGroup: insertGroup)
+        let hasRows = try (0..<2).map { try db.integer("SELECT EXISTS(SELECT 1 FROM received_groups_\($0))") != 0 }
         // A generation empty at open is complete from the start.
         for generation in 0..<2 where !hasRows[generation] {
             filters[generation] = ReceivedIDFilter(capacity: ReceivedIDFilter.minimumCapacity)
@@ -108,7 +110,7 @@ final class ReceivedIDs {
         if let since = try store.meta("received.tenant_keys_since") {
             bareKeysUntil = since
         } else {
-            bareKeysUntil = hasRows.contains(true) ? now : 0
+            bareKeysUntil = hasRows.contains(true) || hadLegacyRows ? now : 0
             try store.setMeta("received.tenant_keys_since", bareKeysUntil)
         }
         current = try store.meta("received.generation").map { $0 & 1 } ?? 0
@@ -117,6 +119,53 @@ final class ReceivedIDs {
         } else {
             try store.setMeta("received.since", now)
             since = now
+        }
+    }
+
+    /// Converts the tables of versions before groups (`received_ids_0`/`_1`:
+    /// a row per id, keyed on the 12-byte id then the account's name, its
+    /// content CRC when kept) into groups of one, in the same generation,
+    /// and drops them. In one transaction. True when they held rows.
+    private static func convertRowsPerID(db: SQLiteConnection, insertGroup: [SQLiteStatement]) throws -> Bool {
+        let legacy = try (0..<2).filter {
+            try db.integer("SELECT count(*) FROM sqlite_master WHERE name = 'received_ids_\($0)'") > 0
+        }
+        guard !legacy.isEmpty else { return false }
+        return try db.transaction {
+            var converted = false
+            for generation in legacy {
+                let table = "received_ids_\(generation)"
+                let hasContent =
+                    try db.integer("SELECT count(*) FROM pragma_table_info('\(table)') WHERE name = 'content'") > 0
+                let rows = try db.prepare("SELECT id, \(hasContent ? "content" : "NULL") FROM \(table)")
+                let insert = insertGroup[generation]
+                while try rows.step() {
+                    let old = rows.blob(0)
+                    guard old.count >= 12 else { continue }  // never written so; nothing to match
+                    converted = true
+                    var key = Array(old[12...])
+                    key.append(contentsOf: old[0..<12])
+                    let member = [key[key.count - 1] & memberBits]
+                    var content = rows.isNull(1) ? nil : UInt32(truncatingIfNeeded: rows.int64(1)).littleEndian
+                    try key.withUnsafeBytes { key in
+                        try member.withUnsafeBytes { member in
+                            insert.bind(1, blob: key)
+                            insert.bind(2, blob: member)
+                            if content != nil {
+                                try withUnsafeBytes(of: &content!) { bytes in
+                                    insert.bind(3, blob: bytes)
+                                    try insert.run()
+                                }
+                            } else {
+                                try insert.run()
+                            }
+                        }
+                    }
+                }
+                rows.reset()
+                try db.execute("DROP TABLE \(table)")
+            }
+            return converted
         }
     }
 
@@ -141,65 +190,57 @@ final class ReceivedIDs {
         guard receipt.dedupWindowMilliseconds > 0 else { return ([], [], []) }
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
         let checksBareKeys = !tenant.isEmpty && now - bareKeysUntil < 2 * receipt.dedupWindowMilliseconds
-        // Ids in strictly ascending order (an edge box's ObjectIds in the
-        // order it read them) cannot repeat within the batch: no map then.
-        let ascending = Self.strictlyAscending(batch.runs)
-        var inBatch: [ObjectId: Int64] = [:]
-        var resent: [Int] = []
-        var conflicts: [Int] = []
         var contents = [Int64](repeating: 0, count: batch.count)
+        var ids = ReceivedIDList()
         var index = 0
         for run in batch.runs {
-            try run.ids.withUnsafeBytes { ids in
-                try run.payload.withUnsafeBytes { payload in
+            run.ids.withUnsafeBytes { runIDs in
+                run.payload.withUnsafeBytes { payload in
                     var start = 0
                     for i in 0..<run.count {
-                        let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
-                        defer { start = run.ends[i] }
-                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) {
+                        let id = UnsafeRawBufferPointer(rebasing: runIDs[i * 12..<i * 12 + 12])
+                        defer {
+                            start = run.ends[i]
                             index += 1
-                            continue
                         }
-                        let content = SegmentChecksum.ofRecord(
+                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
+                        contents[index] = SegmentChecksum.ofRecord(
                             UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]])
                         )
-                        contents[index] = content
-                        let key = ObjectId(unsafeBytes: id)
-                        // An earlier record of this batch, else either generation;
-                        // `.some(nil)`: received before its content was kept.
-                        var earlier: Int64?? =
-                            try (ascending ? nil : inBatch[key].map { .some($0) }) ?? stored(id, tenant: tenant)
-                        if earlier == nil, checksBareKeys, let bare = try stored(id, tenant: []), bare == content {
-                            earlier = .some(bare)  // a re-send across the upgrade to tenant keys
-                        }
-                        if let earlier {
-                            if earlier == nil || earlier == content {
-                                resent.append(index)
-                            } else {
-                                conflicts.append(index)
-                            }
-                        } else if !ascending {
-                            inBatch[key] = content
-                        }
-                        index += 1
+                        ids.append(id, index: index)
                     }
                 }
             }
         }
-        return (resent, conflicts, contents)
-    }
-
-    /// Whether the batch is one run whose ids are each greater than the one
-    /// before (batches of several types take the map).
-    private static func strictlyAscending(_ runs: [EncodedBatch.Run]) -> Bool {
-        guard runs.count == 1, let run = runs.first else { return runs.isEmpty }
-        return run.ids.withUnsafeBytes { ids in
-            for i in stride(from: 12, to: run.count * 12, by: 12)
-            where memcmp(ids.baseAddress! + i - 12, ids.baseAddress! + i, 12) >= 0 {
-                return false
+        var resent: [Int] = []
+        var conflicts: [Int] = []
+        var known = BucketMembers()
+        var bare = BucketMembers()
+        try ids.forEachBucket { bucket in
+            let first = bucket[bucket.startIndex].id
+            try load(&known, bucketOf: first, tenant: tenant)
+            if checksBareKeys { try load(&bare, bucketOf: first, tenant: []) }
+            for entry in bucket {
+                let index = entry.index
+                let member = entry.id.member
+                let content = contents[index]
+                if let earlier = known[member] {
+                    if earlier == BucketMembers.unknownContent || earlier == content {
+                        resent.append(index)
+                    } else {
+                        conflicts.append(index)
+                    }
+                } else if checksBareKeys, bare[member] == content {
+                    resent.append(index)  // a re-send across the upgrade to tenant keys
+                    known[member] = content
+                } else {
+                    known[member] = content  // stored: a later copy in this batch is a repeat
+                }
             }
-            return true
         }
+        resent.sort()
+        conflicts.sort()
+        return (resent, conflicts, contents)
     }
 
     /// Records the session and the ids of the stored runs, rotating the
@@ -217,52 +258,50 @@ final class ReceivedIDs {
         try rotateIfDue(now: now, windowMilliseconds: receipt.dedupWindowMilliseconds)
         let generation = Int(pending?.current ?? current)
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
-        // The keys, each 12 + tenant bytes, one after another: bound in place.
-        let keyLength = 12 + tenant.count
-        var keys: [UInt8] = []
-        var keyContents: [Int64] = []
-        keys.reserveCapacity(contents.count * keyLength)
-        keyContents.reserveCapacity(contents.count)
+        var ids = ReceivedIDList()
         var index = 0
         for run in runs {
-            run.ids.withUnsafeBytes { ids in
+            run.ids.withUnsafeBytes { runIDs in
                 for i in 0..<run.count {
-                    let id = UnsafeRawBufferPointer(rebasing: ids[i * 12..<i * 12 + 12])
+                    let id = UnsafeRawBufferPointer(rebasing: runIDs[i * 12..<i * 12 + 12])
                     defer { index += 1 }
                     if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                    keys.append(contentsOf: id)
-                    keys.append(contentsOf: tenant)
-                    keyContents.append(contents[index])
+                    ids.append(id, index: index)
                 }
             }
         }
-        try keys.withUnsafeBytes { keys in
-            func key(_ row: Int) -> UnsafeRawBufferPointer {
-                UnsafeRawBufferPointer(rebasing: keys[row * keyLength..<(row + 1) * keyLength])
+        var key: [UInt8] = []
+        var members: [UInt8] = []
+        var memberContents: [UInt8] = []
+        let insert = insertGroup[generation]
+        try ids.forEachBucket { bucket in
+            // Repeats were left out before: each id is here once.
+            members.removeAll(keepingCapacity: true)
+            memberContents.removeAll(keepingCapacity: true)
+            for entry in bucket {
+                members.append(entry.id.member)
+                withUnsafeBytes(of: UInt32(truncatingIfNeeded: contents[entry.index]).littleEndian) {
+                    memberContents.append(contentsOf: $0)
+                }
             }
-            for row in 0..<keyContents.count {
+            setKey(&key, bucket[bucket.startIndex].id, tenant: tenant)
+            try key.withUnsafeBytes { key in
+                try members.withUnsafeBytes { members in
+                    try memberContents.withUnsafeBytes { memberContents in
+                        insert.bind(1, blob: key)
+                        insert.bind(2, blob: members)
+                        insert.bind(3, blob: memberContents)
+                        try insert.run()
+                    }
+                }
+            }
+            key[key.count - 1] &= ~Self.memberBits
+            key.withUnsafeBytes { bucketKey in
                 if let pending, pending.current != current {
-                    pendingFilter?.insert(key(row))
+                    pendingFilter?.insert(bucketKey)
                 } else {
-                    filters[Int(current)]?.insert(key(row))
+                    filters[Int(current)]?.insert(bucketKey)
                 }
-            }
-            var row = 0
-            let many = insertMany[generation]
-            while keyContents.count - row >= Self.rowsPerInsert {
-                for j in 0..<Self.rowsPerInsert {
-                    many.bind(Int32(2 * j + 1), blob: key(row + j))
-                    many.bind(Int32(2 * j + 2), keyContents[row + j])
-                }
-                try many.run()
-                row += Self.rowsPerInsert
-            }
-            let one = insert[generation]
-            while row < keyContents.count {
-                one.bind(1, blob: key(row))
-                one.bind(2, keyContents[row])
-                try one.run()
-                row += 1
             }
         }
     }
@@ -292,7 +331,7 @@ final class ReceivedIDs {
         }
         guard now - since >= windowMilliseconds else { return }
         let next = 1 - current
-        try store.db.execute("DELETE FROM received_ids_\(next)")
+        try store.db.execute("DELETE FROM received_groups_\(next)")
         // Emptied: complete from here, sized from the generation now ending.
         pendingFilter = ReceivedIDFilter(
             capacity: ReceivedIDFilter.capacity(after: filters[Int(current)]?.count ?? 0)
@@ -302,25 +341,47 @@ final class ReceivedIDs {
         pending = (next, now)
     }
 
-    /// The content checksum a 12-byte id was received with, from either
-    /// generation: nil when not received, `.some(nil)` when received before
-    /// contents were kept.
-    private func stored(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) throws -> Int64?? {
-        setKey(id, tenant: tenant)
-        return try key.withUnsafeBytes { key in
-            if let a = filters[0], let b = filters[1], !a.mightContain(key), !b.mightContain(key) { return nil }
-            lookup.bind(1, blob: key)
-            defer { lookup.reset() }
-            guard try lookup.step() else { return nil }
-            return .some(lookup.isNull(0) ? nil : lookup.int64(0))
+    /// Fills `members` with what both generations hold of the bucket of
+    /// `id` under `tenant`: each member's content checksum.
+    private func load(_ members: inout BucketMembers, bucketOf id: ReceivedID, tenant: [UInt8]) throws {
+        members.clear()
+        var low: [UInt8] = []
+        setKey(&low, id, tenant: tenant)
+        low[low.count - 1] &= ~Self.memberBits
+        var high = low
+        high[high.count - 1] |= Self.memberBits
+        try low.withUnsafeBytes { low in
+            try high.withUnsafeBytes { high in
+                for generation in 0..<2 where filters[generation]?.mightContain(low) ?? true {
+                    let lookup = lookupBucket[generation]
+                    lookup.bind(1, blob: low)
+                    lookup.bind(2, blob: high)
+                    defer { lookup.reset() }
+                    while try lookup.step() {
+                        // Keys of another length (another account's) can sort in between.
+                        guard lookup.blob(0).count == low.count else { continue }
+                        let rowMembers = lookup.blob(1)
+                        let rowContents = lookup.isNull(2) ? nil : lookup.blob(2)
+                        for (m, member) in rowMembers.enumerated() {
+                            guard let rowContents, rowContents.count >= (m + 1) * 4 else {
+                                members[member & Self.memberBits] = BucketMembers.unknownContent
+                                continue
+                            }
+                            members[member & Self.memberBits] = Int64(
+                                UInt32(littleEndian: rowContents.loadUnaligned(fromByteOffset: m * 4, as: UInt32.self))
+                            )
+                        }
+                    }
+                }
+            }
         }
     }
 
-    /// `key` = the 12-byte id, then the tenant's bytes (none: the bare id).
-    private func setKey(_ id: UnsafeRawBufferPointer, tenant: [UInt8]) {
+    /// `key` = the tenant's bytes (none: the bare id), then the 12-byte id.
+    private func setKey(_ key: inout [UInt8], _ id: ReceivedID, tenant: [UInt8]) {
         key.removeAll(keepingCapacity: true)
-        key.append(contentsOf: id)
         key.append(contentsOf: tenant)
+        id.append(to: &key)
     }
 
     private func epoch(of nonce: String) throws -> Int64? {
