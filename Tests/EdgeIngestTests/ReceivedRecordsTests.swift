@@ -148,6 +148,49 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try reopened.receive([ofT2, ofT], receipt: receipt(tenant: "t")) == stored(1, duplicates: 1))
     }
 
+    /// Batches received on several threads at once are committed in
+    /// groups, each seeing the ids of those before it in the same
+    /// transaction: eight threads sending overlapping batches store each
+    /// id once, and count the rest as duplicates.
+    @Test func batchesReceivedAtOnceStoreEachIDOnce() throws {
+        let dir = try TemporaryDirectory()
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        let records = try weatherRecords(400)
+        let totals = PlainMutex((accepted: 0, duplicates: 0))
+        let group = DispatchGroup()
+        for thread in 0..<8 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                // Each thread: 20 batches of 40, windows that overlap the other threads'.
+                for round in 0..<20 {
+                    let start = (thread * 37 + round * 17) % 360
+                    do {
+                        guard
+                            case .stored(let result) = try queue.receive(
+                                Array(records[start..<start + 40]),
+                                receipt: receipt(tenant: "key-a")
+                            )
+                        else { return }
+                        totals.withLock {
+                            $0.accepted += result.accepted
+                            $0.duplicates += result.duplicates
+                        }
+                    } catch {
+                        Issue.record("receive failed: \(error)")
+                    }
+                }
+            }.start()
+        }
+        group.wait()
+        let stored = try drain(queue)
+        let (accepted, duplicates) = totals.withLock { $0 }
+        #expect(Set(stored).count == stored.count, "no reading stored twice")
+        #expect(accepted == stored.count)
+        #expect(accepted + duplicates == 8 * 20 * 40)
+        #expect(try queue.statistics().counters["received.duplicates"] == Int64(duplicates))
+    }
+
     /// The MQTT input's receipt: readings that came without `_id` got one
     /// generated here, which no sender can repeat; only ids from elsewhere
     /// are looked up and remembered.

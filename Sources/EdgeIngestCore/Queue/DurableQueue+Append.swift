@@ -105,6 +105,15 @@ extension DurableQueue {
         case wait(UInt64)
     }
 
+    /// One batch to append: what ``appendNow(_:)`` takes.
+    struct AppendRequest {
+        var batch: EncodedBatch
+        var sizes: [Int]
+        var positions: [SourcePosition]
+        var counters: [String: Int64]
+        var receipt: Receipt?
+    }
+
     func appendNow(
         _ batch: EncodedBatch,
         sizes: [Int],
@@ -112,123 +121,225 @@ extension DurableQueue {
         counters: [String: Int64],
         receipt: Receipt? = nil
     ) throws -> AppendAttempt {
+        let request = AppendRequest(
+            batch: batch,
+            sizes: sizes,
+            positions: positions,
+            counters: counters,
+            receipt: receipt
+        )
+        return try appendNow([request])[0].get()
+    }
+
+    /// What staging one request wrote in the open transaction, applied to
+    /// the queue's state once it commits.
+    private struct Staged {
+        var index: Int
+        var result: AppendResult
+        var counters: [String: Int64]
+        var accepted: Int
+        var acceptedBytes: Int64
+        var droppedStoredRecords: Int64
+        var droppedStoredBytes: Int64
+        var incomingReason: DropReason
+    }
+
+    /// Appends `requests` in **one** transaction (a group commit: one
+    /// commit and one fsync for all), each as
+    /// ``append(_:positions:counters:onWaitForSpace:)-([Record],_,_,_)``
+    /// appends one: in order, each seeing what the ones before it stored
+    /// (their ids, the space they took). One result per request: those that
+    /// must wait for space, come from a stale session or can never fit
+    /// store nothing and the others go on; when the transaction itself
+    /// fails, nothing of it is stored and each request is tried again
+    /// alone, so one request's error is only its own.
+    func appendNow(_ requests: [AppendRequest]) -> [Result<AppendAttempt, any Error>] {
         let limits = OverflowPlan.Limits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxBytes)
-        let total = sizes.reduce(Int64(0)) { $0 + Int64($1) }
-        if configuration.overflowPolicy == .block, !limits.fits(records: Int64(sizes.count), bytes: total) {
-            throw EdgeIngestError(
-                .queueFull,
-                "A batch of \(sizes.count) records (\(total) bytes) can never fit the queue \(configuration.location), bounded to \(describe(limits)). Append smaller batches or raise the bound."
+        var results = [Result<AppendAttempt, any Error>?](repeating: nil, count: requests.count)
+        for (i, request) in requests.enumerated() {
+            let total = request.sizes.reduce(Int64(0)) { $0 + Int64($1) }
+            if configuration.overflowPolicy == .block, !limits.fits(records: Int64(request.sizes.count), bytes: total) {
+                results[i] = .failure(
+                    EdgeIngestError(
+                        .queueFull,
+                        "A batch of \(request.sizes.count) records (\(total) bytes) can never fit the queue \(configuration.location), bounded to \(describe(limits)). Append smaller batches or raise the bound."
+                    )
+                )
+            }
+        }
+        do {
+            try state.withLock { state in
+                let store = try state.openStore(configuration.location.description)
+                let now = wallClockMilliseconds()
+                let received = try requests.contains { $0.receipt != nil } ? store.receivedIDs(now: now) : nil
+                var queued = (records: state.queuedRecords, bytes: state.queuedBytes)
+                let leaseEnd = state.lease?.lastSegmentID ?? 0
+                var staged: [Staged] = []
+                do {
+                    try store.db.transaction {
+                        for i in requests.indices where results[i] == nil {
+                            do {
+                                if let done = try stage(
+                                    requests[i],
+                                    index: i,
+                                    store: store,
+                                    received: received,
+                                    now: now,
+                                    limits: limits,
+                                    leaseEnd: leaseEnd,
+                                    queued: &queued
+                                ) {
+                                    staged.append(done)
+                                } else {
+                                    results[i] = .success(.wait(state.spaceGeneration))
+                                }
+                            } catch let stale as StaleSession {
+                                results[i] = .failure(stale)  // refused before anything was written
+                            }
+                        }
+                    }
+                    received?.didCommit()
+                } catch {
+                    received?.didRollBack()
+                    throw error
+                }
+                var droppedStored = false
+                for done in staged {
+                    for (name, delta) in done.counters { state.counters["app." + name, default: 0] += delta }
+                    state.queuedRecords += Int64(done.accepted) - done.droppedStoredRecords
+                    state.queuedBytes += done.acceptedBytes - done.droppedStoredBytes
+                    let droppedIncoming = done.result.droppedIncoming
+                    state.counters["appended_total", default: 0] += Int64(done.accepted + droppedIncoming)
+                    if done.droppedStoredRecords > 0 {
+                        state.counters["dropped." + DropReason.overflowDropOldest.name, default: 0] +=
+                            done.droppedStoredRecords
+                        droppedStored = true
+                    }
+                    if droppedIncoming > 0 {
+                        state.counters["dropped." + done.incomingReason.name, default: 0] += Int64(droppedIncoming)
+                    }
+                    if state.oldestEnqueuedAt == nil && done.accepted > 0 { state.oldestEnqueuedAt = now }
+                    if droppedIncoming > 0 || done.droppedStoredRecords > 0 {
+                        logger.warning(
+                            "Queue full: records dropped by the overflow policy",
+                            metadata: [
+                                "queue.policy": "\(configuration.overflowPolicy)",
+                                "queue.dropped_incoming": "\(droppedIncoming)",
+                                "queue.dropped_stored": "\(done.droppedStoredRecords)",
+                            ]
+                        )
+                    }
+                    results[done.index] = .success(.done(done.result))
+                }
+                // Committed: an error from here on must not make the group be
+                // tried again (it would be stored twice). The age is only shown.
+                if droppedStored { state.oldestEnqueuedAt = (try? store.oldestEnqueuedAt()) ?? state.oldestEnqueuedAt }
+            }
+        } catch {
+            // Nothing of the group was stored: alone, each request's error is its own.
+            guard requests.count > 1 else { return [.failure(error)] }
+            return requests.indices.map { i in results[i] ?? appendNow([requests[i]])[0] }
+        }
+        return results.map { $0! }
+    }
+
+    /// Writes one request in the open transaction: its records (less those
+    /// received before, and what the overflow policy drops), its counters,
+    /// its received ids. nil: it must wait for space (nothing written).
+    /// `queued`: the queue's size with the group's earlier requests, moved
+    /// past this one's.
+    private func stage(
+        _ request: AppendRequest,
+        index: Int,
+        store: QueueStore,
+        received: ReceivedIDs?,
+        now: Int64,
+        limits: OverflowPlan.Limits,
+        leaseEnd: Int64,
+        queued: inout (records: Int64, bytes: Int64)
+    ) throws -> Staged? {
+        var batch = request.batch
+        var sizes = request.sizes
+        var counters = request.counters
+        var duplicates = 0
+        var conflicts: [Int] = []
+        var contents: [Int64] = []
+        // Records received from another client: refused for a stale
+        // session (throws StaleSession), re-sent ones and conflicting
+        // ones (same `_id`, other content) left out.
+        if let receipt = request.receipt, let received {
+            let repeated = try received.repeated(in: batch, receipt: receipt, now: now)
+            contents = repeated.contents
+            if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
+                duplicates = repeated.resent.count
+                conflicts = repeated.conflicts
+                let removed = (repeated.resent + repeated.conflicts).sorted()
+                batch = batch.removing(removed)
+                let left = Set(removed)
+                contents = contents.enumerated().filter { !left.contains($0.offset) }.map(\.element)
+                sizes = batch.recordSizes
+                // Persistent, with the records: how often clients re-sent what
+                // was stored, and how often one `_id` came with other content
+                // (a rejection of the input too: `rejected.duplicate_id`).
+                if duplicates > 0 { counters["received.duplicates", default: 0] += Int64(duplicates) }
+                if !conflicts.isEmpty {
+                    counters["received.conflicts", default: 0] += Int64(conflicts.count)
+                    counters["rejected.duplicate_id", default: 0] += Int64(conflicts.count)
+                }
+            }
+        }
+        let plan = try OverflowPlan.make(
+            policy: configuration.overflowPolicy,
+            limits: limits,
+            queuedRecords: queued.records,
+            queuedBytes: queued.bytes,
+            incomingBytes: sizes,
+            droppable: { try store.segmentSizes(after: leaseEnd) }
+        )
+        if plan.mustWait { return nil }
+        let incomingReason =
+            configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
+        let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
+        let accepted = plan.acceptTo - plan.acceptFrom
+        let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
+        // In the group's transaction: the records, the counters, the received ids and session.
+        for id in plan.dropSegments { try store.delete(segment: id) }
+        try store.add(counter: "dropped." + DropReason.overflowDropOldest.name, plan.droppedStoredRecords)
+        for run in kept {
+            try store.insert(run, schemaVersion: configuration.schemaVersion, enqueuedAt: now)
+        }
+        try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
+        // Readings dropped on arrival were accepted too, then dropped: one
+        // definition for every policy (docs/QUEUE.md, invariant 2).
+        try store.add(counter: "appended_total", Int64(accepted + plan.droppedIncoming))
+        for position in request.positions { try store.set(position: position, at: now) }
+        for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
+        if let receipt = request.receipt, let received {
+            try received.remember(
+                kept,
+                contents: contents.isEmpty ? [] : Array(contents[plan.acceptFrom..<plan.acceptTo]),
+                receipt: receipt,
+                now: now
             )
         }
-        return try state.withLock { state -> AppendAttempt in
-            let store = try state.openStore(configuration.location.description)
-            let now = wallClockMilliseconds()
-            var batch = batch
-            var sizes = sizes
-            var counters = counters
-            var duplicates = 0
-            var conflicts: [Int] = []
-            var contents: [Int64] = []
-            // Records received from another client: refused for a stale
-            // session (throws StaleSession), re-sent ones and conflicting
-            // ones (same `_id`, other content) left out.
-            let received = try receipt.map { _ in try store.receivedIDs(now: now) }
-            if let receipt, let received {
-                let repeated = try received.repeated(in: batch, receipt: receipt, now: now)
-                contents = repeated.contents
-                if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
-                    duplicates = repeated.resent.count
-                    conflicts = repeated.conflicts
-                    let removed = (repeated.resent + repeated.conflicts).sorted()
-                    batch = batch.removing(removed)
-                    let left = Set(removed)
-                    contents = contents.enumerated().filter { !left.contains($0.offset) }.map(\.element)
-                    sizes = batch.recordSizes
-                    // Persistent, with the records: how often clients re-sent what
-                    // was stored, and how often one `_id` came with other content
-                    // (a rejection of the input too: `rejected.duplicate_id`).
-                    if duplicates > 0 { counters["received.duplicates", default: 0] += Int64(duplicates) }
-                    if !conflicts.isEmpty {
-                        counters["received.conflicts", default: 0] += Int64(conflicts.count)
-                        counters["rejected.duplicate_id", default: 0] += Int64(conflicts.count)
-                    }
-                }
-            }
-            let leaseEnd = state.lease?.lastSegmentID ?? 0
-            let plan = try OverflowPlan.make(
-                policy: configuration.overflowPolicy,
-                limits: limits,
-                queuedRecords: state.queuedRecords,
-                queuedBytes: state.queuedBytes,
-                incomingBytes: sizes,
-                droppable: { try store.segmentSizes(after: leaseEnd) }
-            )
-            if plan.mustWait { return .wait(state.spaceGeneration) }
-            let incomingReason =
-                configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
-            let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
-            let accepted = plan.acceptTo - plan.acceptFrom
-            let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
-            // One transaction: the records, the counters, the received ids and session.
-            func commit() throws {
-                for id in plan.dropSegments { try store.delete(segment: id) }
-                try store.add(counter: "dropped." + DropReason.overflowDropOldest.name, plan.droppedStoredRecords)
-                for run in kept {
-                    try store.insert(run, schemaVersion: configuration.schemaVersion, enqueuedAt: now)
-                }
-                try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
-                // Readings dropped on arrival were accepted too, then dropped: one
-                // definition for every policy (docs/QUEUE.md, invariant 2).
-                try store.add(counter: "appended_total", Int64(accepted + plan.droppedIncoming))
-                for position in positions { try store.set(position: position, at: now) }
-                for (name, delta) in counters { try store.add(counter: "app." + name, delta) }
-                if let receipt, let received {
-                    try received.remember(
-                        kept,
-                        contents: contents.isEmpty ? [] : Array(contents[plan.acceptFrom..<plan.acceptTo]),
-                        receipt: receipt,
-                        now: now
-                    )
-                }
-            }
-            do {
-                try store.db.transaction { try commit() }
-                received?.didCommit()
-            } catch {
-                received?.didRollBack()
-                throw error
-            }
-            for (name, delta) in counters { state.counters["app." + name, default: 0] += delta }
-            state.queuedRecords += Int64(accepted) - plan.droppedStoredRecords
-            state.queuedBytes += acceptedBytes - plan.droppedStoredBytes
-            state.counters["appended_total", default: 0] += Int64(accepted + plan.droppedIncoming)
-            if plan.droppedStoredRecords > 0 {
-                state.counters["dropped." + DropReason.overflowDropOldest.name, default: 0] += plan.droppedStoredRecords
-                state.oldestEnqueuedAt = try store.oldestEnqueuedAt()
-            }
-            if plan.droppedIncoming > 0 {
-                state.counters["dropped." + incomingReason.name, default: 0] += Int64(plan.droppedIncoming)
-            }
-            if state.oldestEnqueuedAt == nil && accepted > 0 { state.oldestEnqueuedAt = now }
-            let result = AppendResult(
+        queued.records += Int64(accepted) - plan.droppedStoredRecords
+        queued.bytes += acceptedBytes - plan.droppedStoredBytes
+        return Staged(
+            index: index,
+            result: AppendResult(
                 accepted: accepted,
                 droppedIncoming: plan.droppedIncoming,
                 droppedStored: plan.droppedStoredRecords,
                 duplicates: duplicates,
                 conflicts: conflicts
-            )
-            if plan.droppedIncoming > 0 || plan.droppedStoredRecords > 0 {
-                logger.warning(
-                    "Queue full: records dropped by the overflow policy",
-                    metadata: [
-                        "queue.policy": "\(configuration.overflowPolicy)",
-                        "queue.dropped_incoming": "\(plan.droppedIncoming)",
-                        "queue.dropped_stored": "\(plan.droppedStoredRecords)",
-                    ]
-                )
-            }
-            return .done(result)
-        }
+            ),
+            counters: counters,
+            accepted: accepted,
+            acceptedBytes: acceptedBytes,
+            droppedStoredRecords: plan.droppedStoredRecords,
+            droppedStoredBytes: plan.droppedStoredBytes,
+            incomingReason: incomingReason
+        )
     }
 
     /// Suspends until space is freed after `generation`, the queue closes,

@@ -49,7 +49,9 @@ extension DurableQueue {
     /// skipping those whose `_id` was received within the receipt's window,
     /// and never waits for space (a full queue is an answer, not a pause).
     /// The records' ids, the session and `counters` commit together with
-    /// them, so a crash leaves either all of it or none.
+    /// them, so a crash leaves either all of it or none. Batches that other
+    /// threads receive at the same time share the transaction (a group
+    /// commit, ``CommitGroups``): one commit and one fsync for all.
     ///
     /// - Throws: ``EdgeIngestError`` as ``append(_:positions:counters:onWaitForSpace:)``
     ///   (``EdgeIngestError/Code/queueFull`` when the batch can never fit).
@@ -76,8 +78,16 @@ extension DurableQueue {
         counters: [String: Int64] = [:]
     ) throws -> ReceiveOutcome {
         try batch.check(against: typesByName, queueName: configuration.location.description)
+        let request = AppendRequest(
+            batch: batch,
+            sizes: batch.recordSizes,
+            positions: [],
+            counters: counters,
+            receipt: receipt
+        )
         do {
-            switch try appendNow(batch, sizes: batch.recordSizes, positions: [], counters: counters, receipt: receipt) {
+            // With the batches other threads are storing now: one commit for all.
+            switch try receiveGroups.run(request, commit: appendNow) {
             case .done(let result): return .stored(result)
             case .wait: return .queueFull
             }

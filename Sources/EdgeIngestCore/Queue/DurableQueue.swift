@@ -36,6 +36,9 @@ public final class DurableQueue: Sendable {
     let logger: Logger
     let typesByName: [String: RecordType]
     let state: PlainMutex<State>
+    /// Batches received from other clients, committed in groups
+    /// (``receive(_:receipt:counters:)-(EncodedBatch,_,_)``).
+    let receiveGroups = CommitGroups<AppendRequest, AppendAttempt>(maxGroup: 16)
     private let registryKey: String
 
     struct Lease {

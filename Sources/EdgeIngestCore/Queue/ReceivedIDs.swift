@@ -49,7 +49,9 @@ import Glibc
 /// receive over HTTP do not have them, and older versions ignore them.
 /// Used only under the queue's lock; ``remember(_:contents:receipt:now:)``
 /// inside the append's transaction, then ``didCommit()`` or
-/// ``didRollBack()``.
+/// ``didRollBack()``. In a group commit, ``repeated(in:receipt:now:)`` of a
+/// later batch runs inside that transaction, after the earlier batches'
+/// ``remember(_:contents:receipt:now:)``, and sees their ids.
 final class ReceivedIDs {
     private unowned let store: QueueStore
     private var current: Int64
@@ -323,6 +325,10 @@ final class ReceivedIDs {
     }
 
     private func rotateIfDue(now: Int64, windowMilliseconds: Int64) throws {
+        // An earlier batch of the same transaction (a group commit) may have
+        // rotated already: go on from there, never twice.
+        let current = pending?.current ?? self.current
+        let since = pending?.since ?? self.since
         if now < since {
             // The wall clock went back: restart the window, forget nothing.
             try store.setMeta("received.since", now)
@@ -334,7 +340,7 @@ final class ReceivedIDs {
         try store.db.execute("DELETE FROM received_groups_\(next)")
         // Emptied: complete from here, sized from the generation now ending.
         pendingFilter = ReceivedIDFilter(
-            capacity: ReceivedIDFilter.capacity(after: filters[Int(current)]?.count ?? 0)
+            capacity: ReceivedIDFilter.capacity(after: filter(of: Int(current))?.count ?? 0)
         )
         try store.setMeta("received.generation", next)
         try store.setMeta("received.since", now)
@@ -352,7 +358,7 @@ final class ReceivedIDs {
         high[high.count - 1] |= Self.memberBits
         try low.withUnsafeBytes { low in
             try high.withUnsafeBytes { high in
-                for generation in 0..<2 where filters[generation]?.mightContain(low) ?? true {
+                for generation in 0..<2 where filter(of: generation)?.mightContain(low) ?? true {
                     let lookup = lookupBucket[generation]
                     lookup.bind(1, blob: low)
                     lookup.bind(2, blob: high)
@@ -375,6 +381,14 @@ final class ReceivedIDs {
                 }
             }
         }
+    }
+
+    /// The filter of a generation's table as the open transaction left it:
+    /// after a rotation written in it (by an earlier batch of a group
+    /// commit), the emptied generation's is the pending one.
+    private func filter(of generation: Int) -> ReceivedIDFilter? {
+        if let pending, pending.current != current, generation == Int(pending.current) { return pendingFilter }
+        return filters[generation]
     }
 
     /// `key` = the tenant's bytes (none: the bare id), then the 12-byte id.
