@@ -13,7 +13,9 @@
 # For a breakdown: DEDUP_WINDOW_S=0 turns the received-id check off;
 # SINK=none points the gateway's upload at a closed port (nothing drains
 # during the run); RUNS="10:0 100:1000" picks the runs (clients:slow);
-# INGESTD=path runs another build of the gateway (A/B, run in turns).
+# INGESTD=path runs another build of the gateway (A/B, run in turns);
+# FLEET_IDS=random sends random `_id`s (no two in one received-id group:
+# the gateway's worst case) instead of an edge box's counting ObjectIds.
 #
 #   bench/fleet.sh [SECONDS] [DIR]   # default 10, /tmp/edgeingest-bench-fleet
 set -euo pipefail
@@ -31,7 +33,7 @@ ulimit -n 16384
 key="fleet-bench-key-0123456789abcdef"
 echo "$key" | "$ingestd" hash-secret --api-key | sed 's/^/fleet /' > "$dir/keys"
 machine_line
-echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'), ${seconds} s per run, dedup_window_s ${DEDUP_WINDOW_S:-3600}, sink ${SINK:-archive}"
+echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'), ${seconds} s per run, dedup_window_s ${DEDUP_WINDOW_S:-3600}, sink ${SINK:-archive}, ids ${FLEET_IDS:-counting}"
 printf '%-8s %-6s %12s %14s %9s %9s %9s %11s  %s\n' clients slow "readings/s" "CPU-s/million" "p50 ms" "p99 ms" "RSS MB" "load CPU-s" statuses
 
 run() {

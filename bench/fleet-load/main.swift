@@ -110,6 +110,11 @@ func epochSeconds() -> Int {
     return t.tv_sec
 }
 
+/// FLEET_IDS=random: `_id`s with random process and counter bytes (no two
+/// in one bucket of the gateway's received-id groups), the worst case for
+/// its deduplication; by default an edge box's counting ObjectIds.
+let randomIDs = getenv("FLEET_IDS").map { String(cString: $0) } == "random"
+
 /// One batch of `perBatch` readings for `client`, numbered from `first`.
 /// `_id`s are shaped as a real edge box's ObjectIds: 4 bytes of seconds,
 /// 5 bytes per client (its process), a 3-byte counter — unique across the
@@ -125,8 +130,14 @@ func body(client: Int, first: Int) -> [UInt8] {
         let n = first + k
         out.append(contentsOf: #"{"_id":""#.utf8)
         appendHex(seconds, digits: 8, to: &out)
-        appendHex(process, digits: 10, to: &out)
-        appendHex(n & 0xFF_FFFF, digits: 6, to: &out)
+        if randomIDs {
+            // Ids with nothing in common: each its own group at the gateway.
+            appendHex(Int.random(in: 0...0xFF_FFFF_FFFF), digits: 10, to: &out)
+            appendHex(Int.random(in: 0...0xFF_FFFF), digits: 6, to: &out)
+        } else {
+            appendHex(process, digits: 10, to: &out)
+            appendHex(n & 0xFF_FFFF, digits: 6, to: &out)
+        }
         out.append(contentsOf: #"","ts":"2026-11-26T10:"#.utf8)
         appendDigits((n / 60_000) % 60, count: 2, to: &out)
         out.append(UInt8(ascii: ":"))
