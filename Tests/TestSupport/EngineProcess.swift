@@ -125,9 +125,11 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String], o
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
     // bash closes every descriptor above stderr (other threads' pipes, open
     // without close-on-exec) and becomes the server (Swift's Glibc lacks
-    // posix_spawn_file_actions_addclosefrom_np).
+    // posix_spawn_file_actions_addclosefrom_np). No redirection on the loop:
+    // bash would save stderr in a descriptor the loop closes, and the server
+    // got /dev/null as its stderr (every spawned server's log was empty).
     let script =
-        "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done 2>/dev/null; exec \"$@\""
+        "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd>&-\"; done; exec \"$@\""
     let argv = (["/bin/bash", "-c", script, "bash", executable] + arguments).map { strdup($0) } + [nil]
     let envp = environment.map { strdup($0) } + [nil]
     defer { (argv + envp).forEach { free($0) } }
@@ -151,7 +153,7 @@ public func listeningPorts(of pid: Int32) -> [Int] {
     )
     var ports: [Int] = []
     for table in ["tcp", "tcp6"] {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/net/\(table)", encoding: .utf8)) ?? ""
+        let text = readWholeProcFile("/proc/\(pid)/net/\(table)")
         // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
         for line in text.split(separator: "\n").dropFirst() {
             let columns = line.split(separator: " ")
@@ -162,6 +164,26 @@ public func listeningPorts(of pid: Int32) -> [Int] {
         }
     }
     return ports
+}
+
+/// A `/proc` file read to its end ("" if it cannot be opened).
+/// `String(contentsOfFile:)` reads a file whose size says 0 in one read of
+/// ~4 KiB: `/proc/net/tcp` with the sockets of a whole test run going is
+/// ten times that, and a server's listening socket past the first page
+/// was not seen (mosquitto "did not listen" while it did, CI at 75c73ea).
+public func readWholeProcFile(_ path: String) -> String {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { break }
+        bytes.append(contentsOf: chunk[0..<n])
+    }
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 /// The HTTP status `url` answers within `timeout` seconds; -1 for none.

@@ -132,7 +132,7 @@ public final class MosquittoBroker {
 
     /// What `pid` is doing, from /proc: its command, state and wait channel.
     static func processState(_ pid: pid_t) -> String {
-        let read = { (name: String) in (try? String(contentsOfFile: "/proc/\(pid)/\(name)", encoding: .utf8)) ?? "?" }
+        let read = { (name: String) in readWholeProcFile("/proc/\(pid)/\(name)") }
         let state = read("status").split(separator: "\n").first { $0.hasPrefix("State:") } ?? "State: ?"
         let command = read("cmdline").replacingOccurrences(of: "\u{0}", with: " ")
         return "\(command.prefix(120)) \(state), wchan \(read("wchan"))"
