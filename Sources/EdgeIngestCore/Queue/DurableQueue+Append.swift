@@ -155,18 +155,21 @@ extension DurableQueue {
     /// alone, so one request's error is only its own.
     func appendNow(_ requests: [AppendRequest]) -> [Result<AppendAttempt, any Error>] {
         let limits = OverflowPlan.Limits(maxRecords: configuration.maxRecords, maxBytes: configuration.maxBytes)
-        var results = [Result<AppendAttempt, any Error>?](repeating: nil, count: requests.count)
-        for (i, request) in requests.enumerated() {
+        // Batches that can never fit are refused without touching the file.
+        let refused: [Result<AppendAttempt, any Error>?] = requests.map { request in
             let total = request.sizes.reduce(Int64(0)) { $0 + Int64($1) }
-            if configuration.overflowPolicy == .block, !limits.fits(records: Int64(request.sizes.count), bytes: total) {
-                results[i] = .failure(
-                    EdgeIngestError(
-                        .queueFull,
-                        "A batch of \(request.sizes.count) records (\(total) bytes) can never fit the queue \(configuration.location), bounded to \(describe(limits)). Append smaller batches or raise the bound."
-                    )
+            guard configuration.overflowPolicy == .block,
+                !limits.fits(records: Int64(request.sizes.count), bytes: total)
+            else { return nil }
+            return .failure(
+                EdgeIngestError(
+                    .queueFull,
+                    "A batch of \(request.sizes.count) records (\(total) bytes) can never fit the queue \(configuration.location), bounded to \(describe(limits)). Append smaller batches or raise the bound."
                 )
-            }
+            )
         }
+        if !refused.contains(where: { $0 == nil }) { return refused.map { $0! } }
+        var results = refused
         do {
             try state.withLock { state in
                 let store = try state.openStore(configuration.location.description)
@@ -175,31 +178,40 @@ extension DurableQueue {
                 var queued = (records: state.queuedRecords, bytes: state.queuedBytes)
                 let leaseEnd = state.lease?.lastSegmentID ?? 0
                 var staged: [Staged] = []
+                // The transaction begins at the first write: a batch that only
+                // waits for space, or comes from a stale session, writes nothing.
+                var begun = false
+                let begin = {
+                    guard !begun else { return }
+                    try store.db.execute("BEGIN IMMEDIATE")
+                    begun = true
+                }
                 do {
-                    try store.db.transaction {
-                        for i in requests.indices where results[i] == nil {
-                            do {
-                                if let done = try stage(
-                                    requests[i],
-                                    index: i,
-                                    store: store,
-                                    received: received,
-                                    now: now,
-                                    limits: limits,
-                                    leaseEnd: leaseEnd,
-                                    queued: &queued
-                                ) {
-                                    staged.append(done)
-                                } else {
-                                    results[i] = .success(.wait(state.spaceGeneration))
-                                }
-                            } catch let stale as StaleSession {
-                                results[i] = .failure(stale)  // refused before anything was written
+                    for i in requests.indices where results[i] == nil {
+                        do {
+                            if let done = try stage(
+                                requests[i],
+                                index: i,
+                                store: store,
+                                received: received,
+                                now: now,
+                                limits: limits,
+                                leaseEnd: leaseEnd,
+                                queued: &queued,
+                                begin: begin
+                            ) {
+                                staged.append(done)
+                            } else {
+                                results[i] = .success(.wait(state.spaceGeneration))
                             }
+                        } catch let stale as StaleSession {
+                            results[i] = .failure(stale)  // refused before it wrote anything
                         }
                     }
+                    if begun { try store.db.execute("COMMIT") }
                     received?.didCommit()
                 } catch {
+                    if begun { try? store.db.execute("ROLLBACK") }
                     received?.didRollBack()
                     throw error
                 }
@@ -236,16 +248,18 @@ extension DurableQueue {
                 if droppedStored { state.oldestEnqueuedAt = (try? store.oldestEnqueuedAt()) ?? state.oldestEnqueuedAt }
             }
         } catch {
-            // Nothing of the group was stored: alone, each request's error is its own.
+            // Nothing of the group was stored: alone, each request's error is
+            // its own (waits and stale sessions too: decided on rolled-back state).
             guard requests.count > 1 else { return [.failure(error)] }
-            return requests.indices.map { i in results[i] ?? appendNow([requests[i]])[0] }
+            return requests.indices.map { i in refused[i] ?? appendNow([requests[i]])[0] }
         }
         return results.map { $0! }
     }
 
-    /// Writes one request in the open transaction: its records (less those
-    /// received before, and what the overflow policy drops), its counters,
-    /// its received ids. nil: it must wait for space (nothing written).
+    /// Writes one request in the group's transaction (`begin` opens it
+    /// before the first write): its records (less those received before,
+    /// and what the overflow policy drops), its counters, its received ids.
+    /// nil: it must wait for space (nothing written).
     /// `queued`: the queue's size with the group's earlier requests, moved
     /// past this one's.
     private func stage(
@@ -256,7 +270,8 @@ extension DurableQueue {
         now: Int64,
         limits: OverflowPlan.Limits,
         leaseEnd: Int64,
-        queued: inout (records: Int64, bytes: Int64)
+        queued: inout (records: Int64, bytes: Int64),
+        begin: () throws -> Void
     ) throws -> Staged? {
         var batch = request.batch
         var sizes = request.sizes
@@ -297,6 +312,7 @@ extension DurableQueue {
             droppable: { try store.segmentSizes(after: leaseEnd) }
         )
         if plan.mustWait { return nil }
+        try begin()
         let incomingReason =
             configuration.overflowPolicy == .dropNewest ? DropReason.overflowDropNewest : .overflowDropOldest
         let kept = batch.slice(plan.acceptFrom, plan.acceptTo)
