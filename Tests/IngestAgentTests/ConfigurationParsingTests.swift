@@ -153,6 +153,22 @@ import Testing
         )
     }
 
+    @Test func anHTTPInputsWorkerThreadsAre32ByDefaultAndBounded() throws {
+        let http = "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
+        #expect(try Self.parse(http).inputs.first?.http?.workerThreads == 32)
+        #expect(try Self.parse(http + "worker_threads = 4\n").inputs.first?.http?.workerThreads == 4)
+        #expect(
+            Self.problems(http + "worker_threads = 0\n") == [
+                "line 8: inputs[0].worker_threads: must be at least 1, got 0"
+            ]
+        )
+        #expect(
+            Self.problems(http + "worker_threads = 5000\n") == [
+                "line 8: inputs[0].worker_threads: must be at most 1024, got 5000"
+            ]
+        )
+    }
+
     @Test func tlsNeedsCertificateAndKeyAndMutualTLSNeedsTLS() throws {
         let http = "[[inputs]]\nkind = \"http\"\nlisten = \"127.0.0.1:0\"\n"
         let both = try Self.parse(

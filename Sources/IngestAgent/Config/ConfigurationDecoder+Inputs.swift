@@ -17,7 +17,7 @@ extension ConfigurationDecoder {
     /// Keys only an HTTP input takes.
     static let httpInputKeys: Set<String> = [
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
-        "max_connections_per_address", "head_timeout_ms", "min_body_bytes_per_second",
+        "max_connections_per_address", "head_timeout_ms", "min_body_bytes_per_second", "worker_threads",
         "dedup_window_s", "anonymous",
         "api_keys_file", "users_file", "owner_field",
         "quota_records_per_second", "quota_bytes_per_second", "quota_burst_s",
@@ -201,6 +201,13 @@ extension ConfigurationDecoder {
         }
         if let v = t["max_connections_per_address"], let n = integer(v, key + ".max_connections_per_address", min: 1) {
             http.maxConnectionsPerAddress = Int(n)
+        }
+        if let v = t["worker_threads"], let n = integer(v, key + ".worker_threads", min: 1) {
+            if n > 1024 {
+                problem(v, key + ".worker_threads", "must be at most 1024, got \(n)")
+            } else {
+                http.workerThreads = Int(n)
+            }
         }
         if let v = t["request_timeout_ms"], let n = integer(v, key + ".request_timeout_ms", min: 100) {
             http.limits.requestTimeoutMilliseconds = Int(n)

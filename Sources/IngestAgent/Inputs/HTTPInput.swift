@@ -26,6 +26,7 @@ struct HTTPInput: Service {
             limits: settings.limits,
             maxConnections: settings.maxConnections,
             maxConnectionsPerAddress: settings.maxConnectionsPerAddress,
+            workerThreads: min(settings.workerThreads, settings.maxConnections),
             tls: settings.tlsCertificateFile.flatMap { certificate in
                 settings.tlsKeyFile.map {
                     ServerTLS.Files(certificate: certificate, key: $0, clientCA: settings.tlsClientCAFile)
