@@ -68,7 +68,7 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
     /// A batch of 100 consecutive ids is remembered in groups (a row per
     /// bucket of 128 ids) with each record's own content, and found again
     /// after reopening (no filter then: every bucket is looked up).
-    @Test func aLargeBatchIsRememberedIdByIdWithItsContents() throws {
+    @Test func aLargeBatchIsRememberedInGroupsWithItsContents() throws {
         let dir = try TemporaryDirectory()
         let type = try declaredWeatherSensor()
         let records = try weatherRecords(100)

@@ -172,18 +172,8 @@ public func listeningPorts(of pid: Int32) -> [Int] {
 /// ten times that, and a server's listening socket past the first page
 /// was not seen (mosquitto "did not listen" while it did, CI at 75c73ea).
 public func readWholeProcFile(_ path: String) -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { break }
-        bytes.append(contentsOf: chunk[0..<n])
-    }
-    return String(decoding: bytes, as: UTF8.self)
+    // FileHandle reads to EOF whatever the size says (checked on /proc/net/tcp).
+    FileHandle(forReadingAtPath: path).map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
 }
 
 /// The HTTP status `url` answers within `timeout` seconds; -1 for none.

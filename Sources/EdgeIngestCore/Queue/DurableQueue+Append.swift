@@ -137,9 +137,7 @@ extension DurableQueue {
         var index: Int
         var result: AppendResult
         var counters: [String: Int64]
-        var accepted: Int
         var acceptedBytes: Int64
-        var droppedStoredRecords: Int64
         var droppedStoredBytes: Int64
         var incomingReason: DropReason
     }
@@ -217,27 +215,28 @@ extension DurableQueue {
                 }
                 var droppedStored = false
                 for done in staged {
+                    let (accepted, droppedIncoming, droppedStoredRecords) =
+                        (done.result.accepted, done.result.droppedIncoming, done.result.droppedStored)
                     for (name, delta) in done.counters { state.counters["app." + name, default: 0] += delta }
-                    state.queuedRecords += Int64(done.accepted) - done.droppedStoredRecords
+                    state.queuedRecords += Int64(accepted) - droppedStoredRecords
                     state.queuedBytes += done.acceptedBytes - done.droppedStoredBytes
-                    let droppedIncoming = done.result.droppedIncoming
-                    state.counters["appended_total", default: 0] += Int64(done.accepted + droppedIncoming)
-                    if done.droppedStoredRecords > 0 {
+                    state.counters["appended_total", default: 0] += Int64(accepted + droppedIncoming)
+                    if droppedStoredRecords > 0 {
                         state.counters["dropped." + DropReason.overflowDropOldest.name, default: 0] +=
-                            done.droppedStoredRecords
+                            droppedStoredRecords
                         droppedStored = true
                     }
                     if droppedIncoming > 0 {
                         state.counters["dropped." + done.incomingReason.name, default: 0] += Int64(droppedIncoming)
                     }
-                    if state.oldestEnqueuedAt == nil && done.accepted > 0 { state.oldestEnqueuedAt = now }
-                    if droppedIncoming > 0 || done.droppedStoredRecords > 0 {
+                    if state.oldestEnqueuedAt == nil && accepted > 0 { state.oldestEnqueuedAt = now }
+                    if droppedIncoming > 0 || droppedStoredRecords > 0 {
                         logger.warning(
                             "Queue full: records dropped by the overflow policy",
                             metadata: [
                                 "queue.policy": "\(configuration.overflowPolicy)",
                                 "queue.dropped_incoming": "\(droppedIncoming)",
-                                "queue.dropped_stored": "\(done.droppedStoredRecords)",
+                                "queue.dropped_stored": "\(droppedStoredRecords)",
                             ]
                         )
                     }
@@ -350,9 +349,7 @@ extension DurableQueue {
                 conflicts: conflicts
             ),
             counters: counters,
-            accepted: accepted,
             acceptedBytes: acceptedBytes,
-            droppedStoredRecords: plan.droppedStoredRecords,
             droppedStoredBytes: plan.droppedStoredBytes,
             incomingReason: incomingReason
         )

@@ -1,7 +1,7 @@
-/// A Bloom filter over one generation of received-id keys (``ReceivedIDs``):
-/// "certainly not received" lets a new `_id` skip its SQLite lookup, which
-/// was most of what deduplication cost a gateway (docs/BENCHMARKS.md, "A
-/// fleet through one gateway"). 8 bits and 6 probes per key: about 2.5 %
+/// A Bloom filter over one generation of received-id bucket keys
+/// (``ReceivedIDs``: the account and an id less its last 7 bits, one per
+/// group of ids): "certainly not received" lets a new bucket skip its
+/// SQLite lookup (docs/BENCHMARKS.md, "A fleet through one gateway"). 8 bits and 6 probes per key: about 2.5 %
 /// false positives at capacity, and a false positive only costs the lookup.
 ///
 /// Full, it grows: a new layer of twice the last one's capacity takes the

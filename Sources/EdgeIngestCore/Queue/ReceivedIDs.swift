@@ -17,9 +17,9 @@ import Glibc
 /// (``Receipt/tenant``, none for a sender without one) followed by the
 /// 12-byte id, so accounts do not share ids. An edge box's ObjectIds count
 /// up, so a batch of 300 is ~3 rows: one insert and one lookup per bucket
-/// instead of one per id (docs/BENCHMARKS.md, "The gateway's per-reading
-/// cost"), ~5 bytes per id on disk; ids with nothing in common (one per
-/// bucket) cost a row each, as before groups.
+/// instead of one per id (docs/BENCHMARKS.md, "Received ids in groups, and
+/// group commit"), ~7 bytes per id on disk (measured); ids with nothing in
+/// common (one per bucket) cost a row each, as before groups (~37 bytes).
 ///
 /// Two generations, tables `received_groups_0` and `_1`: new ids go to the
 /// current one; a lookup checks both. When the current generation is
@@ -147,27 +147,67 @@ final class ReceivedIDs {
                     converted = true
                     var key = Array(old[12...])
                     key.append(contentsOf: old[0..<12])
-                    let member = [key[key.count - 1] & memberBits]
-                    var content = rows.isNull(1) ? nil : UInt32(truncatingIfNeeded: rows.int64(1)).littleEndian
-                    try key.withUnsafeBytes { key in
-                        try member.withUnsafeBytes { member in
-                            insert.bind(1, blob: key)
-                            insert.bind(2, blob: member)
-                            if content != nil {
-                                try withUnsafeBytes(of: &content!) { bytes in
-                                    insert.bind(3, blob: bytes)
-                                    try insert.run()
-                                }
-                            } else {
-                                try insert.run()
-                            }
-                        }
+                    var content: [UInt8]?
+                    if !rows.isNull(1) {
+                        var bytes: [UInt8] = []
+                        appendContent(rows.int64(1), to: &bytes)
+                        content = bytes
                     }
+                    try addGroup(insert, key: key, members: [key[key.count - 1] & memberBits], contents: content)
                 }
                 rows.reset()
                 try db.execute("DROP TABLE \(table)")
             }
             return converted
+        }
+    }
+
+    /// Runs `insert` (one generation's ``insertGroup``) for one group:
+    /// its first key, its members' last 7 bits, their content checksums
+    /// (nil: not known).
+    private static func addGroup(_ insert: SQLiteStatement, key: [UInt8], members: [UInt8], contents: [UInt8]?) throws {
+        try key.withUnsafeBytes { key in
+            try members.withUnsafeBytes { members in
+                insert.bind(1, blob: key)
+                insert.bind(2, blob: members)
+                guard let contents else { return try insert.run() }
+                try contents.withUnsafeBytes { contents in
+                    insert.bind(3, blob: contents)
+                    try insert.run()
+                }
+            }
+        }
+    }
+
+    /// A member's content checksum as stored: its CRC-32, 4 bytes little-endian.
+    private static func appendContent(_ content: Int64, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: content).littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with each record of `runs` whose id is remembered (all,
+    /// unless the receipt leaves out ids generated here): its 12-byte id,
+    /// its index over the runs, and its encoded line.
+    private static func forEachRemembered(
+        in runs: [EncodedBatch.Run],
+        receipt: Receipt,
+        _ body: (UnsafeRawBufferPointer, Int, UnsafeRawBufferPointer) -> Void
+    ) {
+        var index = 0
+        for run in runs {
+            run.ids.withUnsafeBytes { runIDs in
+                run.payload.withUnsafeBytes { payload in
+                    var start = 0
+                    for i in 0..<run.count {
+                        let id = UnsafeRawBufferPointer(rebasing: runIDs[i * 12..<i * 12 + 12])
+                        defer {
+                            start = run.ends[i]
+                            index += 1
+                        }
+                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
+                        body(id, index, UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]]))
+                    }
+                }
+            }
         }
     }
 
@@ -194,25 +234,9 @@ final class ReceivedIDs {
         let checksBareKeys = !tenant.isEmpty && now - bareKeysUntil < 2 * receipt.dedupWindowMilliseconds
         var contents = [Int64](repeating: 0, count: batch.count)
         var ids = ReceivedIDList()
-        var index = 0
-        for run in batch.runs {
-            run.ids.withUnsafeBytes { runIDs in
-                run.payload.withUnsafeBytes { payload in
-                    var start = 0
-                    for i in 0..<run.count {
-                        let id = UnsafeRawBufferPointer(rebasing: runIDs[i * 12..<i * 12 + 12])
-                        defer {
-                            start = run.ends[i]
-                            index += 1
-                        }
-                        if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                        contents[index] = SegmentChecksum.ofRecord(
-                            UnsafeRawBufferPointer(rebasing: payload[start..<run.ends[i]])
-                        )
-                        ids.append(id, index: index)
-                    }
-                }
-            }
+        Self.forEachRemembered(in: batch.runs, receipt: receipt) { id, index, line in
+            contents[index] = SegmentChecksum.ofRecord(line)
+            ids.append(id, index: index)
         }
         var resent: [Int] = []
         var conflicts: [Int] = []
@@ -261,17 +285,7 @@ final class ReceivedIDs {
         let generation = Int(pending?.current ?? current)
         let tenant = receipt.tenant.map { Array($0.utf8) } ?? []
         var ids = ReceivedIDList()
-        var index = 0
-        for run in runs {
-            run.ids.withUnsafeBytes { runIDs in
-                for i in 0..<run.count {
-                    let id = UnsafeRawBufferPointer(rebasing: runIDs[i * 12..<i * 12 + 12])
-                    defer { index += 1 }
-                    if receipt.skipsIDsGeneratedHere, ObjectId.isGeneratedByThisProcess(id) { continue }
-                    ids.append(id, index: index)
-                }
-            }
-        }
+        Self.forEachRemembered(in: runs, receipt: receipt) { id, index, _ in ids.append(id, index: index) }
         var key: [UInt8] = []
         var members: [UInt8] = []
         var memberContents: [UInt8] = []
@@ -282,21 +296,10 @@ final class ReceivedIDs {
             memberContents.removeAll(keepingCapacity: true)
             for entry in bucket {
                 members.append(entry.id.member)
-                withUnsafeBytes(of: UInt32(truncatingIfNeeded: contents[entry.index]).littleEndian) {
-                    memberContents.append(contentsOf: $0)
-                }
+                Self.appendContent(contents[entry.index], to: &memberContents)
             }
             setKey(&key, bucket[bucket.startIndex].id, tenant: tenant)
-            try key.withUnsafeBytes { key in
-                try members.withUnsafeBytes { members in
-                    try memberContents.withUnsafeBytes { memberContents in
-                        insert.bind(1, blob: key)
-                        insert.bind(2, blob: members)
-                        insert.bind(3, blob: memberContents)
-                        try insert.run()
-                    }
-                }
-            }
+            try Self.addGroup(insert, key: key, members: members, contents: memberContents)
             key[key.count - 1] &= ~Self.memberBits
             key.withUnsafeBytes { bucketKey in
                 if let pending, pending.current != current {

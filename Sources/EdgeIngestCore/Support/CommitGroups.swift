@@ -13,7 +13,8 @@ import Darwin
 ///
 /// A gateway's HTTP workers each store one batch: one transaction, one
 /// fsync, one rewrite of the same few pages per batch was most of the I/O
-/// CPU it spent (docs/BENCHMARKS.md, "The gateway's per-reading cost").
+/// CPU it spent (docs/BENCHMARKS.md, "Received ids in groups, and group
+/// commit").
 ///
 /// ```swift
 /// let groups = CommitGroups<Batch, Int>(maxGroup: 16)
