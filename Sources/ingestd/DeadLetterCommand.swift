@@ -192,19 +192,7 @@ enum DeadLetterCommand {
         }
 
         /// "90s", "30m", "12h", "7d" in milliseconds.
-        static func milliseconds(_ text: String) -> Int64? {
-            guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0 else { return nil }
-            let scale: Int64
-            switch unit {
-            case "s": scale = 1_000
-            case "m": scale = 60_000
-            case "h": scale = 3_600_000
-            case "d": scale = 86_400_000
-            default: return nil
-            }
-            let (product, overflow) = n.multipliedReportingOverflow(by: scale)
-            return overflow ? nil : product
-        }
+        static func milliseconds(_ text: String) -> Int64? { parseDurationMilliseconds(text) }
 
         func run() throws {
             let queue = try DeadLetterCommand.openQueue(options)

@@ -7,6 +7,8 @@ enum ExitCodes {
     static let notRunning = ExitCode(3)
     static let usageError = ExitCode(64)
     static let dataError = ExitCode(65)
+    /// The agent did not answer in time (`send --timeout`: frozen, stopped).
+    static let unavailable = ExitCode(69)
     static let ioError = ExitCode(74)
     /// Try again later (`send`: the agent stopped before confirming everything).
     static let tempFail = ExitCode(75)

@@ -52,34 +52,71 @@ import Testing
         )
     }
 
-    @Test func whenTheAgentIsKilledSendFailsAndEveryLineItConfirmedIsKept() throws {
-        let fixture = try Self.fixture()
+    static func startAgent(_ fixture: AgentFixture) throws -> RunningAgent {
         let agent = try RunningAgent(
             arguments: ["run", "--config", fixture.configPath],
             environment: IngestdBinary.environment
         )
         #expect(eventually { FileManager.default.fileExists(atPath: fixture.stateDirectory + "/ingestd.sock") })
+        return agent
+    }
+
+    /// `ingestd send` of lines 1...n from a file, in the background; its stderr in a file.
+    static func startSend(_ fixture: AgentFixture, lines n: Int, _ extra: [String] = []) throws -> (Process, String) {
         let input = fixture.dir.file("input.ndjson")
-        try Self.lines(1...300_000).write(toFile: input, atomically: true, encoding: .utf8)
+        try Self.lines(1...n).write(toFile: input, atomically: true, encoding: .utf8)
         let stderr = fixture.dir.file("send.stderr")
         FileManager.default.createFile(atPath: stderr, contents: nil)
         let send = Process()
         send.executableURL = IngestdBinary.url
-        send.arguments = ["send", "--config", fixture.configPath]
+        send.arguments = ["send", "--config", fixture.configPath] + extra
         send.environment = IngestdBinary.environment
         send.standardInput = FileHandle(forReadingAtPath: input)
         send.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
         try send.run()
+        return (send, stderr)
+    }
+
+    static func accepted(_ fixture: AgentFixture) -> Int { (try? fixture.status())?["accepted_total"] as? Int ?? 0 }
+
+    /// Point 2 of issue 38: a sensor pipe outlives reloads and a crash of
+    /// the agent, and its lines (without `_id`) are stored exactly once.
+    @Test func sendRidesThroughReloadsAndACrashStoringEveryLineOnce() throws {
+        let fixture = try Self.fixture()
+        var agent = try Self.startAgent(fixture)
+        let n = 300_000
+        let (send, stderr) = try Self.startSend(fixture, lines: n)
+        for (after, signal) in [(5_000, SIGHUP), (40_000, SIGHUP), (80_000, SIGKILL)] {
+            #expect(eventually { Self.accepted(fixture) > after })
+            kill(agent.process.processIdentifier, signal)
+            #expect(send.isRunning, "the signal came before the end of the stream")
+        }
+        agent.process.waitUntilExit()
+        agent = try Self.startAgent(fixture)
+        send.waitUntilExit()
+        let said = try String(contentsOfFile: stderr, encoding: .utf8)
+        #expect(send.terminationStatus == 0, "\(said)")
+        #expect(agent.terminate() == 0)
+        let devices = FileInputTests.devices(try fixture.queuedLines())
+        #expect(devices.count == n, "\(devices.count - Set(devices).count) stored twice")
+        #expect(Set(devices) == Set((1...n).map { "S\($0)" }), "every line stored")
+    }
+
+    @Test func whenTheAgentStaysAwaySendGivesUpAfterWaitAndEveryLineItConfirmedIsKept() throws {
+        let fixture = try Self.fixture()
+        let agent = try Self.startAgent(fixture)
+        let (send, stderr) = try Self.startSend(fixture, lines: 300_000, ["--wait", "1s"])
         // Kill the agent once it has committed some of the stream, not all.
-        #expect(eventually { ((try? fixture.status())?["accepted_total"] as? Int ?? 0) > 5_000 })
+        #expect(eventually { Self.accepted(fixture) > 5_000 })
         kill(agent.process.processIdentifier, SIGKILL)
         agent.process.waitUntilExit()
         send.waitUntilExit()
         let said = try String(contentsOfFile: stderr, encoding: .utf8)
         #expect(send.terminationStatus == 75, "\(said)")
+        #expect(said.contains("did not come back within 1 s (--wait)"), "\(said)")
         let confirmed = try #require(
-            said.range(of: #"after confirming (\d+) lines"#, options: .regularExpression).flatMap {
-                Int(said[$0].split(separator: " ")[2])
+            said.range(of: #"the agent confirmed (\d+) lines"#, options: .regularExpression).flatMap {
+                Int(said[$0].split(separator: " ")[3])
             },
             "\(said)"
         )
@@ -88,6 +125,51 @@ import Testing
         let devices = Set(FileInputTests.devices(try fixture.queuedLines()))
         let missing = (1...max(1, confirmed)).filter { confirmed > 0 && !devices.contains("S\($0)") }
         #expect(missing.isEmpty, "\(missing.count) confirmed lines missing, e.g. \(missing.prefix(5))")
+    }
+
+    @Test func aFrozenAgentEndsSendAfterTimeoutWithItsOwnExitCode() throws {
+        let fixture = try Self.fixture()
+        let agent = try Self.startAgent(fixture)
+        kill(agent.process.processIdentifier, SIGSTOP)
+        defer {
+            kill(agent.process.processIdentifier, SIGCONT)
+            _ = agent.terminate()
+        }
+        let started = Date()
+        let result = try Self.send(fixture, Self.lines(1...10), ["--timeout", "2s"])
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("has confirmed nothing for 2 s (frozen? stopped with SIGSTOP?"),
+            "\(result.stderr)"
+        )
+        #expect(Date().timeIntervalSince(started) < 30, "send ended by its --timeout, not by anything else")
+    }
+
+    /// A session's stored progress is read back when the session resumes:
+    /// the protocol as a client other than `ingestd send` sees it.
+    @Test func aResumedSessionStartsWhereItsLastCommitEnded() throws {
+        let fixture = try Self.fixture()
+        let agent = try Self.startAgent(fixture)
+        defer { _ = agent.terminate() }
+        let session = "0123456789abcdef0123"
+        let first = Self.lines(1...3) + "{bad\n"
+        let answers1 = try SocketClient.exchange(
+            fixture.stateDirectory + "/ingestd.sock",
+            "EDGEINGEST-SEND 1 session=\(session)\n" + first
+        )
+        #expect(answers1.hasPrefix("RESUME 0 0\n"), "\(answers1)")
+        #expect(answers1.contains("REJECTED 4 malformed_json"), "\(answers1)")
+        #expect(answers1.contains("COMMITTED 4 \(first.utf8.count)\n"), "\(answers1)")
+        #expect(answers1.hasSuffix("DONE 4 1\n"), "\(answers1)")
+        // The same session again: told to resume after line 4, its numbering goes on.
+        let answers2 = try SocketClient.exchange(
+            fixture.stateDirectory + "/ingestd.sock",
+            "EDGEINGEST-SEND 1 session=\(session)\n" + Self.lines(5...5)
+        )
+        #expect(answers2.hasPrefix("RESUME 4 \(first.utf8.count)\n"), "\(answers2)")
+        #expect(answers2.hasSuffix("DONE 5 1\n"), "the session's totals: \(answers2)")
+        let bad = try SocketClient.exchange(fixture.stateDirectory + "/ingestd.sock", "EDGEINGEST-SEND 1 session=x\n")
+        #expect(bad.hasPrefix("ERROR session must be 16 to 64 characters"), "\(bad)")
     }
 
     @Test func socketKeysBelongToSocketInputs() throws {
@@ -116,5 +198,36 @@ import Testing
         let socket = try AgentFixture(inputs: "[[inputs]]\nkind = \"socket\"\n")
         let service = try IngestdBinary.run(["check-config", "--config", socket.configPath], environment: environment)
         #expect(!service.stderr.contains("warning:"), "\(service.stderr)")
+    }
+}
+
+/// A client of the socket protocol written by hand: sends `text`, shuts
+/// down its writing side and returns everything the agent answered.
+enum SocketClient {
+    static func exchange(_ path: String, _ text: String) throws -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        shutdown(fd, Int32(SHUT_WR))
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

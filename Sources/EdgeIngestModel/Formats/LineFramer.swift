@@ -22,11 +22,13 @@ package struct LineFramer {
     private var discarding = false
     private var discardedBytes = 0
 
-    package init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0) {
+    /// `startOffset` and `startLineNumber`: where the stream resumes (a
+    /// followed file's committed offset; a resumed `ingestd send` session).
+    package init(delimiter: UInt8, maxLineBytes: Int, startOffset: Int64 = 0, startLineNumber: Int = 1) {
         self.delimiter = delimiter
         self.maxLineBytes = maxLineBytes
         self.committedOffset = startOffset
-        self.nextLineNumber = 1
+        self.nextLineNumber = startLineNumber
     }
 
     /// Whether a framed line is blank: empty, or a single space. Blank lines

@@ -156,11 +156,11 @@ struct FileInput: Service {
         } else if firstScan && firstStart && settings.startAtEnd {
             start = size
         }
-        var ingestor = context.makeIngestor(committer: committer, startOffset: start)
+        var ingestor = context.makeIngestor(committer: committer, resumeAt: .init(offset: start, lines: 0, refused: 0))
         ingestor.positionSource = identity.source
         ingestor.positionLabel = path
-        ingestor.positionEncoder = { offset in
-            FilePosition(offset: offset, fingerprint: fingerprint, path: path).encoded
+        ingestor.positionEncoder = { progress in
+            FilePosition(offset: progress.offset, fingerprint: fingerprint, path: path).encoded
         }
         logger.info(
             "Following a file",
@@ -188,7 +188,9 @@ struct FileInput: Service {
         if file.fingerprint == nil, let fingerprint = Fingerprint.read(fd: file.fd) {
             file.fingerprint = fingerprint
             let path = file.path
-            file.ingestor.positionEncoder = { FilePosition(offset: $0, fingerprint: fingerprint, path: path).encoded }
+            file.ingestor.positionEncoder = {
+                FilePosition(offset: $0.offset, fingerprint: fingerprint, path: path).encoded
+            }
         }
         while true {
             let n = buffer.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, $0.count, off_t(offset)) }

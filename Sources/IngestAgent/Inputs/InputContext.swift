@@ -54,7 +54,10 @@ struct InputContext: Sendable {
     }
 
     /// A line ingestor for one stream of this input.
-    func makeIngestor(committer: QueueCommitter, startOffset: Int64 = 0) -> LineIngestor {
+    func makeIngestor(
+        committer: QueueCommitter,
+        resumeAt start: LineIngestor.StreamProgress = .init(offset: 0, lines: 0, refused: 0)
+    ) -> LineIngestor {
         LineIngestor(
             settings: settings,
             types: types,
@@ -62,7 +65,7 @@ struct InputContext: Sendable {
             logger: logger,
             rejects: rejects,
             commitMaxRecords: commitMaxRecords,
-            startOffset: startOffset,
+            resumeAt: start,
             committer: committer,
             rejectionLog: rejectionLog
         )

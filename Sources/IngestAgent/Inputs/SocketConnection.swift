@@ -12,6 +12,7 @@ struct SocketConnection {
     let fd: Int32
     let context: InputContext
     let stop: StopSignal
+    let sessions: ActiveSocketSessions
 
     static var magic: String { SocketProtocol.magic }
     static let maxHeaderBytes = 512
@@ -32,16 +33,24 @@ struct SocketConnection {
         let header = String(decoding: pending[..<newline], as: UTF8.self)
         let rest = Array(pending[(newline + 1)...])
         let settings: InputSettings
+        let session: SocketSession?
         switch parse(header) {
-        case .success(let parsed): settings = parsed
+        case .success(let parsed): (settings, session) = parsed
         case .failure(let problem):
             answer("ERROR \(problem.message)")
             return
         }
+        if let session {
+            guard sessions.claim(session.id) else {
+                answer("RETRY this send session is still being served on another connection: reconnect")
+                return
+            }
+        }
+        defer { if let session { sessions.release(session.id) } }
         var connection = context
         connection.settings = settings
         do {
-            try stream(connection, first: rest, buffer: &buffer)
+            try stream(connection, session: session, first: rest, buffer: &buffer)
         } catch {
             answer("ERROR \(error)")
             context.logger.error(
@@ -51,13 +60,29 @@ struct SocketConnection {
         }
     }
 
-    private func stream(_ connection: InputContext, first: [UInt8], buffer: inout [UInt8]) throws {
-        var ingestor = connection.makeIngestor(committer: connection.makeCommitter(stop: stop))
+    private func stream(
+        _ connection: InputContext,
+        session: SocketSession?,
+        first: [UInt8],
+        buffer: inout [UInt8]
+    ) throws {
+        let resumeAt = try session?.resumePoint(in: connection.queue) ?? .init(offset: 0, lines: 0, refused: 0)
+        var ingestor = connection.makeIngestor(committer: connection.makeCommitter(stop: stop), resumeAt: resumeAt)
+        if let session {
+            ingestor.positionSource = session.source
+            ingestor.positionEncoder = SocketSession.encode
+            answer("RESUME \(resumeAt.lines) \(resumeAt.offset)")
+        }
         let fd = self.fd
         var rejected = 0
         ingestor.onReject = { line, rejection in
             rejected += 1
             SocketInput.write(fd, "REJECTED \(line) \(rejection.reason) \(Self.oneLine(rejection.message))\n")
+        }
+        // With a session, COMMITTED also says up to which byte of the
+        // stream, so the sender can let go of what it kept.
+        func committed() -> String {
+            "COMMITTED \(ingestor.linesHandled)" + (session == nil ? "" : " \(ingestor.committedOffset)")
         }
         if !first.isEmpty {
             try first.withUnsafeBytes { try ingestor.feed($0) }
@@ -66,8 +91,12 @@ struct SocketConnection {
             switch wait() {
             case .stopped:
                 try ingestor.flushAndWait()
-                answer("COMMITTED \(ingestor.linesHandled)")
-                answer("ERROR the agent is stopping: send the lines after \(ingestor.linesHandled) again")
+                answer(committed())
+                if session != nil {
+                    answer("RETRY the agent is stopping or reloading: reconnect and resume")
+                } else {
+                    answer("ERROR the agent is stopping: send the lines after \(ingestor.linesHandled) again")
+                }
                 return
             case .timeout:
                 continue
@@ -76,28 +105,30 @@ struct SocketConnection {
             }
             guard let n = read(into: &buffer) else {
                 try ingestor.flushAndWait()
-                answer("COMMITTED \(ingestor.linesHandled)")
+                answer(committed())
                 return  // the sender went away
             }
             if n == 0 {
                 try ingestor.finish()
-                answer("COMMITTED \(ingestor.linesHandled)")
-                answer("DONE \(ingestor.linesHandled) \(rejected)")
+                answer(committed())
+                // A session's totals span its connections.
+                answer("DONE \(ingestor.linesHandled) \(session == nil ? Int64(rejected) : ingestor.refusedLines)")
                 return
             }
             try buffer.withUnsafeBytes { try ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             try ingestor.flushAndWait()
-            answer("COMMITTED \(ingestor.linesHandled)")
+            answer(committed())
         }
     }
 
-    /// The input's settings with what the header overrides.
-    private func parse(_ header: String) -> Result<InputSettings, HeaderProblem> {
+    /// The input's settings with what the header overrides, and the session.
+    private func parse(_ header: String) -> Result<(InputSettings, SocketSession?), HeaderProblem> {
         let words = header.split(separator: " ")
         guard words.count >= 2, words[0] + " " + words[1] == Self.magic else {
             return .failure(HeaderProblem("expected a first line '\(Self.magic)' (ingestd send writes it)"))
         }
         var settings = context.settings
+        var session: SocketSession?
         for word in words.dropFirst(2) {
             let parts = word.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else {
@@ -110,13 +141,20 @@ struct SocketConnection {
                     return .failure(HeaderProblem("format must be ndjson or csv, got '\(parts[1].prefix(40))'"))
                 }
                 settings.format = format
+            case "session":
+                guard let parsed = SocketSession(id: parts[1]) else {
+                    return .failure(HeaderProblem("session must be 16 to 64 characters of [0-9A-Za-z_-]"))
+                }
+                session = parsed
             default:
                 return .failure(
-                    HeaderProblem("unknown header field '\(parts[0].prefix(40))': type and format are known")
+                    HeaderProblem(
+                        "unknown header field '\(parts[0].prefix(40))': type, format and session are known"
+                    )
                 )
             }
         }
-        return .success(settings)
+        return .success((settings, session))
     }
 
     private func wait() -> Readiness {

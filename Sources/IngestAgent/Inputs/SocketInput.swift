@@ -44,9 +44,14 @@ struct SocketInput: Service {
             listenFD = try Self.bind(path: path, group: context.settings.socketGroup)
             ownsFile = true
         }
+        // The path senders reach: the one systemd bound, when it passed the socket.
+        let listening = ownsFile ? path : UnixSocket.boundPath(listenFD) ?? path
         context.logger.info(
             "Listening for ingestd send",
-            metadata: ["ingest.input": "\(context.settings.name)", "ingest.socket": "\(path)"]
+            metadata: [
+                "ingest.input": "\(context.settings.name)", "ingest.socket": "\(listening)",
+                "ingest.socket_from": "\(ownsFile ? "configuration" : "systemd")",
+            ]
         )
     }
 
@@ -66,6 +71,8 @@ struct SocketInput: Service {
 
     private func acceptLoop(stop: StopSignal) {
         let connections = ConnectionThreads(limit: Self.maxConnections)
+        let sessions = ActiveSocketSessions()
+        forgetOldSessions()
         while true {
             switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: context.waitMilliseconds(pending: false)) {
             case .stopped:
@@ -80,12 +87,37 @@ struct SocketInput: Service {
             let fd = accept(listenFD, nil, nil)
             guard fd >= 0 else { continue }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            guard connections.start(fd, { [self] in SocketConnection(fd: fd, context: context, stop: stop).serve() })
+            guard
+                connections.start(
+                    fd,
+                    { [self] in
+                        SocketConnection(fd: fd, context: context, stop: stop, sessions: sessions).serve()
+                    }
+                )
             else {
-                Self.write(fd, "ERROR too many senders at once (\(Self.maxConnections)): try again\n")
+                Self.write(fd, "RETRY too many senders at once (\(Self.maxConnections)): try again\n")
                 close(fd)
                 continue
             }
+        }
+    }
+
+    /// Forgets the positions of send sessions nobody resumed for a week.
+    private func forgetOldSessions() {
+        let before = wallClockMilliseconds() - SocketSession.forgetAfterMilliseconds
+        do {
+            let forgotten = try context.queue.forgetPositions(prefix: SocketSession.sourcePrefix, updatedBefore: before)
+            if forgotten > 0 {
+                context.logger.info(
+                    "Forgot the positions of send sessions idle for over a week",
+                    metadata: ["ingest.input": "\(context.settings.name)", "ingest.sessions": "\(forgotten)"]
+                )
+            }
+        } catch {
+            context.logger.warning(
+                "Could not forget old send sessions' positions",
+                metadata: ["ingest.input": "\(context.settings.name)", "error": "\(error)"]
+            )
         }
     }
 

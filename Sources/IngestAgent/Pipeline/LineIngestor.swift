@@ -44,8 +44,23 @@ struct LineIngestor {
     var positionSource: String?
     /// The path shown in status for this stream's offset (file inputs).
     var positionLabel: String?
-    /// Turns the committed offset into the stored position text.
-    var positionEncoder: (Int64) -> String = { String($0) }
+    /// Turns the stream's progress at a commit into the stored position text.
+    var positionEncoder: (StreamProgress) -> String = { String($0.offset) }
+    /// Refused lines so far (with the count the stream resumed with).
+    private(set) var refusedLines: Int64 = 0
+    /// Lines handled so far (with the count the stream resumed with); unlike
+    /// ``linesHandled`` also right while the framer calls back.
+    private var handledLines = 0
+
+    /// How far a stream is at a commit: what a position records.
+    struct StreamProgress {
+        /// Just after the last complete line handled.
+        var offset: Int64
+        /// Lines handled (accepted, refused or blank).
+        var lines: Int
+        /// Of those, refused.
+        var refused: Int64
+    }
     /// Where the next read starts (past any partial line held by the framer).
     var readOffset: Int64 = 0
 
@@ -76,6 +91,7 @@ struct LineIngestor {
     /// line's worth in the counters, the rejects file and the journal.
     mutating func refuseMessage(_ rejection: LineRejection, length: Int) {
         pendingLines += 1
+        handledLines += 1
         reject(rejection, line: linesHandled + 1, raw: nil, rawLength: length)
     }
 
@@ -106,7 +122,7 @@ struct LineIngestor {
         logger: Logger,
         rejects: RejectsFile?,
         commitMaxRecords: Int,
-        startOffset: Int64 = 0,
+        resumeAt start: StreamProgress = StreamProgress(offset: 0, lines: 0, refused: 0),
         committer: QueueCommitter,
         rejectionLog: RejectionLog
     ) {
@@ -120,10 +136,13 @@ struct LineIngestor {
         framer = LineFramer(
             delimiter: settings.delimiter,
             maxLineBytes: settings.maxLineBytes,
-            startOffset: startOffset
+            startOffset: start.offset,
+            startLineNumber: start.lines + 1
         )
-        committedOffset = startOffset
-        readOffset = startOffset
+        committedOffset = start.offset
+        readOffset = start.offset
+        refusedLines = start.refused
+        handledLines = start.lines
         csv = CSVParser()
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
         self.types = types
@@ -188,7 +207,8 @@ struct LineIngestor {
         refuseRepeatedIDs()
         var positions: [SourcePosition] = []
         if let source = positionSource {
-            positions.append(SourcePosition(source: source, position: positionEncoder(committedOffset)))
+            let progress = StreamProgress(offset: committedOffset, lines: handledLines, refused: refusedLines)
+            positions.append(SourcePosition(source: source, position: positionEncoder(progress)))
         }
         let counts = pendingRejections.reduce(into: [String: Int64]()) { $0["rejected." + $1.key] = $1.value }
         try committer.submit(batch, positions, counts)
@@ -221,6 +241,7 @@ struct LineIngestor {
 
     private mutating func handle(_ event: LineFramer.Event) throws {
         pendingLines += 1
+        handledLines += 1
         switch event {
         case .overlong(_, _, let end), .line(_, _, let end): committedOffset = end
         }
@@ -297,6 +318,7 @@ struct LineIngestor {
 
     private mutating func reject(_ rejection: LineRejection, line: Int, raw: UnsafeRawBufferPointer?, rawLength: Int) {
         pendingRejections[rejection.reason, default: 0] += 1
+        refusedLines += 1
         rejectionLog.rejected(rejection, line: line)
         onReject?(line, rejection)
         rejects?.append(input: settings.name, line: line, rejection: rejection, raw: raw, rawLength: rawLength)

@@ -67,6 +67,39 @@ extension Option where Value == Int64 {
     }
 }
 
+extension Option where Value == Int64 {
+    /// `--name <valueName>`, a duration (`90s`, `30m`, `12h`, `7d`) in milliseconds.
+    static func duration(_ name: String, help: String, default defaultText: String) -> Option {
+        Option(
+            spec: .value(name, "duration", help: help, default: defaultText),
+            defaultValue: parseDurationMilliseconds(defaultText)
+        ) { text, spec throws(UsageError) in
+            guard let milliseconds = parseDurationMilliseconds(text) else {
+                throw UsageError(
+                    "--\(spec.name) takes a number with s, m, h or d (90s, 30m, 12h, 7d), got '\(text)'.",
+                    option: spec
+                )
+            }
+            return milliseconds
+        }
+    }
+}
+
+/// "90s", "30m", "12h", "7d" in milliseconds; nil for anything else.
+func parseDurationMilliseconds(_ text: String) -> Int64? {
+    guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0 else { return nil }
+    let scale: Int64
+    switch unit {
+    case "s": scale = 1_000
+    case "m": scale = 60_000
+    case "h": scale = 3_600_000
+    case "d": scale = 86_400_000
+    default: return nil
+    }
+    let (product, overflow) = n.multipliedReportingOverflow(by: scale)
+    return overflow ? nil : product
+}
+
 extension Option where Value == InputSettings.Format {
     /// `--format <format>`: ndjson or csv (`run`'s stdin input, `send`'s stream).
     static func format(help: String) -> Option {
