@@ -12,14 +12,17 @@ func openAgentQueue(
     _ options: ConfigurationOptions,
     readOnly: Bool = false
 ) throws -> (AgentConfiguration, DurableQueue) {
-    let configuration = try loadAgentConfiguration(options)
+    let configuration = try loadAgentConfiguration(options, reading: readOnly)
     return (configuration, try openQueue(configuration.queueConfiguration, readOnly: readOnly))
 }
 
-/// Loads the agent's configuration, turning failures into a message and exit 78.
-func loadAgentConfiguration(_ options: ConfigurationOptions) throws -> AgentConfiguration {
+/// Loads the agent's configuration, turning failures into a message and
+/// exit 78; `reading`: for a command that only reads the agent's state
+/// (``ConfigurationOptions/loadForReading(environment:)``).
+func loadAgentConfiguration(_ options: ConfigurationOptions, reading: Bool = false) throws -> AgentConfiguration {
     do {
-        return try options.load(environment: processEnvironment())
+        let environment = processEnvironment()
+        return try reading ? options.loadForReading(environment: environment) : options.load(environment: environment)
     } catch {
         printError("\(error)")
         throw ExitCodes.configError

@@ -49,7 +49,16 @@ struct StatusCommand: IngestdCommand {
             )
         } else {
             do {
-                statusPath = try options.load(environment: environment).statusPath
+                statusPath = try options.loadForReading(environment: environment).statusPath
+            } catch let error as ConfigurationError {
+                // A configuration broken since the agent started (a reload
+                // was refused) must not hide the running agent's status.
+                guard let found = Self.statusPathDespiteProblems(options, environment) else {
+                    printError("\(error)")
+                    throw ExitCodes.configError
+                }
+                printError("warning: \(error)")
+                statusPath = found
             } catch {
                 printError("\(error)")
                 throw ExitCodes.configError
@@ -101,50 +110,48 @@ struct StatusCommand: IngestdCommand {
             "not responding: the status file was last written \(age / 1000) s ago (the agent rewrites it at least every \(max(1, refresh / 1000)) s); the agent is frozen (stopped with SIGSTOP? hung?) or cannot write its state directory (a full disk? see its log)"
     }
 
-    /// The newest status file among the state directories an agent uses
-    /// without a configuration saying otherwise: systemd's
-    /// `$STATE_DIRECTORY`, the package's /var/lib/ingestd, then the user's
-    /// (`$XDG_STATE_HOME/ingestd`, `~/.local/state/ingestd`).
+    /// The status file when the configuration has problems: in its
+    /// `agent.state_directory` if the file still parses and names one, else
+    /// where agents keep their state by default (``AgentStateLocator``);
+    /// nil when there is none.
+    static func statusPathDespiteProblems(_ options: ConfigurationOptions, _ environment: [String: String]) -> String? {
+        let path = options.resolvedPath(environment: environment)
+        let directories =
+            AgentConfiguration.stateDirectoryNamed(inFile: path).map { [$0] }
+            ?? AgentStateLocator.candidates(
+                configured: AgentConfiguration.defaultStateDirectory(environment: environment),
+                environment: environment
+            )
+        return AgentStateLocator.find(in: directories).directory.map { $0 + "/status.json" }
+    }
+
+    /// The status file of the agent among the state directories agents use
+    /// without a configuration saying otherwise (``AgentStateLocator``):
+    /// systemd's `$STATE_DIRECTORY`, the user's (`$XDG_STATE_HOME/ingestd`,
+    /// `~/.local/state/ingestd`) and the package's /var/lib/ingestd.
     static func findStatus(
         configPath: String,
         unreadableBecause reason: String,
         _ environment: [String: String]
     ) throws -> String {
-        var directories: [String] = []
-        for directory in [
-            environment["STATE_DIRECTORY"].flatMap { $0.split(separator: ":").first.map(String.init) },
-            "/var/lib/ingestd",
-            AgentConfiguration.defaultStateDirectory(environment: environment),
-        ] {
-            if let directory, !directory.isEmpty, !directories.contains(directory) { directories.append(directory) }
-        }
-        var newest: (path: String, modified: Int)?
-        var unreadable: [String] = []
-        for directory in directories {
-            var info = stat()
-            let path = directory + "/status.json"
-            guard stat(path, &info) == 0 else { continue }
-            guard access(path, R_OK) == 0 else {
-                unreadable.append(path)
-                continue
-            }
-            if Int(info.st_mtim.tv_sec) > (newest?.modified ?? .min) { newest = (path, Int(info.st_mtim.tv_sec)) }
-        }
-        if newest == nil, let path = unreadable.first {
+        let directories = AgentStateLocator.candidates(
+            configured: AgentConfiguration.defaultStateDirectory(environment: environment),
+            environment: environment
+        )
+        let found = AgentStateLocator.find(in: directories)
+        if let directory = found.directory { return directory + "/status.json" }
+        if let path = found.unreadable.first {
             printError(
                 "The status file '\(path)' is not readable by this user: run `ingestd status` as the agent's user or with sudo."
             )
             throw ExitCodes.ioError
         }
-        guard let newest else {
-            printError(
-                "No configuration at '\(configPath)' (\(reason)) and no status file in "
-                    + directories.joined(separator: ", ")
-                    + ": pass --config FILE (the agent's configuration) or --state-directory DIR (its state directory)."
-            )
-            throw ExitCodes.notRunning
-        }
-        return newest.path
+        printError(
+            "No configuration at '\(configPath)' (\(reason)) and no status file in "
+                + directories.joined(separator: ", ")
+                + ": pass --config FILE (the agent's configuration) or --state-directory DIR (its state directory)."
+        )
+        throw ExitCodes.notRunning
     }
 
     private func printHuman(_ s: AgentStatus, running: Bool) {

@@ -52,6 +52,7 @@ import Testing
         status.receivedConflictsTotal = 2
         status.refreshMilliseconds = 5000
         status.quarantinedRecords = 7
+        status.reloadRefused = "at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest"
         var latency = UploadLatency()
         latency.record(seconds: 0.02)
         latency.record(seconds: 1.5)
@@ -168,6 +169,7 @@ import Testing
                 "  duplicates: 6 received again and not stored",
                 "  conflicts: 2 received under a known _id with other content, refused (duplicate_id)",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
+                "  reload:   refused at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full, 4 batches over an account's quota (429)"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"

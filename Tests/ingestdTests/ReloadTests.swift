@@ -100,6 +100,21 @@ import Testing
         let refusals = agent.stderr.components(separatedBy: "Reload refused").count - 1
         // At most one request waits at a time; on a loaded machine each signal may come after the last was answered.
         #expect(refusals >= 1 && refusals <= 5, "\(refusals) refusals for a burst of 5")
+        // Not only in the log: status is unhealthy and says why, until a good reload.
+        var status = IngestdBinary.Result(status: 0, stdout: "", stderr: "")
+        #expect(
+            eventually {
+                status = (try? fixture.run(["status"])) ?? status
+                return status.status == 1
+            },
+            "\(status.stdout)"
+        )
+        #expect(status.stdout.contains("problem:  the last reload was refused"), "\(status.stdout)")
+        #expect(status.stdout.contains("reload:   refused at "), "\(status.stdout)")
+        #expect(status.stdout.contains("overflow_policy"), "the reason is in status: \(status.stdout)")
+        try good.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+        kill(agent.process.processIdentifier, SIGHUP)
+        #expect(eventually { (try? fixture.run(["status"]))?.status == 0 }, "a good reload clears it")
         #expect(agent.terminate() == 0)
     }
 }

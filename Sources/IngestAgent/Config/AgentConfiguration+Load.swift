@@ -28,6 +28,19 @@ extension AgentConfiguration {
         return try parse(text, path: path, environment: environment)
     }
 
+    /// The `agent.state_directory` a file names, read leniently: nil when
+    /// the file cannot be read or parsed as TOML, or names none. For
+    /// commands that only need to find a running agent whose configuration
+    /// has problems since it started.
+    public static func stateDirectoryNamed(inFile path: String) -> String? {
+        guard let text = try? readSmallTextFile(path, limit: FileLimits.configuration),
+            let root = try? TOMLDocument.parse(text),
+            case .table(let agent)? = root["agent"]?.kind,
+            case .string(let directory)? = agent["state_directory"]?.kind
+        else { return nil }
+        return directory
+    }
+
     /// Parses configuration text; `path` names it in errors.
     public static func parse(_ text: String, path: String, environment: [String: String]) throws -> AgentConfiguration {
         let root: TOMLTable
@@ -73,6 +86,7 @@ extension ConfigurationDecoder {
             inputs = [stdin]
         }
         var c = AgentConfiguration(stateDirectory: stateDirectory, types: types, inputs: inputs)
+        c.stateDirectoryIsDefault = agent?["state_directory"] == nil
         decodeQueue(queue, into: &c, environment: environment)
         decodeAgent(agent, into: &c)
         let upload = table(root["upload"], "upload")

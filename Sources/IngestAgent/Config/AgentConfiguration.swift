@@ -8,6 +8,10 @@ public struct AgentConfiguration: Sendable {
     /// `$STATE_DIRECTORY` (set by systemd's `StateDirectory=`), else
     /// `$XDG_STATE_HOME/ingestd`, else `~/.local/state/ingestd`.
     public var stateDirectory: String
+    /// Whether ``stateDirectory`` is the default because the file sets no
+    /// `agent.state_directory` (commands that read a running agent's state
+    /// then look where the packaged service keeps it, too).
+    public var stateDirectoryIsDefault = false
     /// The queue file. The default is `<state_directory>/queue.sqlite`.
     public var queuePath: String?
     /// `[queue]`'s bounds, overflow policy, durability, schema version and

@@ -1,3 +1,4 @@
+import EdgeIngestCore
 import Synchronization
 import UnixSignals
 
@@ -26,10 +27,27 @@ public final class Reload: Sendable {
         self.load = load
     }
 
+    private let refused = Mutex<String?>(nil)
+
     /// The configuration a reload read and accepted; nil while none did.
     var acceptedConfiguration: AgentConfiguration? { accepted.withLock { $0 } }
 
-    func accept(_ configuration: AgentConfiguration) { accepted.withLock { $0 = configuration } }
+    /// When and why the last reload was refused (`at <ISO time>: <problems>`),
+    /// while the agent runs on its previous configuration: `ingestd status`
+    /// shows it as a problem until a reload succeeds or the process restarts.
+    public var refusal: String? { refused.withLock { $0 } }
+
+    func accept(_ configuration: AgentConfiguration) {
+        refused.withLock { $0 = nil }
+        accepted.withLock { $0 = configuration }
+    }
+
+    func refuse(because error: any Error) {
+        // One line: "… has 2 problems: FILE:line 3: …; FILE:line 9: …".
+        let lines = "\(error)".split(separator: "\n").map { $0.trimmingPrefix(" ") }
+        let problems = lines.count > 1 ? lines[0] + " " + lines.dropFirst().joined(separator: "; ") : lines.joined()
+        refused.withLock { $0 = "at \(isoNow()): \(problems)" }
+    }
 }
 
 /// How a run of the agent ended.

@@ -29,6 +29,7 @@ struct ReloadService: Service {
                 try? await gracefulShutdown()
                 return
             } catch {
+                reload.refuse(because: error)
                 logger.error(
                     "Reload refused: the configuration has problems; ingestd goes on with the one it runs",
                     metadata: ["error": "\(error)"]

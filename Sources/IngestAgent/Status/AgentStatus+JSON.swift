@@ -128,6 +128,20 @@ extension AgentStatus {
         },
         .optionalString(K.backingOffUntil.stringValue, \.backingOffUntil),
         .optionalInt(K.refreshMilliseconds.stringValue, \.refreshMilliseconds),
+        Field(
+            key: K.reloadRefused.stringValue,
+            write: { $0.reloadRefused.map(JSONValue.string) },
+            read: { $0.reloadRefused = try $1.optionalString(K.reloadRefused.stringValue) },
+            text: { $0.reloadRefused.map { "reload:   refused \($0)" } },
+            metrics: [
+                MetricFamily(
+                    name: "ingestd_reload_refused",
+                    kind: .gauge,
+                    help:
+                        "1 while the last reload was refused (the configuration has problems) and the agent runs on the previous one."
+                ) { [.init(labels: [], value: $0.reloadRefused == nil ? 0 : 1)] }
+            ]
+        ),
         .optionalInt(K.uploadRequests.stringValue, \.uploadRequests)
             .exported("ingestd_upload_requests_total", .counter, help: "Batches sent to the sink, re-sends included."),
         .optionalInt(K.uploadResends.stringValue, \.uploadResends)

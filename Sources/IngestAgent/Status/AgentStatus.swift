@@ -53,6 +53,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// The longest the running agent goes without rewriting the status
     /// file: `ingestd status` calls an older file stale.
     public var refreshMilliseconds: Int64?
+    /// Why the last reload (SIGHUP, `systemctl reload`) was refused, with
+    /// its time, while the agent runs on its previous configuration; nil
+    /// once a reload succeeded or the agent restarted.
+    public var reloadRefused: String?
 
     public struct LastUpload: Codable, Sendable, Equatable {
         public var at: String
@@ -83,6 +87,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case receivedConflictsTotal = "received_conflicts_total"
         case uploadLatency = "upload_latency"
         case refreshMilliseconds = "refresh_ms"
+        case reloadRefused = "reload_refused"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
@@ -151,6 +156,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         if uploadedTotal > 0 { parts.append("\(uploadedTotal) uploaded") }
         if droppedTotal > 0 { parts.append("\(droppedTotal) dropped") }
         if let reason = uploadReason { parts.append(reason) }
+        if reloadRefused != nil { parts.append("reload refused: runs on the previous configuration") }
         return parts.joined(separator: ", ")
     }
 }

@@ -132,6 +132,13 @@ struct StatusService: Service {
                 if status.problem == nil { status.problem = deliveryProblem(status) }
             }
             status.refreshMilliseconds = Int64(refreshMilliseconds)
+            if let refusal = reload?.refusal {
+                status.reloadRefused = refusal
+                if status.problem == nil {
+                    status.problem =
+                        "the last reload was refused (the configuration has problems; ingestd runs on the previous one): fix it and reload again"
+                }
+            }
             return status
         } catch {
             return AgentStatus(
