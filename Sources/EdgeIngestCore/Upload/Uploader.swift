@@ -298,11 +298,12 @@ package final class Uploader: Sendable {
     /// that they resumed, after how long, and how much is left.
     private func logRecovery() {
         guard let since = troubleSince.withLock({ $0.take() }) else { return }
-        let waiting = (try? queue.statistics().queuedRecords).map { LogText.grouped($0) } ?? "?"
+        let waiting = try? queue.statistics().queuedRecords
         let trouble = monotonicMilliseconds() - since
+        // The message groups digits for a person; the field is a plain number for tools.
         logger.notice(
-            "Uploads resumed after \(LogText.duration(milliseconds: trouble)); \(waiting) records waiting",
-            metadata: ["ingest.trouble_ms": "\(trouble)", "ingest.queued": "\(waiting)"]
+            "Uploads resumed after \(LogText.duration(milliseconds: trouble)); \(waiting.map { LogText.grouped($0) } ?? "?") records waiting",
+            metadata: ["ingest.trouble_ms": "\(trouble)", "ingest.queued": "\(waiting.map { String($0) } ?? "unknown")"]
         )
     }
 

@@ -88,10 +88,12 @@ struct HTTPServerResponse: Sendable {
         case 411: "Length Required"
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"
+        case 502: "Bad Gateway"
         case 505: "HTTP Version Not Supported"
         default: "Status"
         }
