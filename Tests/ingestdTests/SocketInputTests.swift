@@ -145,6 +145,25 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 30, "send ended by its --timeout, not by anything else")
     }
 
+    /// A flood of bad lines from a sender is logged as the first few and one
+    /// summary, however many chunks it arrives in (each chunk is committed
+    /// and answered; each used to end the log's window: 10 lines and a
+    /// summary per chunk).
+    @Test func aFloodOfBadLinesFromASenderIsSummarized() throws {
+        let fixture = try Self.fixture()
+        let agent = try Self.startAgent(fixture)
+        let bad = (1...20_000).map { "{not json \($0)\n" }.joined()
+        let result = try Self.send(fixture, bad)
+        #expect(result.status == 65)
+        #expect(agent.terminate() == 0)
+        let log = agent.stderr.split(separator: "\n")
+        let lines = log.filter { $0.contains("Rejected line") }
+        let summaries = log.filter { $0.contains("more malformed_json rejections from") }
+        #expect(lines.count == 10, "\(lines.count) lines logged one by one")
+        #expect(summaries.count == 1, "\(summaries)")
+        #expect(summaries.first?.contains("19,990 more") == true, "\(summaries)")
+    }
+
     /// A session's stored progress is read back when the session resumes:
     /// the protocol as a client other than `ingestd send` sees it.
     @Test func aResumedSessionStartsWhereItsLastCommitEnded() throws {

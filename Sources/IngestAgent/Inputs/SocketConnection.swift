@@ -116,7 +116,7 @@ struct SocketConnection {
                 return
             }
             try buffer.withUnsafeBytes { try ingestor.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            try ingestor.flushAndWait()
+            try ingestor.flushAndWait(summarizeAll: false)
             answer(committed())
         }
     }

@@ -169,9 +169,13 @@ struct LineIngestor {
         try flushAndWait()
     }
 
-    /// Submits what is pending and waits until everything submitted is durable.
-    mutating func flushAndWait() throws {
-        rejectionLog.flushAll()
+    /// Submits what is pending and waits until everything submitted is
+    /// durable. `summarizeAll`: log the summary of every flood of rejections
+    /// now (the stream stops or ends); otherwise only of those whose window
+    /// has ended, so that a stream that commits after each chunk (a socket
+    /// sender) still gets one summary per window, not one per chunk.
+    mutating func flushAndWait(summarizeAll: Bool = true) throws {
+        if summarizeAll { rejectionLog.flushAll() } else { rejectionLog.flushExpired() }
         try flush()
         try committer.drain()
     }
