@@ -303,7 +303,9 @@ package final class Uploader: Sendable {
         // The message groups digits for a person; the field is a plain number for tools.
         logger.notice(
             "Uploads resumed after \(LogText.duration(milliseconds: trouble)); \(waiting.map { LogText.grouped($0) } ?? "?") records waiting",
-            metadata: ["ingest.trouble_ms": "\(trouble)", "ingest.queued": "\(waiting.map { String($0) } ?? "unknown")"]
+            metadata: [
+                "ingest.trouble_ms": "\(trouble)", "ingest.queued": "\(waiting.map { String($0) } ?? "unknown")",
+            ]
         )
     }
 
