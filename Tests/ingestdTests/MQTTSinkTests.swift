@@ -222,6 +222,68 @@ struct MQTTSinkTests {
         #expect(try anonymous.queuedLines().count == 3)
     }
 
+    /// Two agents on one host publishing to one broker, with the default
+    /// client id: each keeps its own session (the host name as the client
+    /// id made them take each other's session over, 30 times in 15 s).
+    @Test func twoAgentsOnOneHostDoNotTakeEachOthersSessionOver() throws {
+        let broker = try MosquittoBroker()
+        let subscriber = try broker.subscribe("ingestd/#")
+        var fixtures: [AgentFixture] = []
+        for _ in 0..<2 {
+            let fixture = try agent(port: broker.port, "max_records = 10")
+            var text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+            text = text.replacingOccurrences(of: "client_id = \"edge-17\"\n", with: "")
+            try text.write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+            fixtures.append(fixture)
+        }
+        let agents = try fixtures.map { fixture in
+            try RunningAgent(
+                arguments: ["run", "--config", fixture.configPath],
+                environment: IngestdBinary.environment
+            )
+        }
+        for round in 0..<20 {
+            for agent in agents { agent.write(readings(10, from: round * 10)) }
+            usleep(20_000)
+        }
+        #expect(eventually { subscriber.messages().count >= 400 }, "\(subscriber.messages().count) of 400")
+        for agent in agents { #expect(agent.terminate() == 0) }
+        let connected = broker.log.split(separator: "\n").filter { $0.contains("New client connected") }
+        let ids = Set(connected.compactMap { line in line.split(separator: " ").first { $0.hasPrefix("ingestd-") } })
+        #expect(ids.count == 2, "two client ids, one per agent: \(ids)")
+        #expect(!broker.log.contains("already connected, closing old connection"), "\(broker.log.suffix(1000))")
+        #expect(subscriber.messages().count == 400)
+    }
+
+    /// Two agents given one client id: the log says that a client with the
+    /// same id is the likely cause, not only "Broken pipe" (mosquitto 2.0
+    /// closes the old connection without an MQTT 5 reason; a broker that
+    /// sends "Session taken over" gets it named as such).
+    @Test func aSessionTakeoverIsLoggedAsOne() throws {
+        let broker = try MosquittoBroker()
+        let fixtures = try (0..<2).map { _ in try agent(port: broker.port, "max_records = 10") }
+        let agents = try fixtures.map { fixture in
+            try RunningAgent(
+                arguments: ["run", "--config", fixture.configPath],
+                environment: IngestdBinary.environment
+            )
+        }
+        #expect(
+            eventually {
+                for (round, agent) in agents.enumerated() { agent.write(readings(5, from: round * 5)) }
+                return agents.contains { $0.stderr.contains("same client id") }
+            },
+            "\(agents.map { $0.stderr.suffix(1500) })"
+        )
+        let said = agents.map(\.stderr).joined()
+        #expect(
+            said.contains("another client connects with the same client id 'edge-17'")
+                || said.contains("another client connected with the same client id 'edge-17' (session taken over)"),
+            "\(said.suffix(2000))"
+        )
+        for agent in agents { _ = agent.terminate() }
+    }
+
     @Test func checkConfigRefusesTopicsThatCannotBeFilled() throws {
         let unknown = try agent(port: 1883, "topic = \"t/{site}\"")
         let first = try unknown.run(["check-config"])

@@ -22,6 +22,8 @@ package final class MQTTSink: BatchSink {
     /// Set by the callbacks, during `mosquitto_loop` on this thread.
     private var connack: Int32?
     private var lost = false
+    /// The broker's reason when it disconnected us (MQTT 5), else 0.
+    private var disconnectReason: Int32 = 0
     private var acknowledged: [Int32: Int32] = [:]
     /// When the connection last did anything: an idle one may be dead (the
     /// broker drops a client that sent no PINGREQ for 1.5 keep-alives).
@@ -77,6 +79,7 @@ package final class MQTTSink: BatchSink {
         self.client = client
         connack = nil
         lost = false
+        disconnectReason = 0
         acknowledged = [:]
         _ = library.intOption(
             client,
@@ -94,9 +97,11 @@ package final class MQTTSink: BatchSink {
             guard let context else { return }
             Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().acknowledged[mid] = reason
         }
-        library.disconnectV5CallbackSet(client) { _, context, _, _ in
+        library.disconnectV5CallbackSet(client) { _, context, reason, _ in
             guard let context else { return }
-            Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue().lost = true
+            let sink = Unmanaged<MQTTSink>.fromOpaque(context).takeUnretainedValue()
+            sink.lost = true
+            sink.disconnectReason = reason
         }
         if settings.username != nil || settings.password != nil {
             _ = library.usernamePasswordSet(client, settings.username, settings.password)
@@ -172,8 +177,25 @@ package final class MQTTSink: BatchSink {
         let rc = library.loop(client, Int32(min(left, 100)), 1)
         guard rc == LibMosquitto.success, !lost else {
             lost = true
+            if let takeover = takeover(what) { throw takeover }
             throw MQTTError(.transient, "the connection to the broker was lost \(what): \(library.errorText(rc))")
         }
+    }
+
+    /// libmosquitto's MOSQ_ERR_ERRNO and MOSQ_ERR_CONN_LOST.
+    static let errnoError: Int32 = 14
+    static let connectionLost: Int32 = 7
+    /// MQTT 5's DISCONNECT reason "Session taken over" (0x8E).
+    static let sessionTakenOver: Int32 = 0x8E
+
+    /// The error for a connection the broker ended because another client
+    /// took its client id, or nil when that is not why it ended.
+    private func takeover(_ what: String) -> MQTTError? {
+        guard disconnectReason == Self.sessionTakenOver else { return nil }
+        return MQTTError(
+            .transient,
+            "the broker ended this connection \(what) because another client connected with the same client id '\(settings.clientID.prefix(80))' (session taken over): give each agent its own upload.client_id"
+        )
     }
 
     // MARK: - Publishing
@@ -260,6 +282,20 @@ package final class MQTTSink: BatchSink {
             case 3, 18:  // invalid (a topic made from a record's value), malformed UTF-8
                 throw MQTTError(.badRecord, text)
             default:  // no connection, connection lost, errno, out of memory…
+                // The broker's DISCONNECT, if it sent one, says why.
+                _ = library.loop(client, 0, 1)
+                if let takeover = takeover("while publishing") { throw takeover }
+                if rc == Self.errnoError || rc == Self.connectionLost {
+                    // An MQTT 3.1.1 broker (and mosquitto 2.0 for MQTT 5
+                    // clients too) just closes the old connection when a
+                    // client with the same id connects: say so, it is the
+                    // common cause of a connection closed again and again.
+                    throw MQTTError(
+                        .transient,
+                        text
+                            + " (the broker closed the connection; a broker does so when another client connects with the same client id '\(settings.clientID.prefix(80))')"
+                    )
+                }
                 throw MQTTError(.transient, text)
             }
         }

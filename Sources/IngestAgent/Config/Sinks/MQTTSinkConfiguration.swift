@@ -25,6 +25,8 @@ struct MQTTSinkConfiguration: SinkConfiguration {
     static let withoutHTTP = "publishes over MQTT (TLS: mqtts:// with ca_file, client_certificate, client_key)"
 
     let settings: MQTTSettings
+    /// Whether `upload.client_id` names the session (else ``sessionClientID(_:upload:)`` makes one).
+    var clientIDIsSet = false
 
     static func decode(
         _ upload: TOMLTable,
@@ -52,6 +54,7 @@ struct MQTTSinkConfiguration: SinkConfiguration {
             return nil
         }
         var settings = MQTTSettings(host: hostName, port: port, topic: topic, clientID: EdgeIngestCore.hostName())
+        let clientIDIsSet = upload["client_id"] != nil
         settings.tls = tls
         if let v = upload["message"], let text = decoder.string(v, "upload.message") {
             guard let message = MQTTSettings.Message(rawValue: text) else {
@@ -112,7 +115,7 @@ struct MQTTSinkConfiguration: SinkConfiguration {
                 "needs upload.username too (MQTT sends a password only with a user name)"
             )
         }
-        return Self(settings: settings)
+        return Self(settings: settings, clientIDIsSet: clientIDIsSet)
     }
 
     /// Field placeholders must name declared fields, and a batch message has
@@ -145,14 +148,28 @@ struct MQTTSinkConfiguration: SinkConfiguration {
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
         var settings = settings
-        settings.clientID = upload.clientID
+        settings.clientID = sessionClientID(configuration, upload: upload)
         return
-            "\(settings), topic \(settings.topic.text), one message per \(settings.message.rawValue), QoS \(settings.qos), client id \(upload.clientID), password \(settings.password == nil ? "none" : "set"), \(upload.maxRecords) records per batch"
+            "\(settings), topic \(settings.topic.text), one message per \(settings.message.rawValue), QoS \(settings.qos), client id \(settings.clientID), password \(settings.password == nil ? "none" : "set"), \(upload.maxRecords) records per batch"
     }
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
         var settings = settings
-        settings.clientID = upload.clientID
+        settings.clientID = sessionClientID(configuration, upload: upload)
         return { [settings] in MQTTSink(settings: settings) }
+    }
+
+    /// The client id of the broker session: `upload.client_id` when set;
+    /// else one unique per box and per agent. The host name alone is not:
+    /// two agents on one host, or many Raspberry Pis all named
+    /// `raspberrypi`, would take each other's session over at the broker.
+    /// (`{client_id}` in topics stays `upload.client_id`'s value, by default
+    /// the host name.)
+    func sessionClientID(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
+        if clientIDIsSet { return upload.clientID }
+        return AgentIdentity.clientID(
+            prefix: "ingestd-" + EdgeIngestCore.hostName(),
+            stateDirectory: configuration.stateDirectory
+        )
     }
 }
