@@ -116,13 +116,14 @@ mkdir -p "$pkg/DEBIAN"
 installed_kb="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"
 # Suggests: libpq5, libmosquitto1 — the postgresql and mqtt sinks load them
 # with dlopen when used; the binary links neither (docs/SINKS.md).
+# Depends: passwd — the postinst makes the group "ingestd" with groupadd.
 cat > "$pkg/DEBIAN/control" <<CONTROL
 Package: ingestd
 Version: $version
 Architecture: $arch
 Maintainer: EdgeIngest <packages@edgeingest.invalid>
 Installed-Size: $installed_kb
-Depends: $depends
+Depends: $depends, passwd
 Suggests: libpq5, libmosquitto1
 Section: net
 Priority: optional

@@ -111,11 +111,15 @@ n=0
 ok() { n=$((n + 1)); echo "ok (throwaway root) $n - $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # What the overlay holds beyond the machine: files, and directories the machine
-# does not have (a directory of the machine's is copied up when written into).
+# does not have (a directory of the machine's is copied up when written into;
+# a file of the machine's counts only if its content changed: /etc/group is
+# rewritten when the package's group is made and removed; shadow's backups
+# of the account files, /etc/group- and the like, are not the package's).
 snapshot() {
-    (cd "$work/layers/upper" && find . -mindepth 1 \( -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache -o -path ./root -o -path ./etc/ld.so.cache \) -prune -o -print |
+    (cd "$work/layers/upper" && find . -mindepth 1 \( -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache -o -path ./root -o -path ./etc/ld.so.cache -o -path './etc/*-' \) -prune -o -print |
         while IFS= read -r path; do
             [ -d "$path" ] && [ ! -L "$path" ] && [ -d "$lower/${path#./}" ] && continue
+            [ -f "$path" ] && [ ! -L "$path" ] && [ -f "$lower/${path#./}" ] && cmp -s "$path" "$lower/${path#./}" && continue
             printf '%s\n' "$path"
         done | sort)
 }

@@ -5,8 +5,8 @@
 import EdgeIngest
 import Foundation
 
-// README.md, the block at line 195.
-func README_md_line195() async throws {
+// README.md, the block at line 219.
+func README_md_line219() async throws {
 
     class WeatherSensor: AsymmetricObject {
         @Persisted(primaryKey: true) var _id: ObjectId

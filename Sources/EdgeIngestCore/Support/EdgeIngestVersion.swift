@@ -1,5 +1,5 @@
 /// The version of EdgeIngest and ingestd.
 public enum EdgeIngestVersion {
     /// The release this build comes from, as `MAJOR.MINOR.PATCH`.
-    public static let current = "0.1.0"
+    public static let current = "0.2.0"
 }
