@@ -217,6 +217,53 @@ import Glibc
         #expect(inputs?.first?["throttledBatches"] as? Int == 1, "\(String(describing: inputs))")
     }
 
+    /// A login flood (a client guessing, a fleet with a wrong key) is a few
+    /// lines in the journal, not one per attempt (88,915 lines in 25 s
+    /// before), and the throttle's 429 carries its reason phrase.
+    @Test func aLoginFloodIsSummarizedInTheLog() throws {
+        let gateway = try Gateway()
+        var statuses: [Int] = []
+        for attempt in 0..<150 {
+            let body = #"{"provider":"email-password","email":"u\#(attempt)@example.com","password":"p"}"#
+            statuses.append(try Self.login(gateway, body).status)
+        }
+        #expect(statuses.contains(401) && statuses.contains(429), "\(Set(statuses))")
+        let raw = try rawStatusLine(gateway.base, "/auth/v1/apps/weather/login", #"{"provider":"api-key","key":"x"}"#)
+        #expect(raw == "HTTP/1.1 429 Too Many Requests", "\(raw)")
+        #expect(gateway.agent.terminate() == 0)
+        let log = gateway.agent.stderr.split(separator: "\n")
+        let refused = log.filter { $0.contains("Refused a login") }.count
+        let throttled = log.filter { $0.contains("Throttled a login") }.count
+        #expect(
+            refused <= 10 && throttled <= 10,
+            "\(refused) refused and \(throttled) throttled lines for 150 attempts"
+        )
+    }
+
+    /// The status line of one POST, as sent (curl hides the reason phrase).
+    func rawStatusLine(_ base: String, _ path: String, _ body: String) throws -> String {
+        let port = Int(base.split(separator: ":").last!)!
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return "connect failed" }
+        let request =
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let text = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
+        return String(text.split(separator: "\r\n").first ?? "")
+    }
+
     /// Guessing passwords: after five failures an account's logins are
     /// answered 429 with a delay, alike for an account that exists and one
     /// that does not, before any password is checked; the journal says so

@@ -19,6 +19,8 @@ final class IngestServer: HTTPHandler {
     let loginThrottle = LoginThrottle()
     /// Records and bytes a second per account (``AccountQuotas``).
     let quotas: AccountQuotas
+    /// Refused and throttled logins, a flood summarized (``LoginLog``).
+    let loginLog: LoginLog
 
     init(context: InputContext, accounts: ServerAccounts, tokens: TokenSigner) {
         self.context = context
@@ -31,6 +33,7 @@ final class IngestServer: HTTPHandler {
             )
         )
         decoder = BatchDecoder(types: context.types, inputName: context.settings.name)
+        loginLog = LoginLog(input: context.settings.name, logger: context.logger)
         self.accounts = accounts
         self.tokens = tokens
     }
@@ -43,6 +46,7 @@ final class IngestServer: HTTPHandler {
     private var schemaVersion: Int64 { context.queue.configuration.schemaVersion }
 
     func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse {
+        loginLog.flushExpired()
         let path = request.path.split(separator: "/", omittingEmptySubsequences: true)
         switch (path.first, path.count) {
         case ("healthz", 1):
@@ -109,8 +113,8 @@ final class IngestServer: HTTPHandler {
         let address = LoginThrottle.address(ofPeer: peer)
         let now = wallClockMilliseconds() / 1000
         if provider != "anonymous", let wait = loginThrottle.delay(account: account, address: address, now: now) {
-            logger.warning(
-                "Throttled a login after repeated failures",
+            loginLog.log(
+                .throttled,
                 metadata: [
                     "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)",
                     "auth.retry_after_s": "\(wait)",
@@ -139,8 +143,8 @@ final class IngestServer: HTTPHandler {
         guard let userID else {
             if provider != "anonymous" { loginThrottle.failed(account: account, address: address, now: now) }
             // Never the key, email or password: the provider and the peer only.
-            logger.warning(
-                "Refused a login",
+            loginLog.log(
+                .refused,
                 metadata: ["ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "auth.provider": "\(provider)"]
             )
             return .error(401, "login_refused", "these credentials are not accepted")
