@@ -121,6 +121,16 @@ struct ExportCommand: IngestdCommand {
             )
         )
         let copied = try transfer(from: queue, to: target, discard: move ? .exported : nil, label: "exported")
+        // The file's identity: an import of the same file twice is refused.
+        do {
+            try target.setPosition(
+                source: ExportMark.exportPrefix + SendCommand.newSessionID(),
+                position: "\(copied) readings exported at \(isoNow())"
+            )
+        } catch {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
         // A move drops what it carried, and a damaged segment is quarantined
         // here either way: status shows the queue as it now is.
         refreshStoppedStatus(configuration, queue: queue)
@@ -136,9 +146,10 @@ struct ImportCommand: IngestdCommand {
         abstract: "Add the readings of an exported file to this box's queue.",
         discussion: """
             The readings keep their _id and schema version and are uploaded like any \
-            other. The file is left as it was; delete it once imported (importing it \
-            twice queues its readings twice, and a deduplicating backend stores them \
-            once). Stop the agent first: a running agent holds the queue.
+            other. The file is left as it was; delete it once imported. The same file \
+            imported into the same queue again is refused (exit 65), so its readings \
+            are never queued twice (files exported before 0.2.0 carry no mark: \
+            import those once). Stop the agent first: a running agent holds the queue.
             """,
         options: ConfigurationOptions.specs,
         arguments: [fileArgument.spec],
@@ -177,10 +188,42 @@ struct ImportCommand: IngestdCommand {
             printError("\(error)")
             throw ExitCodes.forError(error)
         }
+        let mark: String?
+        do {
+            mark = try opened.positions().keys.first { $0.hasPrefix(ExportMark.exportPrefix) }
+                .map { ExportMark.importPrefix + $0.dropFirst(ExportMark.exportPrefix.count) }
+            if let mark, let earlier = try queue.position(of: mark) {
+                printError(
+                    "ingestd import: '\(file)' was imported into this queue before (\(earlier)); nothing was imported. Importing an export again would queue its readings twice: delete the file once imported."
+                )
+                throw ExitCodes.dataError
+            }
+        } catch let error as EdgeIngestError {
+            printError("\(error)")
+            throw ExitCodes.forError(error)
+        }
         let copied = try transfer(from: opened, to: queue, label: "imported")
+        // After the copy: a crash in between leaves no mark (importing again
+        // then queues twice, which a deduplicating backend absorbs) rather
+        // than a mark without the readings (which would refuse to import them).
+        if let mark {
+            do {
+                try queue.setPosition(source: mark, position: "\(copied) readings imported at \(isoNow())")
+            } catch {
+                printError("\(error)")
+                throw ExitCodes.forError(error)
+            }
+        }
         refreshStoppedStatus(configuration, queue: queue)
         print("Imported \(copied) reading\(copied == 1 ? "" : "s") from \(file).")
     }
+}
+
+/// The marks `export` leaves in its file and `import` in the queue it
+/// imports into (queue positions), so one file is imported once.
+enum ExportMark {
+    static let exportPrefix = "export:"
+    static let importPrefix = "import:"
 }
 
 struct ResetCommand: IngestdCommand {

@@ -150,6 +150,14 @@ import Testing
         #expect(imported.stdout == "Imported 20 readings from \(file).\n")
         // status shows the import at once, before the agent runs again.
         #expect(try online.status()["queued_records"] as? Int == 20)
+        // The same file again is refused: its readings are not queued twice.
+        let again = try online.run(["import", file])
+        #expect(again.status == 65, "\(again.stderr)")
+        #expect(
+            again.stderr.contains("was imported into this queue before (20 readings imported at "),
+            "\(again.stderr)"
+        )
+        #expect(try online.status()["queued_records"] as? Int == 20)
         let drained = try online.run(["run"], stdin: Data())
         #expect(drained.status == 0, "\(drained.stderr)")
         #expect(try backend.waitForUnique(20) == 20)

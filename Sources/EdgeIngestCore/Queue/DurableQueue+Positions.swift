@@ -11,6 +11,17 @@ extension DurableQueue {
         }
     }
 
+    /// Sets one source's position in a transaction of its own (for marks
+    /// that go with no readings: an export's id, an import done).
+    public func setPosition(source: String, position: String) throws {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            try store.db.transaction {
+                try store.set(position: SourcePosition(source: source, position: position), at: wallClockMilliseconds())
+            }
+        }
+    }
+
     /// Deletes the positions of sources whose names start with `prefix` and
     /// that were last committed before `updatedBefore` (ms since the
     /// epoch), in one transaction; returns how many. For sources that come
