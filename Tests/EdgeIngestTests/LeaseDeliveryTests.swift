@@ -217,7 +217,7 @@ import Testing
     @Test func theFinalDrainTakesOnlySuccessesAndSplitsOn413() {
         let policy = LeaseDelivery.Policy(maxRetries: 0, backoff: Backoff(), finalDrainDeadline: 5_000)
         for outcome: UploadOutcome in [
-            .retry(reason: "HTTP 503", retryAfterSeconds: nil), .badBatch(reason: "HTTP 400"), .unauthorized,
+            .retry(reason: "HTTP 503", retryAfterSeconds: nil), .unauthorized,
             .hold(reason: "HTTP 404"), .clientReset(reason: "HTTP 409", recoverable: true),
         ] {
             let trace = Self.drive(records: 4, policy: policy, now: 1_000) { _, _ in outcome }
@@ -233,6 +233,13 @@ import Testing
         }
         #expect(split.sent.map(\.range.count) == [4, 2, 1, 1, 2, 1, 1] && split.waits.isEmpty)
         #expect(split.end == .acknowledge(deadLetters: [:]))
+        // A refused batch at shutdown is bisected down to its refused record,
+        // which is dead-lettered; the rest is stored (issue 38).
+        let bisected = Self.drive(records: 4, policy: policy, now: 1_000) { batch, _ in
+            batch.range.contains(2) ? .badBatch(reason: "HTTP 400") : .stored(rejected: [])
+        }
+        #expect(bisected.sent.map(\.range.count) == [4, 2, 2, 1, 1] && bisected.waits.isEmpty)
+        #expect(bisected.end == .acknowledge(deadLetters: [2: "refused by the backend: HTTP 400"]))
     }
 
     @Test func nothingIsSentPastTheFinalDrainsDeadlineButWhatIsDoneIsAcknowledged() {

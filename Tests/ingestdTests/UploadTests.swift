@@ -228,6 +228,24 @@ import Testing
         #expect(agent.stderr.contains("A record was refused by the backend; moved to the dead-letter table"))
     }
 
+    /// A pipe (`… | ingestd run`) ends with its final drain: refused
+    /// batches are bisected there too, so 10 refused readings among 10,000
+    /// go to the dead letters and the rest are delivered (before, all
+    /// 10,000 stayed queued at the end of input).
+    @Test func thePipesFinalDrainBisectsRefusedBatches() throws {
+        let backend = try TestBackend(["--poison", "POISON"])
+        let fixture = try Self.fixture(backend, "max_records = 1000\nshutdown_timeout_ms = 30000", linger: 500)
+        let poisoned = Set((0..<10).map { 37 + $0 * 997 })
+        let text = (0..<10_000).map { reading($0 % 40, device: poisoned.contains($0) ? "POISON" : "U\($0)") + "\n" }
+            .joined()
+        let result = try fixture.run(["run"], stdin: Data(text.utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(try backend.waitForUnique(9_990) == 9_990)
+        let status = try fixture.status()
+        #expect(status["dead_letter_records"] as? Int == 10, "\(status)")
+        #expect(status["queued_records"] as? Int == 0, "\(status)")
+    }
+
     @Test func perRecordRejectionsInA200BodyAreDeadLettered() throws {
         let backend = try TestBackend(["--reject-device", "U5"])
         let fixture = try Self.fixture(backend)

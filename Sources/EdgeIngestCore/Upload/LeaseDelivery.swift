@@ -144,9 +144,13 @@ package struct LeaseDelivery: Sendable {
     /// The sink answered the batch last sent (`sentBytes` long).
     package mutating func answered(_ outcome: UploadOutcome, sentBytes: Int, now: Int64, jitter: Double) -> Step {
         guard let range = work.first else { return Step(action: .acknowledge(deadLetters: deadLetters)) }
-        // The final drain takes only successes, and a 413's split: the
-        // halves go at once, no waiting (the deadline still bounds them).
-        if policy.finalDrainDeadline != nil, !outcome.isStored, outcome != .tooLarge {
+        // The final drain takes successes and the splits of a 413 and of a
+        // refused batch (bisection down to the refused records, which go to
+        // the dead letters as in a running agent): the halves go at once, no
+        // waiting (the deadline still bounds them). A pipe (`… | ingestd
+        // run`) with 10 refused readings among 10,000 left all 10,000
+        // queued at its end before.
+        if policy.finalDrainDeadline != nil, !outcome.isStored, outcome != .tooLarge, !outcome.isBadBatch {
             return Step(action: .release(.stopped))
         }
         var notices: [Notice] = []

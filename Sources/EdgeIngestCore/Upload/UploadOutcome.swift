@@ -31,6 +31,12 @@ extension UploadOutcome {
         return false
     }
 
+    /// Whether the backend refused the batch for its content (it is split to find the refused records).
+    package var isBadBatch: Bool {
+        if case .badBatch = self { return true }
+        return false
+    }
+
     /// A short reason for the log and status ("HTTP 503", "refused as too
     /// large (HTTP 413)"); never a payload.
     package var reason: String {
