@@ -25,6 +25,14 @@ public struct Agent: Sendable {
     /// again). Everything read is committed before it returns.
     @discardableResult
     public func run(reload: Reload? = nil) async throws -> AgentExit {
+        if !configuration.uploadHolds.isEmpty {
+            // Accepted by an earlier release: collect anyway, hold the upload
+            // (the sink refuses to send such records and says why in status).
+            logger.error(
+                "The configuration has problems that hold uploads; readings are collected and queued until they are fixed (ingestd check-config lists them)",
+                metadata: ["ingest.problems": "\(configuration.uploadHolds.map(\.description).joined(separator: "; "))"]
+            )
+        }
         // The status file lives here even when the queue is elsewhere.
         try QueueFile.makeDirectories(configuration.stateDirectory)
         let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)

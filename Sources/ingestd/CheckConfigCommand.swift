@@ -46,6 +46,15 @@ struct CheckConfigCommand: IngestdCommand {
                     "warning: input '\(stdin.name)' reads stdin, which is /dev/null when ingestd runs as a service: it would end at once. Use kind = \"socket\" (sensor.py | ingestd send) or a file input."
                 )
             }
+            if !configuration.uploadHolds.isEmpty {
+                printError(
+                    "\(ConfigurationError(path: path, problems: configuration.uploadHolds))\n"
+                        + "(ingestd run still starts with these and collects readings into its queue, but holds uploads until they are fixed.)"
+                )
+                throw ExitCodes.configError
+            }
+        } catch let error as ExitCode {
+            throw error
         } catch {
             printError("\(error)")
             throw ExitCodes.configError

@@ -158,7 +158,10 @@ import Testing
         }
     }
 
-    @Test func theShippedTypeWithoutATimestampIsRefusedBeforeAnythingIsRead() throws {
+    /// Accepted before 0.2.0, refused (exit 78) after: an upgrade stopped
+    /// the box collecting. check-config still refuses it; `run` collects
+    /// and holds the upload, saying why (issue 38, point 8).
+    @Test func aTypeWithoutATimestampHoldsUploadsButTheAgentCollects() throws {
         // The issue's configuration: AgentFixture's WeatherSensor has no timestamp field.
         let fixture = try AgentFixture(
             "\n[upload]\nsink = \"influxdb\"\nurl = \"http://127.0.0.1:9/write\"\ntags = [\"deviceId\"]\n"
@@ -169,10 +172,28 @@ import Testing
         #expect(check.status == 78)
         #expect(check.stderr.contains(expected), "\(check.stderr)")
         #expect(check.stderr.contains("takenAt = \"timestamp\" under [types.WeatherSensor]"), "\(check.stderr)")
+        #expect(check.stderr.contains("ingestd run still starts with these"), "\(check.stderr)")
         let run = try fixture.run(["run"], stdin: Data((reading(3) + "\n").utf8))
-        #expect(run.status == 78)
-        #expect(run.stderr.contains(expected), "\(run.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: fixture.stateDirectory + "/queue.sqlite"))
+        #expect(run.status == 75, "the pipe ends with its reading queued: \(run.stderr)")
+        #expect(run.stderr.contains("The configuration has problems that hold uploads"), "\(run.stderr)")
+        #expect(run.stderr.contains("Uploader stopped with readings still queued"), "\(run.stderr)")
+        #expect(try fixture.queuedLines().count == 1, "the reading was collected")
+        // A running agent says it in status: uploads held, and why.
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write(reading(4) + "\n")
+        var status = IngestdBinary.Result(status: 0, stdout: "", stderr: "")
+        #expect(
+            eventually {
+                status = (try? fixture.run(["status"])) ?? status
+                return status.status == 1 && status.stdout.contains("declares no timestamp field")
+            },
+            "held uploads are unhealthy, and status says why: \(status.stdout)"
+        )
+        #expect(agent.terminate() == 0)
+        #expect(agent.stderr.contains("Uploading is held"), "\(agent.stderr.suffix(2000))")
     }
 
     @Test func checkConfigShowsWhereEachPointsTimeComesFrom() throws {

@@ -50,6 +50,18 @@ left="$(diff <(printf '%s\n' "$before") <(files_now) | grep '^>' || true)"
 ok "apt purge leaves nothing"
 
 install_package /ci/ingestd-previous.deb
+# A configuration with a problem this version only holds uploads for
+# (influxdb sink, a type without a timestamp field): the upgrade says so.
+write_test_configuration
+printf '\n[upload]\nsink = "influxdb"\nurl = "http://127.0.0.1:9/write"\n' >> /etc/ingestd/ingestd.toml
 install_package /ci/ingestd.deb
 ! systemctl is-active --quiet ingestd.service ingestd.socket || fail "upgrading a service that was not running started it"
 ok "an upgrade of a service that does not run starts nothing"
+grep -q "ingestd: /etc/ingestd/ingestd.toml has problems with ingestd" /ci-out/apt-install.log ||
+    fail "the upgrade did not tell about the configuration's problems: $(cat /ci-out/apt-install.log)"
+grep -q "declares no timestamp field" /ci-out/apt-install.log || fail "the upgrade's notice does not say what is wrong"
+ok "the upgrade tells the operator about a configuration problem"
+systemctl start ingestd || fail "a configuration that holds uploads stops the agent: $(journalctl -u ingestd -o cat | tail -5)"
+printf '{"sensor":"h","seq":1,"value":1}\n' | ingestd send || fail "the agent with held uploads does not collect"
+wait_for 'ingestd status | grep -q "declares no timestamp field"' 20 || fail "status does not say why uploads are held: $(ingestd status)"
+ok "it starts, collects, and status says why uploads are held"

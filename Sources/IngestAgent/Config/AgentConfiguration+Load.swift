@@ -54,9 +54,10 @@ extension AgentConfiguration {
         }
         var decoder = ConfigurationDecoder()
         let configuration = decoder.decode(root, environment: environment)
-        guard decoder.problems.isEmpty, let configuration else {
+        guard decoder.problems.isEmpty, var configuration else {
             throw ConfigurationError(path: path, problems: decoder.problemsByLine)
         }
+        configuration.uploadHolds = decoder.uploadHolds
         return configuration
     }
 }

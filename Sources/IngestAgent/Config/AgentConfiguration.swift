@@ -54,6 +54,9 @@ public struct AgentConfiguration: Sendable {
     public var metrics: MetricsSettings?
     /// What a client reset demanded by the backend does.
     public var clientReset = ClientResetSettings()
+    /// Problems an earlier release accepted that hold uploads (the agent
+    /// still collects); `check-config` refuses them. Empty when all is well.
+    public var uploadHolds: [ConfigurationProblem] = []
 
     public enum LogTarget: String, Sendable { case auto, journal, stderr }
 

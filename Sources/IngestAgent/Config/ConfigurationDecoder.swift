@@ -29,6 +29,16 @@ struct ConfigurationDecoder {
         problems.append(ConfigurationProblem(line: value?.line, key: key, message: message))
     }
 
+    /// Problems that an earlier release accepted and that would lose or
+    /// garble data only once uploaded: the agent still starts and collects,
+    /// with uploads held until they are fixed (an upgrade never stops a box
+    /// collecting); `check-config` reports them as problems.
+    var uploadHolds: [ConfigurationProblem] = []
+
+    mutating func holdUpload(_ value: TOMLValue?, _ key: String, _ message: String) {
+        uploadHolds.append(ConfigurationProblem(line: value?.line, key: key, message: message))
+    }
+
     mutating func table(_ value: TOMLValue?, _ key: String) -> TOMLTable? {
         guard let value else { return nil }
         guard case .table(let t) = value.kind else {

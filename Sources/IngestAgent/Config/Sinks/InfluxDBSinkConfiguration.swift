@@ -59,7 +59,8 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
             )
         }
         for type in types where LineProtocolEncoder.timeField(of: type, preferring: timestamp) == nil {
-            decoder.problem(
+            // Accepted before 0.2.0: held, not refused (the sink holds too).
+            decoder.holdUpload(
                 upload["timestamp"] ?? upload["sink"],
                 "upload.timestamp",
                 "record type '\(type.name)' declares no timestamp field, so its points would have no time of their own: InfluxDB and VictoriaMetrics keep one point per series and time, and a time made from the _id (exact to the second) makes distinct readings collapse into one; declare when each reading was taken, e.g. takenAt = \"timestamp\" under [types.\(type.name)]"
