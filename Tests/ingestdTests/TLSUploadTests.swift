@@ -34,14 +34,15 @@ struct TestPKI {
 
     /// Another certificate for 127.0.0.1 signed by the same CA, named
     /// `name` (its common name too): (certificate, key) paths.
-    func serverCertificate(named name: String) throws -> (certificate: String, key: String) {
-        try issue(name, extensions: dir.file("server.ext"))
+    func serverCertificate(named name: String, days: Int = 2) throws -> (certificate: String, key: String) {
+        try issue(name, extensions: dir.file("server.ext"), days: days)
         return (dir.file("\(name).pem"), dir.file("\(name).key"))
     }
 
     /// `<name>.key` and `<name>.pem` (common name `name`), signed by the CA
-    /// with the extensions in the file `extensions`.
-    private func issue(_ name: String, extensions: String) throws {
+    /// with the extensions in the file `extensions`, valid for `days` (0: it
+    /// expires the second it is made).
+    private func issue(_ name: String, extensions: String, days: Int = 2) throws {
         try Self.openssl(
             ["req"] + Self.newKey + [
                 "-keyout", dir.file("\(name).key"), "-out", dir.file("\(name).csr"), "-subj", "/CN=\(name)",
@@ -49,7 +50,7 @@ struct TestPKI {
         )
         try Self.openssl([
             "x509", "-req", "-in", dir.file("\(name).csr"), "-CA", dir.file("ca.pem"), "-CAkey", dir.file("ca.key"),
-            "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", "2", "-extfile", extensions,
+            "-CAcreateserial", "-out", dir.file("\(name).pem"), "-days", String(days), "-extfile", extensions,
         ])
     }
 
@@ -102,6 +103,28 @@ struct TestPKI {
         #expect(status.stdout.contains("is not trusted"), "\(status.stdout)")
         #expect(agent.terminate() == 0)
         #expect(try fixture.queuedLines().count == 30)
+    }
+
+    /// An expired server certificate is named as such (it was reported as
+    /// "not trusted: set ca_file", which sent operators the wrong way).
+    @Test(.enabled(if: opensslAvailable)) func anExpiredServerCertificateIsNamedAsSuch() throws {
+        let pki = try TestPKI()
+        let expired = try pki.serverCertificate(named: "expired", days: 0)
+        sleep(1)  // valid for no second: expired from now on
+        let backend = try TestBackend(["--tls-cert", expired.certificate, "--tls-key", expired.key])
+        let fixture = try AgentFixture(
+            "\n[upload]\nurl = \"\(https(backend))\"\nca_file = \"\(pki.ca)\"\nlinger_ms = 20\nretry_base_ms = 20\n"
+        )
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write(UploadTests.readings(0..<5))
+        #expect(eventually { agent.stderr.contains("has expired") }, "\(agent.stderr.suffix(2000))")
+        #expect(agent.stderr.contains("The certificate of 127.0.0.1:\(backend.port) has expired"))
+        #expect(!agent.stderr.contains("is not trusted"))
+        #expect(agent.terminate() == 0)
+        #expect(try fixture.queuedLines().count == 5)
     }
 
     @Test(.enabled(if: opensslAvailable)) func mutualTLSNeedsTheClientCertificate() throws {

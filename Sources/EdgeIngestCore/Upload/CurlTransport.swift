@@ -238,6 +238,22 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
                 "tls_handshake",
                 "The TLS handshake with \(host) failed: \(Self.curlWords(detail))."
             )
+        case CURLE_PEER_FAILED_VERIFICATION where lowered.contains("certificate has expired"):
+            (kind, message) = (
+                "tls_expired",
+                "The certificate of \(host) has expired: the backend must renew it (if it was renewed, this box's clock is wrong: check date)."
+            )
+        case CURLE_PEER_FAILED_VERIFICATION where lowered.contains("not yet valid"):
+            (kind, message) = (
+                "tls_not_yet_valid",
+                "The certificate of \(host) is not valid yet: this box's clock is probably behind (no battery clock and no NTP yet?); check date and time synchronisation."
+            )
+        case CURLE_PEER_FAILED_VERIFICATION
+        where lowered.contains("no alternative certificate subject name") || lowered.contains("does not match"):
+            (kind, message) = (
+                "tls_name_mismatch",
+                "The certificate of \(host) is not issued for that name (\(Self.curlWords(detail))): use a name in url that the certificate carries."
+            )
         case CURLE_PEER_FAILED_VERIFICATION:
             (kind, message) = (
                 "tls_untrusted", "The certificate of \(host) is not trusted: set ca_file to the CA that signed it."
