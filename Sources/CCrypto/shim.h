@@ -59,6 +59,8 @@ static inline int edgeingest_pbkdf2_sha256(const char *password, int passwordLen
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <stdio.h>
 #include <string.h>
 
 /// The newest OpenSSL error as text into `error` (empty if there is none), and clears the queue.
@@ -155,6 +157,38 @@ static inline int edgeingest_tls_peer_common_name(SSL *ssl, char *out, int outLe
     }
     X509_free(certificate);
     return length;
+}
+
+/// Whether the first certificate in `certificateFile` (PEM) and the key in
+/// `keyFile` belong together: 1 yes, 0 no or unreadable, with the reason in
+/// `error` (`check-config`).
+static inline int edgeingest_tls_check_pair(const char *certificateFile, const char *keyFile, char *error,
+                                            size_t errorLength) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_method());
+    if (ctx == NULL) { edgeingest_tls_error(error, errorLength); return 0; }
+    int ok = SSL_CTX_use_certificate_chain_file(ctx, certificateFile);
+    ok = ok == 1 ? SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) : ok;
+    ok = ok == 1 ? SSL_CTX_check_private_key(ctx) : ok;
+    if (ok != 1) edgeingest_tls_error(error, errorLength);
+    SSL_CTX_free(ctx);
+    return ok == 1;
+}
+
+/// Seconds from now until the first certificate in `file` (PEM) expires
+/// (negative once it has); 0 with *readable = 0 when it cannot be read.
+static inline long long edgeingest_tls_seconds_left(const char *file, int *readable) {
+    *readable = 0;
+    FILE *f = fopen(file, "r");
+    if (f == NULL) return 0;
+    X509 *certificate = PEM_read_X509(f, NULL, NULL, NULL);
+    fclose(f);
+    if (certificate == NULL) { ERR_clear_error(); return 0; }
+    int days = 0, seconds = 0;
+    int ok = ASN1_TIME_diff(&days, &seconds, NULL, X509_get0_notAfter(certificate));
+    X509_free(certificate);
+    if (ok != 1) return 0;
+    *readable = 1;
+    return (long long)days * 86400 + seconds;
 }
 
 /// Why the peer's certificate was refused, if it was ("" otherwise).

@@ -46,6 +46,15 @@ struct CheckConfigCommand: IngestdCommand {
                     "warning: input '\(stdin.name)' reads stdin, which is /dev/null when ingestd runs as a service: it would end at once. Use kind = \"socket\" (sensor.py | ingestd send) or a file input."
                 )
             }
+            for warning in TLSFileCheck.warnings(in: configuration) { printError("warning: \(warning)") }
+            let tlsProblems = TLSFileCheck.problems(in: configuration)
+            if !tlsProblems.isEmpty {
+                printError(
+                    "The TLS files of '\(path)' have \(tlsProblems.count == 1 ? "1 problem" : "\(tlsProblems.count) problems"):\n"
+                        + tlsProblems.map { "  \($0)" }.joined(separator: "\n")
+                )
+                throw ExitCodes.configError
+            }
             if !configuration.uploadHolds.isEmpty {
                 printError(
                     "\(ConfigurationError(path: path, problems: configuration.uploadHolds))\n"

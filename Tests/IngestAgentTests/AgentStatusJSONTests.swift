@@ -25,6 +25,7 @@ import Testing
         input.listen = "127.0.0.1:8080"
         input.duplicates = 3
         input.throttledBatches = 4
+        input.tlsCertificateExpiresAt = "2099-01-01T00:00:00.000Z"
         var status = AgentStatus(
             state: "backing_off",
             statistics: .empty,

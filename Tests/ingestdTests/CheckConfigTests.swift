@@ -89,7 +89,7 @@ import Testing
                 // and owner_field (the example's type has no owner field).
                 let needsAFile =
                     line.contains("_file =") || line.hasPrefix("# client_certificate") || line.hasPrefix("# client_key")
-                    || line.hasPrefix("# owner_field")
+                    || line.hasPrefix("# tls_") || line.hasPrefix("# owner_field")
                 out.append(needsAFile ? String(line) : String(line.dropFirst(2)))
             } else {
                 inBlock = false

@@ -61,6 +61,44 @@ import Testing
         #expect(gateway.agent.stderr.contains("ingest.tls=on"))
     }
 
+    /// A certificate close to its end is said at start and in status, and
+    /// check-config finds TLS files that cannot work before `run` does
+    /// (a key of another certificate, a file that is not there).
+    @Test(.enabled(if: available)) func certificatesNearTheirEndOrMismatchedAreSaidBeforeTheyBite() throws {
+        let pki = try TestPKI()  // certificates valid for 2 days
+        let gateway = try HTTPInputTests.Gateway(Self.tlsOptions(pki))
+        #expect(
+            eventually { gateway.agent.stderr.contains("TLS certificate expires within 14 days") },
+            "\(gateway.agent.stderr.suffix(2000))"
+        )
+        let status = try gateway.fixture.run(["status"])
+        #expect(status.stdout.contains("TLS certificate expires at "), "\(status.stdout)")
+        #expect(status.stdout.contains("days): renew it"), "\(status.stdout)")
+        let check = try gateway.fixture.run(["check-config"])
+        #expect(check.status == 0, "near its end is a warning: \(check.stderr)")
+        #expect(check.stderr.contains("warning: inputs '"), "\(check.stderr)")
+        #expect(check.stderr.contains(" days: renew it"), "\(check.stderr)")
+        #expect(gateway.agent.terminate() == 0)
+
+        // Another certificate's key, and a CA file that is not there.
+        let other = try pki.serverCertificate(named: "other")
+        let mismatched = try AgentFixture(
+            inputs: """
+                [[inputs]]
+                kind = "http"
+                listen = "127.0.0.1:0"
+                anonymous = true
+                tls_certificate = "\(pki.serverCert)"
+                tls_key = "\(other.key)"
+                tls_client_ca = "\(pki.dir.file("missing.pem"))"
+                """
+        )
+        let refused = try mismatched.run(["check-config"])
+        #expect(refused.status == 78, "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not belong to the certificate"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("missing.pem' cannot be read: No such file or directory"), "\(refused.stderr)")
+    }
+
     /// TLS 1.1 is refused. (OpenSSL 3 refuses it at its default security
     /// level anyway; the server context sets 1.2 as the minimum for any other
     /// libssl it may be built with.)

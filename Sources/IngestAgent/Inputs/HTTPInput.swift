@@ -37,6 +37,9 @@ struct HTTPInput: Service {
         )
         let bound = server.boundAddress
         context.counters.update { $0.listen = bound }
+        if let certificate = settings.tlsCertificateFile {
+            Self.watchCertificate(certificate, context: context, log: true)
+        }
         var metadata: Logger.Metadata = [
             "ingest.input": "\(context.settings.name)", "ingest.listen": "\(bound)",
             "ingest.auth": "\(accounts.requiresAuthentication ? "required" : "none")",
@@ -50,11 +53,35 @@ struct HTTPInput: Service {
         context.logger.info("Serving the ingest protocol", metadata: metadata)
     }
 
+    /// Puts the server certificate's end in the input's status, and warns
+    /// (at start) when it is 14 days away or past.
+    static func watchCertificate(_ path: String, context: InputContext, log: Bool) {
+        guard let left = TLSFileCheck.secondsLeft(path) else { return }
+        let at = isoTime(milliseconds: wallClockMilliseconds() + left * 1000)
+        context.counters.update { $0.tlsCertificateExpiresAt = at }
+        guard log, left <= TLSFileCheck.warnWithinSeconds else { return }
+        context.logger.warning(
+            left > 0
+                ? "The HTTP input's TLS certificate expires within 14 days: renew it (the new file is used without a restart)"
+                : "The HTTP input's TLS certificate has expired: clients refuse it; renew it (the new file is used without a restart)",
+            metadata: [
+                "ingest.input": "\(context.settings.name)", "tls.certificate": "\(path)", "tls.expires_at": "\(at)",
+                "tls.days_left": "\(left / 86_400)",
+            ]
+        )
+    }
+
     func run() async throws {
         defer { context.counters.update { $0.finished = true } }
         try await runBlockingLoop { [server, context] stop in
+            var checked = monotonicSeconds()
             server.serve(stop: stop, idleMilliseconds: context.waitMilliseconds(pending: false)) {
                 context.counters.heartbeat()
+                // A renewed certificate is used without a restart: look at its date now and then.
+                if let certificate = context.settings.http?.tlsCertificateFile, monotonicSeconds() - checked > 3600 {
+                    checked = monotonicSeconds()
+                    Self.watchCertificate(certificate, context: context, log: false)
+                }
             }
             context.logger.info(
                 "Stopped serving the ingest protocol",

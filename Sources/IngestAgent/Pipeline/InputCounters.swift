@@ -34,6 +34,8 @@ public final class InputCounters: Sendable {
         /// HTTP inputs with a quota: batches answered 429 because their
         /// account sent more than its quota.
         public var throttledBatches: Int64?
+        /// HTTP inputs with TLS: when the server certificate expires (ISO 8601).
+        public var tlsCertificateExpiresAt: String?
     }
 
     private let state: Mutex<Snapshot>

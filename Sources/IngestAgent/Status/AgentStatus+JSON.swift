@@ -268,9 +268,19 @@ extension InputCounters.Snapshot {
         .optionalString("listen", \.listen),
         .optionalInt("duplicates", \.duplicates),
         .optionalInt("throttledBatches", \.throttledBatches),
+        .optionalString("tlsCertificateExpiresAt", \.tlsCertificateExpiresAt),
     ]
 
     var jsonValue: JSONValue { Self.fields.json(of: self) }
+
+    /// A warning once the server certificate is within 14 days of expiring.
+    var certificateNotice: String? {
+        guard let at = tlsCertificateExpiresAt, let expires = Timestamp.parseISO8601(at) else { return nil }
+        let left = (expires - wallClockMilliseconds()) / 1000
+        if left <= 0 { return "TLS certificate EXPIRED at \(at): renew it" }
+        guard left <= TLSFileCheck.warnWithinSeconds else { return nil }
+        return "TLS certificate expires at \(at) (in \(left / 86_400) days): renew it"
+    }
 
     init(json: JSONValue) throws {
         self.init(name: "", kind: "")
@@ -284,6 +294,7 @@ extension InputCounters.Snapshot {
             + (disconnected ? (kind == "mqtt" ? ", disconnected from the broker" : ", device disconnected") : "")
             + (problem.map { ", \($0)" } ?? "")
             + (throttledBatches.map { ", \($0) batches over an account's quota (429)" } ?? "")
+            + (certificateNotice.map { ", \($0)" } ?? "")
             + (files ?? [:]).sorted { $0.key < $1.key }.map { "\n    \($0.key): offset \($0.value)" }.joined()
     }
 }
