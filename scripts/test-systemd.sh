@@ -81,7 +81,9 @@ if [ -z "$previous_deb" ]; then
         mkdir -p "$tree"
         # The commit's files (git archive: no worktree bookkeeping to clean up).
         git archive "$previous_commit" | tar -xf - -C "$tree"
-        (cd "$tree" && scripts/build-deb.sh --out "$repo/$work/previous-$previous_commit/dist" >/dev/null)
+        log="$repo/$work/previous-$previous_commit/build.log"
+        (cd "$tree" && scripts/build-deb.sh --out "$repo/$work/previous-$previous_commit/dist" >"$log" 2>&1) ||
+            { tail -40 "$log" >&2; echo "test-systemd.sh: building the previous release failed (above)" >&2; exit 1; }
         mv "$work/previous-$previous_commit"/dist/ingestd_*.deb "$previous_deb"
         rm -rf "$tree"
     fi
