@@ -117,4 +117,34 @@ import Testing
         #expect(eventually { (try? fixture.run(["status"]))?.status == 0 }, "a good reload clears it")
         #expect(agent.terminate() == 0)
     }
+
+    /// Reloads of an agent serving `[metrics]` on a fixed port: each run
+    /// binds the port the last one held, so the last one must have let it
+    /// go before (it was closed whenever its object happened to be freed,
+    /// and a reload died with "Address already in use", exit 74).
+    @Test func reloadsOfAnAgentServingMetricsOnAFixedPortKeepItRunning() throws {
+        let port = try MosquittoBroker.freePort()
+        let fixture = try AgentFixture(
+            "[metrics]\nlisten = \"127.0.0.1:\(port)\"\n",
+            inputs: "[[inputs]]\nkind = \"socket\"\n"
+        )
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        #expect(eventually { agent.stderr.components(separatedBy: "ingestd is ready").count == 2 })
+        for round in 1...20 {
+            kill(agent.process.processIdentifier, SIGHUP)
+            #expect(
+                eventually { agent.stderr.components(separatedBy: "ingestd is ready").count == round + 2 },
+                "reload \(round): \(agent.stderr.suffix(1500))"
+            )
+            guard agent.process.isRunning else { break }
+        }
+        #expect(agent.process.isRunning, "\(agent.stderr.suffix(1500))")
+        #expect(!agent.stderr.contains("Address already in use"))
+        let metrics = try httpRequest("GET", "http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.status == 200)
+        #expect(agent.terminate() == 0)
+    }
 }

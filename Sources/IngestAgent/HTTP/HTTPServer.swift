@@ -94,7 +94,23 @@ final class HTTPServer: Sendable {
         self.logger = logger
     }
 
-    deinit { close(listenFD) }
+    /// Whether the listening socket was closed (after ``serve(stop:idleMilliseconds:heartbeat:)``).
+    private let listenerClosed = Mutex(false)
+
+    deinit { closeListener() }
+
+    /// Closes the listening socket once. A stopped server closes it before
+    /// `serve` returns, not when the object happens to be freed: after a
+    /// reload the next run binds the same port at once ("Address already in
+    /// use" killed the agent on a reload with `[metrics]`; the real-systemd
+    /// test caught it).
+    private func closeListener() {
+        let close = listenerClosed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if close { Glibc.close(listenFD) }
+    }
 
     /// Serves until `stop` fires, then stops accepting, closes the
     /// connections that wait, and lets each request under way finish (a
@@ -112,6 +128,7 @@ final class HTTPServer: Sendable {
             logger: logger
         )
         loop.run(stop: stop, idleMilliseconds: idleMilliseconds, heartbeat: heartbeat)
+        closeListener()
     }
 
     static func split(_ address: String) throws -> (host: String, port: String) {
