@@ -18,8 +18,8 @@
 #
 # The container: the root is made once with mmdebstrap (Debian 12 minbase
 # with systemd, dbus, python3, curl, sqlite3 and the package's libraries:
-# ~35 s, ~235 MB) into .build-systemd/root and made again only when this
-# script changes; each boot gets a pristine copy of it (--volatile=overlay),
+# ~35 s, ~235 MB) into .build-systemd/root and made again only when what
+# it is made of changes; each boot gets a pristine copy of it (--volatile=overlay),
 # no network (--private-network), the payload read-only at /ci and an output
 # folder at /ci-out. A runner unit (ci-runner.service, Type=exec) runs the
 # scenario once the system is up, saves the journal and ends the container
@@ -91,32 +91,30 @@ fi
 
 # --- The root (once; again when this script changes) ------------------------
 root="$work/root"
-stamp="$(sha256sum "$self" | cut -c1-16)"
-if ! [ -f "$root/.edgeingest-root" ] || [ "$(cat "$root/.edgeingest-root")" != "$stamp" ]; then
-    mirror="${SYSTEMD_DEBIAN_MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}"
-    mirror="${mirror:-http://deb.debian.org/debian}"
-    echo "test-systemd.sh: making the container's root (Debian 12, systemd 252) …" >&2
-    rm -rf "$root"
-    mmdebstrap "${quiet[@]}" --variant=minbase \
-        --include=systemd,systemd-sysv,dbus,python3,procps,curl,sqlite3,libsqlite3-0,libcurl4,libssl3,libzstd1,zlib1g,libsystemd0 \
-        bookworm "$root" "deb $mirror bookworm main"
-    # No consoles to log in on, no timers: a clean "running" state.
-    for unit in console-getty.service getty@.service apt-daily.timer apt-daily-upgrade.timer \
-        dpkg-db-backup.timer e2scrub_all.timer fstrim.timer systemd-timesyncd.service; do
-        ln -sf /dev/null "$root/etc/systemd/system/$unit"
-    done
-    # Started only when asked for on the "kernel" command line; Type=exec,
-    # as a oneshot that waits for the boot to finish would deadlock it.
-    cat > "$root/etc/systemd/system/ci-runner.service" <<'UNIT'
-[Unit]
+# What the root is made of (the stamp): made again when this changes.
+include="systemd,systemd-sysv,dbus,python3,procps,curl,sqlite3,libsqlite3-0,libcurl4,libssl3,libzstd1,zlib1g,libsystemd0"
+masked="console-getty.service getty@.service apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer fstrim.timer systemd-timesyncd.service"
+runner='[Unit]
 Description=The scenario under test
 After=multi-user.target
 [Service]
 Type=exec
 StandardOutput=file:/ci-out/results.txt
 StandardError=inherit
-ExecStart=/bin/bash -c 'rc=0; /bin/bash /ci/run-scenario.sh || rc=$?; journalctl -b --no-pager -o short-precise > /ci-out/journal.txt; systemctl --no-block exit $rc'
-UNIT
+ExecStart=/bin/bash -c '"'"'rc=0; /bin/bash /ci/run-scenario.sh || rc=$?; journalctl -b --no-pager -o short-precise > /ci-out/journal.txt; systemctl --no-block exit $rc'"'"'
+'
+stamp="$(printf '%s\n' "$include" "$masked" "$runner" | sha256sum | cut -c1-16)"
+if ! [ -f "$root/.edgeingest-root" ] || [ "$(cat "$root/.edgeingest-root")" != "$stamp" ]; then
+    mirror="${SYSTEMD_DEBIAN_MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}"
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    echo "test-systemd.sh: making the container's root (Debian 12, systemd 252) …" >&2
+    rm -rf "$root"
+    mmdebstrap "${quiet[@]}" --variant=minbase --include="$include" bookworm "$root" "deb $mirror bookworm main"
+    # No consoles to log in on, no timers: a clean "running" state.
+    for unit in $masked; do ln -sf /dev/null "$root/etc/systemd/system/$unit"; done
+    # Started only when asked for on the "kernel" command line; Type=exec,
+    # as a oneshot that waits for the boot to finish would deadlock it.
+    printf '%s' "$runner" > "$root/etc/systemd/system/ci-runner.service"
     echo "$stamp" > "$root/.edgeingest-root"
 fi
 
