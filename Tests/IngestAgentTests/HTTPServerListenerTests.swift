@@ -13,29 +13,23 @@ import Glibc
 /// port at once (a reload with `[metrics]` died with "Address already in
 /// use" under a real systemd, issue 38).
 @Suite struct HTTPServerListenerTests {
-    struct Nothing: HTTPHandler {
-        func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse { .text(200, "ok\n") }
+    static func server(_ address: String) throws -> HTTPServer {
+        try HTTPServer(
+            address: address,
+            limits: HTTPLimits(),
+            maxConnections: 2,
+            handler: HTTPServerTests.Answer204(),
+            logger: Logger(label: "test")
+        )
     }
 
     @Test func theListeningPortIsFreeOnceServeReturns() throws {
-        let server = try HTTPServer(
-            address: "127.0.0.1:0",
-            limits: HTTPLimits(),
-            maxConnections: 2,
-            handler: Nothing(),
-            logger: Logger(label: "test")
-        )
+        let server = try Self.server("127.0.0.1:0")
         let stop = StopSignal()
         stop.stop()
         server.serve(stop: stop, idleMilliseconds: 10) {}
         // `server` is still alive here: the port must be free all the same.
-        let again = try HTTPServer(
-            address: server.boundAddress,
-            limits: HTTPLimits(),
-            maxConnections: 2,
-            handler: Nothing(),
-            logger: Logger(label: "test")
-        )
+        let again = try Self.server(server.boundAddress)
         #expect(again.boundAddress == server.boundAddress)
     }
 }

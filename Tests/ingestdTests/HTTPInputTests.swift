@@ -242,26 +242,11 @@ import Glibc
 
     /// The status line of one POST, as sent (curl hides the reason phrase).
     func rawStatusLine(_ base: String, _ path: String, _ body: String) throws -> String {
-        let port = Int(base.split(separator: ":").last!)!
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return "connect failed" }
-        let request =
-            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        let text = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
-        return String(text.split(separator: "\r\n").first ?? "")
+        let client = try RawClient(port: Int(base.split(separator: ":").last!)!)
+        client.send(
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        )
+        return String(client.readAnswer(timeoutMs: 5_000).split(separator: "\r\n").first ?? "")
     }
 
     /// Guessing passwords: after five failures an account's logins are
