@@ -5,9 +5,10 @@ import IngestAgent
 import Glibc
 #endif
 
-/// Finds the state directory of the agent a command that only reads is
-/// about (`status`, `queue stats|peek`, `dead-letter list|export`), when
-/// neither `--state-directory` nor the configuration names it.
+/// Finds the state directory of the agent a command is about (`status`,
+/// `queue`, `dead-letter`, `export`, `import`, `reset`, `verify`,
+/// `repair`), when neither `--state-directory` nor the configuration names
+/// it.
 ///
 /// An agent's state directory then depends on who runs it: the packaged
 /// service gets `/var/lib/ingestd` from systemd (`StateDirectory=`), while
@@ -71,12 +72,13 @@ enum AgentStateLocator {
 }
 
 extension ConfigurationOptions {
-    /// The configuration, for a command that reads a (possibly running)
-    /// agent's state: when the state directory is nobody's choice (no
-    /// `--state-directory`, no `agent.state_directory`, not under systemd),
-    /// it is the one ``AgentStateLocator`` finds, so that `sudo ingestd
-    /// status` sees the packaged service.
-    func loadForReading(environment: [String: String]) throws -> AgentConfiguration {
+    /// The configuration, for a command about an agent's state: when the
+    /// state directory is nobody's choice (no `--state-directory`, no
+    /// `agent.state_directory`, not under systemd), it is the one
+    /// ``AgentStateLocator`` finds, so that `sudo ingestd status` sees the
+    /// packaged service and `sudo ingestd dead-letter replay --all` works on
+    /// its queue, not on a new empty one in root's home.
+    func loadFindingTheAgent(environment: [String: String]) throws -> AgentConfiguration {
         var configuration = try load(environment: environment)
         guard stateDirectory == nil, configuration.stateDirectoryIsDefault else { return configuration }
         let candidates = AgentStateLocator.candidates(

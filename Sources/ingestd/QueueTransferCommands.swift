@@ -12,17 +12,27 @@ func openAgentQueue(
     _ options: ConfigurationOptions,
     readOnly: Bool = false
 ) throws -> (AgentConfiguration, DurableQueue) {
-    let configuration = try loadAgentConfiguration(options, reading: readOnly)
+    let configuration = try loadAgentConfiguration(options, saying: !readOnly)
     return (configuration, try openQueue(configuration.queueConfiguration, readOnly: readOnly))
 }
 
-/// Loads the agent's configuration, turning failures into a message and
-/// exit 78; `reading`: for a command that only reads the agent's state
-/// (``ConfigurationOptions/loadForReading(environment:)``).
-func loadAgentConfiguration(_ options: ConfigurationOptions, reading: Bool = false) throws -> AgentConfiguration {
+/// Loads the agent's configuration with the state directory of the agent
+/// it is about (``ConfigurationOptions/loadFindingTheAgent(environment:)``),
+/// turning failures into a message and exit 78. `saying`: a command that
+/// changes the queue says on stderr when that directory is another than
+/// the configuration's default.
+func loadAgentConfiguration(_ options: ConfigurationOptions, saying: Bool = true) throws -> AgentConfiguration {
     do {
         let environment = processEnvironment()
-        return try reading ? options.loadForReading(environment: environment) : options.load(environment: environment)
+        let configuration = try options.loadFindingTheAgent(environment: environment)
+        if saying, options.stateDirectory == nil, configuration.stateDirectoryIsDefault,
+            configuration.stateDirectory != AgentConfiguration.defaultStateDirectory(environment: environment)
+        {
+            printError(
+                "ingestd: the agent's state is in \(configuration.stateDirectory) (the newest status file); pass --state-directory to choose another."
+            )
+        }
+        return configuration
     } catch {
         printError("\(error)")
         throw ExitCodes.configError

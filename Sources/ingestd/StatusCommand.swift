@@ -49,7 +49,7 @@ struct StatusCommand: IngestdCommand {
             )
         } else {
             do {
-                statusPath = try options.loadForReading(environment: environment).statusPath
+                statusPath = try options.loadFindingTheAgent(environment: environment).statusPath
             } catch let error as ConfigurationError {
                 // A configuration broken since the agent started (a reload
                 // was refused) must not hide the running agent's status.

@@ -52,3 +52,18 @@ ok "queue stats and dead-letter list find the service's queue"
 warnings="$(journalctl -u ingestd.service --since "$since" -p warning --no-pager -o cat)"
 [ -z "$warnings" ] || fail "the start logged at warning level or above: $warnings"
 ok "a start logs nothing at warning level or above"
+
+# Commands that change the queue, run by root with no options while the
+# service is stopped, work on the service's queue (not on a new empty one
+# in root's home), and the service starts and collects again after them.
+systemctl stop ingestd.service
+out="$(ingestd export --out /tmp/carry.ingest.sqlite 2>&1)" || fail "ingestd export with no options exits $?: $out"
+grep -q "Exported 3 readings" <<<"$out" || fail "ingestd export did not find the service's 3 readings: $out"
+grep -q "the agent's state is in /var/lib/ingestd" <<<"$out" || fail "ingestd export does not say whose state it used: $out"
+out="$(ingestd dead-letter purge --all --yes 2>&1)" || fail "ingestd dead-letter purge exits $?: $out"
+[ ! -e /root/.local/state/ingestd/queue.sqlite ] || fail "a command made a queue in root's home"
+ok "export and dead-letter purge as root find the stopped service's queue"
+systemctl start ingestd.service || fail "the service does not start after root's commands: $(journalctl -u ingestd -o cat | tail -5)"
+printf '{"sensor":"a","seq":4,"value":1.5}\n' | ingestd send || fail "the service does not collect after root's commands"
+[ "$(queued_sequence_numbers | tr '\n' ' ')" = "1 2 3 4 " ] || fail "the queue does not hold readings 1 2 3 4"
+ok "the service starts and collects after them"
