@@ -131,7 +131,7 @@ import Testing
             arguments: ["run", "--config", fixture.configPath],
             environment: IngestdBinary.environment
         )
-        agent.write(Self.readings(0..<500))
+        agent.write(Self.readings(0..<2500))
         usleep(4_000_000)
         let status = try fixture.status()
         let attempts = status["upload_requests"] as? Int ?? 0
@@ -140,11 +140,11 @@ import Testing
         #expect(attempts >= 3 && attempts <= 40, "\(attempts) attempts in 4 s")
         #expect(status["state"] as? String == "backing_off")
         #expect((status["upload_reason"] as? String)?.contains("connection refused") == true)
-        #expect(status["queued_records"] as? Int == 500)
+        #expect(status["queued_records"] as? Int == 2500)
 
         // The backend comes back on the same port: everything arrives, once.
         let backend = try TestBackend(["--port", "\(port)"])
-        #expect(try backend.waitForUnique(500) == 500)
+        #expect(try backend.waitForUnique(2500) == 2500)
         #expect(eventually { (try? fixture.status())?["queued_records"] as? Int == 0 })
         #expect(agent.terminate() == 0)
         #expect(try backend.stats()["duplicates"] as? Int == 0)
@@ -152,6 +152,10 @@ import Testing
         let resumed = agent.stderr.split(separator: "\n").filter { $0.contains("Uploads resumed after ") }
         #expect(resumed.count == 1, "\(agent.stderr.suffix(2000))")
         #expect(resumed.first?.contains(" records waiting") == true)
+        // Fields are plain numbers for tools ("1500"); the message groups digits for people ("1,500").
+        let line = String(resumed.first ?? "")
+        #expect(line.range(of: #"ingest\.queued=[0-9]+ "#, options: .regularExpression) != nil, "\(line)")
+        #expect(line.range(of: #"[0-9],[0-9]{3} records waiting"#, options: .regularExpression) != nil, "\(line)")
     }
 
     @Test func aBatchOutOfRetriesBecomesDeadLettersNotLoss() throws {

@@ -34,6 +34,12 @@ print((ready - start) // 1000 if start and ready else -1)')
 [ "$journal_ready" -ge 0 ] || fail "no Starting/Started pair for ingestd.service in the journal"
 measured "start to READY=1 (journal) = $journal_ready ms"
 
+# The socket the log names is the one systemd passed (it named the
+# configuration's default, /var/lib/ingestd/ingestd.sock, before).
+journalctl -u ingestd.service -o json --no-pager | grep -q '"INGEST_SOCKET":"/run/ingestd/ingestd.sock"' ||
+    fail "the journal does not name the socket systemd passed: $(journalctl -u ingestd -o json | grep INGEST_SOCKET | head -2)"
+ok "the journal names the socket systemd passed (/run/ingestd/ingestd.sock)"
+
 printf '{"sensor":"a","seq":%d,"value":1.5}\n' 1 2 3 | ingestd send || fail "ingestd send as root failed (exit $?)"
 ok "ingestd send as root: 3 readings committed"
 
