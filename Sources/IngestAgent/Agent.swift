@@ -89,7 +89,11 @@ public struct Agent: Sendable {
             case .mqtt: service = MQTTInput(context: context)
             case .http: service = try HTTPInput(context: context, stateDirectory: configuration.stateDirectory)
             case .socket:
-                service = try SocketInput(context: context, path: configuration.socketPath(of: settings))
+                service = try SocketInput(
+                    context: context,
+                    path: configuration.socketPath(of: settings),
+                    reload: reload
+                )
             }
             // Only stdin ends by itself; with nothing but stdin inputs, the
             // agent ends after the last of them (FiniteInputs says why it

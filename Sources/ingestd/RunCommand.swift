@@ -76,11 +76,15 @@ struct RunCommand: IngestdCommand {
         // the process: a burst coalesces into one request, and one that comes
         // while the agent restarts is answered after (never lost, never a kill).
         let (requests, forward) = await Reload.hangupRequests()
+        // Senders' connections cross reloads: one hand-over for every run.
+        let handover = SocketHandover()
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await forward() }
             defer { group.cancelAll() }
             while true {
-                let reload = Reload(requests: requests) { try configured(environment: environment) }
+                let reload = Reload(requests: requests, handover: handover) {
+                    try configured(environment: environment)
+                }
                 let exit: AgentExit
                 do {
                     exit = try await Agent(configuration: configuration, logger: logger).run(reload: reload)

@@ -164,6 +164,31 @@ import Testing
         #expect(summaries.first?.contains("19,990 more") == true, "\(summaries)")
     }
 
+    /// A reload keeps a session's connection: what the sender writes
+    /// before, during and after it is committed on the same connection,
+    /// which is never told to reconnect.
+    @Test func aReloadKeepsASendersConnection() throws {
+        let fixture = try Self.fixture()
+        let agent = try Self.startAgent(fixture)
+        let client = try SocketClient.opened(fixture.stateDirectory + "/ingestd.sock")
+        defer { close(client) }
+        var answers = ""
+        SocketClient.write(client, "EDGEINGEST-SEND 1 session=kept-across-a-reload-1\n" + Self.lines(1...3))
+        #expect(SocketClient.answers(client, until: { $0.contains("COMMITTED 3 ") }, into: &answers), "\(answers)")
+        kill(agent.process.processIdentifier, SIGHUP)
+        SocketClient.write(client, Self.lines(4...5) + String(Self.lines(6...6).dropLast()))  // line 6 unfinished
+        #expect(eventually { agent.stderr.components(separatedBy: "ingestd is ready").count == 3 }, "\(agent.stderr)")
+        SocketClient.write(client, "\n" + Self.lines(7...8))
+        shutdown(client, Int32(SHUT_WR))
+        #expect(SocketClient.answers(client, until: { $0.contains("DONE ") }, into: &answers), "\(answers)")
+        #expect(answers.contains("DONE 8 0"), "\(answers)")
+        #expect(!answers.contains("RETRY") && !answers.contains("ERROR"), "\(answers)")
+        #expect(agent.terminate() == 0)
+        #expect(agent.stderr.contains("Restarting the services with the new configuration"))
+        let devices = FileInputTests.devices(try fixture.queuedLines())
+        #expect(devices.sorted() == (1...8).map { "S\($0)" }.sorted(), "\(devices)")
+    }
+
     /// A session's stored progress is read back when the session resumes:
     /// the protocol as a client other than `ingestd send` sees it.
     @Test func aResumedSessionStartsWhereItsLastCommitEnded() throws {
@@ -223,6 +248,44 @@ import Testing
 /// A client of the socket protocol written by hand: sends `text`, shuts
 /// down its writing side and returns everything the agent answered.
 enum SocketClient {
+    static func opened(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                SwiftGlibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return fd
+    }
+
+    static func write(_ fd: Int32, _ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { SwiftGlibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads answers into `text` until `done` says so (true) or 10 s pass (false).
+    static func answers(_ fd: Int32, until done: (String) -> Bool, into text: inout String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(10)
+        while !done(text) {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard Date() < deadline, poll(&pfd, 1, 100) >= 0 else { return false }
+            guard pfd.revents != 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { SwiftGlibc.read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return done(text) }
+            text += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return true
+    }
+
     static func exchange(_ path: String, _ text: String) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

@@ -41,6 +41,9 @@ package struct LineFramer {
     var pendingBytes: Int { discarding ? discardedBytes : pending.count }
     /// Bytes actually held in memory for the incomplete line.
     var bufferedBytes: Int { pending.count }
+    /// The incomplete line's bytes, to carry a stream over to another
+    /// framer; nil while an overlong line is being skipped (not held).
+    package var incompleteLine: [UInt8]? { discarding ? nil : pending }
 
     package mutating func feed(_ chunk: UnsafeRawBufferPointer, _ handle: (Event) throws -> Void) rethrows {
         var start = 0

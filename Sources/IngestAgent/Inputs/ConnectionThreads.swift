@@ -16,10 +16,11 @@ final class ConnectionThreads: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    /// Runs `serve` on a new thread, then closes `fd`. False when `limit`
-    /// connections are served already or no thread could be made: nothing
-    /// ran, and `fd` is the caller's to refuse and close.
-    func start(_ fd: Int32, _ serve: @escaping @Sendable () -> Void) -> Bool {
+    /// Runs `serve` on a new thread, then closes `fd` unless `serve` kept
+    /// it (returned false: a connection parked across a reload). False
+    /// when `limit` connections are served already or no thread could be
+    /// made: nothing ran, and `fd` is the caller's to refuse and close.
+    func start(_ fd: Int32, _ serve: @escaping @Sendable () -> Bool) -> Bool {
         let admitted = active.withLock { count -> Bool in
             guard count < limit else { return false }
             count += 1
@@ -28,11 +29,11 @@ final class ConnectionThreads: Sendable {
         guard admitted else { return false }
         finished.enter()
         let started = BlockingThread.detach { [self] in
-            serve()
+            let done = serve()
             // The slot is free before the client sees the close: a client
             // that reconnects at once is never counted twice.
             active.withLock { $0 -= 1 }
-            close(fd)
+            if done { close(fd) }
             finished.leave()
         }
         if !started {

@@ -29,11 +29,14 @@ struct SocketInput: Service {
     let listenFD: Int32
     /// Whether the agent bound (and so removes) the socket file.
     let ownsFile: Bool
+    /// The run's reload: its hand-over keeps senders connected across it.
+    let reload: Reload?
     static let maxConnections = 16
 
-    init(context: InputContext, path: String) throws {
+    init(context: InputContext, path: String, reload: Reload? = nil) throws {
         self.context = context
         self.path = path
+        self.reload = reload
         let environment = ["LISTEN_PID", "LISTEN_FDS"].reduce(into: [String: String]()) { out, name in
             out[name] = getenv(name).map { String(cString: $0) }
         }
@@ -73,6 +76,17 @@ struct SocketInput: Service {
         let connections = ConnectionThreads(limit: Self.maxConnections)
         let sessions = ActiveSocketSessions()
         forgetOldSessions()
+        // Senders the last run kept connected through its reload.
+        for parked in reload?.handover.take(input: context.settings.name) ?? [] {
+            let started = connections.start(parked.fd) { [self] in
+                SocketConnection(fd: parked.fd, context: context, stop: stop, sessions: sessions, reload: reload)
+                    .serve(resuming: parked)
+            }
+            if !started {
+                Self.write(parked.fd, "RETRY too many senders at once (\(Self.maxConnections)): try again\n")
+                close(parked.fd)
+            }
+        }
         while true {
             switch Readiness.wait(fd: listenFD, stop: stop, timeoutMs: context.waitMilliseconds(pending: false)) {
             case .stopped:
@@ -91,7 +105,8 @@ struct SocketInput: Service {
                 connections.start(
                     fd,
                     { [self] in
-                        SocketConnection(fd: fd, context: context, stop: stop, sessions: sessions).serve()
+                        SocketConnection(fd: fd, context: context, stop: stop, sessions: sessions, reload: reload)
+                            .serve()
                     }
                 )
             else {

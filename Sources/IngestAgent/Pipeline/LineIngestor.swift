@@ -186,6 +186,11 @@ struct LineIngestor {
         return taken
     }
 
+    /// The bytes read past the last complete line (after
+    /// ``flushAndWait()``: past ``committedOffset``), to carry the stream
+    /// over to another ingestor; nil while an overlong line is skipped.
+    var unframedBytes: [UInt8]? { framer.incompleteLine }
+
     /// Lines handed on so far (accepted, refused or blank): after
     /// ``flushAndWait()``, every one of them is committed or counted.
     var linesHandled: Int { framer.nextLineNumber - 1 }

@@ -22,8 +22,17 @@ public final class Reload: Sendable {
     let load: @Sendable () throws -> AgentConfiguration
     private let accepted = Mutex<AgentConfiguration?>(nil)
 
-    public init(requests: AsyncStream<Void>, load: @escaping @Sendable () throws -> AgentConfiguration) {
+    /// `ingestd send` connections kept open from one run to the next
+    /// (give every run of one process the same one).
+    public let handover: SocketHandover
+
+    public init(
+        requests: AsyncStream<Void>,
+        handover: SocketHandover = SocketHandover(),
+        load: @escaping @Sendable () throws -> AgentConfiguration
+    ) {
         self.requests = requests
+        self.handover = handover
         self.load = load
     }
 
