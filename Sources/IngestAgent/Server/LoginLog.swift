@@ -36,12 +36,16 @@ final class LoginLog: Sendable {
 
     /// Logs the summary of every window that has ended: call it now and
     /// then (each request does), so a flood's last minute is told too.
-    func flushExpired(now: Double = monotonicSeconds()) {
+    func flushExpired(now: Double? = nil) {
+        // Every request calls this: with no flood (the common case) no clock is read.
+        var time = now ?? 0
         let ended = windows.withLock { windows -> [(key: String, window: LogWindows.Window)] in
-            windows.isEmpty ? [] : windows.takeExpired(now: now)
+            guard !windows.isEmpty else { return [] }
+            time = now ?? monotonicSeconds()
+            return windows.takeExpired(now: time)
         }
         for (key, window) in ended {
-            if let kind = Kind(rawValue: key) { summarize(kind, window, now: now) }
+            if let kind = Kind(rawValue: key) { summarize(kind, window, now: time) }
         }
     }
 
