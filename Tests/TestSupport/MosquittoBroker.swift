@@ -148,6 +148,11 @@ public final class MosquittoBroker {
         if pid > 0 { Glibc.kill(pid, SIGSTOP) }
     }
 
+    /// Lets a frozen broker go on (SIGCONT).
+    public func thaw() {
+        if pid > 0 { Glibc.kill(pid, SIGCONT) }
+    }
+
     /// Kills the broker at once (SIGKILL) and reaps it.
     public func kill() { end(with: SIGKILL) }
 

@@ -96,11 +96,17 @@ struct MQTTSinkTests {
         #expect(try fixture.queuedLines().isEmpty)
     }
 
-    /// The broker frozen, then killed, in the middle of a stream: nothing
-    /// leaves the queue while no acknowledgement comes, every record the
-    /// queue no longer holds reached the broker's subscriber, and the rest
-    /// is delivered once a broker is back.
-    @Test func aBrokerKilledMidStreamLosesNothingAndOnlyAcknowledgedRecordsLeave() throws {
+    /// The broker frozen in the middle of a stream: nothing leaves the
+    /// queue while no acknowledgement comes, the agent still stops cleanly,
+    /// every record the queue no longer holds reaches the broker's
+    /// subscriber, and the rest is delivered once a broker is back.
+    ///
+    /// The broker is thawed before its subscriber is counted: a PUBACK means
+    /// the broker took the message, not that a slow subscriber has it yet.
+    /// Killing the broker while it still held such a backlog (it did under
+    /// CI load: 158 of 20,000) loses them inside the broker, which is no
+    /// fault of the agent's and no measure of it.
+    @Test func aBrokerFrozenMidStreamLosesNothingAndOnlyAcknowledgedRecordsLeave() throws {
         let total = 20_000
         // A subscriber slower than the stream (all suites at once) must not lose
         // messages in the broker: mosquitto drops QoS 1 messages beyond
@@ -121,17 +127,19 @@ struct MQTTSinkTests {
         let frozenAt = try fixture.status()["queued_records"] as? Int ?? -1
         usleep(1_500_000)
         #expect(try fixture.status()["queued_records"] as? Int == frozenAt, "nothing deleted without a PUBACK")
-        broker.kill()
-        usleep(300_000)
         #expect(agent.terminate() == 0, "a service stops cleanly, what is left stays queued")
         let queued = Set(try fixture.queuedLines().compactMap(Self.id))
-        let received = Set(before.messages().compactMap { Self.id($0.payload) })
-        #expect(queued.count == frozenAt && frozenAt > 0 && frozenAt < total, "killed mid-stream: \(frozenAt) queued")
-        // Every record no longer queued was acknowledged, and so reached the subscriber.
-        #expect(
-            queued.union(received).count == total,
-            "nothing lost: \(queued.count) queued, \(received.count) received"
-        )
+        #expect(queued.count == frozenAt && frozenAt > 0 && frozenAt < total, "frozen mid-stream: \(frozenAt) queued")
+        // Every record no longer queued was acknowledged, and so reaches the
+        // subscriber once the broker runs again.
+        broker.thaw()
+        var received = Set<String>()
+        let complete = eventually(timeout: 60) {
+            received = Set(before.messages().compactMap { Self.id($0.payload) })
+            return queued.union(received).count == total
+        }
+        #expect(complete, "nothing lost: \(queued.count) queued, \(received.count) received")
+        broker.kill()
 
         // A broker again: the rest goes out under the same _ids. The run ends
         // when stdin does, then drains what is queued within the shutdown
