@@ -63,6 +63,9 @@ let package = Package(
         // <sys/epoll.h> (the HTTP server's event loop): Linux's, so not in
         // Swift's Glibc module. A header, no library.
         .systemLibrary(name: "CEpoll"),
+        // <sys/timex.h> (adjtimex: whether the wall clock is synchronised,
+        // for each segment's acceptance, docs/QUEUE.md). A header, no library.
+        .systemLibrary(name: "CClock"),
         // The pure model: records, record types and validation, ObjectId,
         // JSON, timestamps, the NDJSON/CSV framing and parsers, TOML. No C
         // library, no I/O; the fuzz targets (scripts/fuzz.sh) build this
@@ -80,6 +83,7 @@ let package = Package(
                 "CZlib",
                 "CZstd",
                 "CCrypto",
+                "CClock",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

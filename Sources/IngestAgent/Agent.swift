@@ -35,7 +35,7 @@ public struct Agent: Sendable {
         }
         // The status file lives here even when the queue is elsewhere.
         try QueueFile.makeDirectories(configuration.stateDirectory)
-        let queue = try DurableQueue.open(configuration.queueConfiguration, logger: logger)
+        let queue = try QueueOpening.open(configuration, logger: logger)
         defer { queue.close() }
         let rejects = try configuration.rejectsFile.map { try RejectsFile(path: $0) }
         let firstStart = try queue.statistics().appendedTotal == 0 && queue.positions().isEmpty

@@ -9,7 +9,8 @@ struct VerifyCommand: IngestdCommand {
         abstract: "Check the queue file for damage (read-only; works while the agent runs).",
         discussion: """
             Checks every queued segment and dead letter against its checksum and \\
-            structure, SQLite's own structure (PRAGMA quick_check), and that the \\
+            structure, the rows of a gateway's received ids and client sessions \\
+            by their structure, SQLite's own structure (PRAGMA quick_check), and that the \\
             counters add up (appended = queued + uploaded + dead letters + \\
             quarantined + dropped). Changes nothing.
 
@@ -51,7 +52,12 @@ struct RepairCommand: IngestdCommand {
             When SQLite reports the file's own structure damaged (a truncated \\
             file, a broken page), the file is first copied as it is to \\
             <file>.corrupt-<ms>, then rebuilt from every row that can still be \\
-            read. A 0-byte file is moved aside and an empty queue started.
+            read. A 0-byte file is moved aside and an empty queue started. When \\
+            the file's counters went with the damage, they are put back from the \\
+            status file's last numbers, so the readings that were lost are counted \\
+            as dropped (damaged). Damaged rows of a gateway's received ids or \\
+            sessions are deleted: a batch sent again within the deduplication \\
+            window may then be stored twice (status says since when).
 
             Exit codes: 0 nothing was damaged; 65 damage was found (and quarantined \\
             where it could be); 74 the queue is in use or cannot be opened; 78 \\
@@ -68,7 +74,10 @@ struct RepairCommand: IngestdCommand {
         let configuration = try loadAgentConfiguration(options)
         let repair: QueueRepair
         do {
-            repair = try DurableQueue.repair(configuration.queueConfiguration)
+            repair = try DurableQueue.repair(
+                configuration.queueConfiguration,
+                lastKnown: AgentStatus.lastKnownQueueNumbers(statusPath: configuration.statusPath)
+            )
         } catch {
             printError("\(error)")
             throw ExitCodes.forError(error)
@@ -91,6 +100,11 @@ struct RepairCommand: IngestdCommand {
         for damage in repair.quarantined {
             print("  quarantined \(damage.location) (\(damage.records) readings)")
         }
+        if repair.gatewayMemoryForgotten > 0 {
+            print(
+                "  the gateway's received ids or sessions were damaged (\(repair.gatewayMemoryForgotten) rows or tables forgotten): a batch a client sends again within its deduplication window may be stored twice"
+            )
+        }
         if repair.accountingCorrection > 0 {
             print("  counted \(repair.accountingCorrection) missing readings as dropped (reason damaged)")
         } else if repair.accountingCorrection < 0 {
@@ -108,6 +122,8 @@ struct RepairCommand: IngestdCommand {
 private func printVerification(_ report: QueueVerification, path: String) {
     print(
         "queue \(path): \(report.segmentsChecked) segments (\(report.recordsChecked) readings) and \(report.deadLettersChecked) dead letters checked"
+            + (report.gatewayMemoryRowsChecked > 0
+                ? ", \(report.gatewayMemoryRowsChecked) rows of received ids and sessions" : "")
     )
     if report.segmentsWithoutChecksum > 0 {
         print("  \(report.segmentsWithoutChecksum) segments written before checksums: checked by structure only")

@@ -134,7 +134,7 @@ import Testing
         // Codec 2 with its checksum recomputed, as a newer writer would store it.
         let row = try sqlite3(
             dir.file("queue.sqlite"),
-            "SELECT type, schema_version, enqueued_at, record_count, payload_bytes, hex(ids), hex(payload) FROM segments WHERE id = 1;"
+            "SELECT type, schema_version, enqueued_at, record_count, payload_bytes, hex(ids), hex(payload), boot, accepted_boottime, coalesce(clock, -1) FROM segments WHERE id = 1;"
         ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
         func bytes(_ hex: String) -> [UInt8] {
             var out: [UInt8] = []
@@ -157,6 +157,11 @@ import Testing
                     recordCount: Int64(row[3])!,
                     payloadBytes: Int64(row[4])!,
                     codec: 2,
+                    acceptance: Acceptance(
+                        boot: Int64(row[7])!,
+                        boottime: Int64(row[8])!,
+                        clock: Int64(row[9]).flatMap { $0 < 0 ? nil : $0 }
+                    ),
                     ids: i,
                     payload: p
                 )

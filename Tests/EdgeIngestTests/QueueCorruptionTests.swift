@@ -186,7 +186,7 @@ import Testing
         let lease = try #require(try queue.take(maxRecords: 10))
         #expect(String(decoding: lease.payload, as: UTF8.self) == line + "\n")
         #expect(try queue.statistics().quarantinedRecords == 2)
-        #expect(try sqlite3(path, "PRAGMA user_version;").trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        #expect(try sqlite3(path, "PRAGMA user_version;").trimmingCharacters(in: .whitespacesAndNewlines) == "4")
     }
 
     @Test func repairCountsRecordsTheFileLostAndVerifyIsThenIntact() async throws {

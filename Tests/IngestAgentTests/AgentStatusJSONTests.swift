@@ -51,6 +51,7 @@ import Testing
         status.uploadResends = 2
         status.receivedDuplicatesTotal = 6
         status.receivedConflictsTotal = 2
+        status.gatewayMemoryForgottenAt = "2026-11-28T08:00:00.000Z"
         status.refreshMilliseconds = 5000
         status.quarantinedRecords = 7
         status.reloadRefused = "at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest"
@@ -169,6 +170,7 @@ import Testing
                 "  quarantined: 7 damaged in the queue file, not sent (ingestd verify)",
                 "  duplicates: 6 received again and not stored",
                 "  conflicts: 2 received under a known _id with other content, refused (duplicate_id)",
+                "  received: ids or sessions lost to damage at 2026-11-28T08:00:00.000Z (repair): a batch received before and sent again within the deduplication window may be stored twice",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  reload:   refused at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",

@@ -28,7 +28,13 @@ import Glibc
         var archive: String { fixture.dir.file("archive.sqlite") }
         var base: String { "http://127.0.0.1:\(port)" }
 
-        init(_ options: String = "", types: String = AgentFixture.weatherSensorTOML) throws {
+        /// - Parameter queueFile: a queue file the gateway starts with (copied
+        ///   into its state directory first).
+        init(
+            _ options: String = "",
+            types: String = AgentFixture.weatherSensorTOML,
+            queueFile: String? = nil
+        ) throws {
             let accounts = try TemporaryDirectory()
             self.accounts = accounts
             let keyHash = try IngestdBinary.run(["hash-secret", "--api-key"], stdin: Data((apiKey + "\n").utf8)).stdout
@@ -63,6 +69,13 @@ import Glibc
             let text = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
             try text.replacingOccurrences(of: "PLACEHOLDER", with: fixture.dir.file("archive.sqlite"))
                 .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
+            if let queueFile {
+                try FileManager.default.createDirectory(
+                    atPath: fixture.stateDirectory,
+                    withIntermediateDirectories: true
+                )
+                try FileManager.default.copyItem(atPath: queueFile, toPath: fixture.stateDirectory + "/queue.sqlite")
+            }
             agent = try RunningAgent(
                 arguments: ["run", "--config", fixture.configPath],
                 environment: IngestdBinary.environment,

@@ -16,24 +16,31 @@ import Testing
             #"{"_id":"\#(id)","deviceId":"WX\#(i % 50)","temperatureInFahrenheit":\#(60 + i % 20).5,"barometricPressureInHg":29.81,"windSpeedInMph":\#(i)}"#
     }
 
-    /// A queue file holding every reading, in 30 segments.
-    static func filledQueue() throws -> Data {
+    /// A queue file holding every reading, in 30 segments, and the status
+    /// file the agent that filled it left.
+    static func filledQueue() throws -> (queue: Data, status: Data) {
         let fixture = try AgentFixture(queue: "commit_max_records = 100\n")
         let input = Data((lines.joined(separator: "\n") + "\n").utf8)
         let result = try fixture.run(["run"], stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
-        return try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
+        return (
+            try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite")),
+            try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/status.json"))
+        )
     }
 
     enum Damage: CustomStringConvertible, Sendable {
         case flips(seed: UInt64, count: Int)
         /// Cut to this percentage of the file's size.
         case truncate(percent: Int)
+        /// Cut to this many bytes (4,097: the first page and one byte).
+        case truncateTo(bytes: Int)
 
         var description: String {
             switch self {
             case .flips(let seed, let count): "\(count) bit flips (seed \(seed))"
             case .truncate(let percent): "truncated to \(percent) % of its size"
+            case .truncateTo(let bytes): "truncated to \(bytes) bytes"
             }
         }
 
@@ -49,6 +56,8 @@ import Testing
                 return Data(bytes)
             case .truncate(let percent):
                 return file.prefix(file.count * percent / 100)
+            case .truncateTo(let bytes):
+                return file.prefix(bytes)
             }
         }
     }
@@ -56,7 +65,7 @@ import Testing
     @Test(arguments: [
         Damage.flips(seed: 1, count: 3), .flips(seed: 2, count: 8), .flips(seed: 3, count: 20),
         .flips(seed: 4, count: 60), .flips(seed: 5, count: 200), .truncate(percent: 60), .truncate(percent: 20),
-        .truncate(percent: 0),
+        .truncate(percent: 0), .truncateTo(bytes: 4097), .truncateTo(bytes: 8192),
     ])
     func noGarbledReadingIsSentAndEveryDamagedOneIsReported(_ damage: Damage) throws {
         let original = try Self.filledQueue()
@@ -68,7 +77,10 @@ import Testing
             queue: "commit_max_records = 100\n"
         )
         try FileManager.default.createDirectory(atPath: fixture.stateDirectory, withIntermediateDirectories: true)
-        try damage.apply(to: original).write(to: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
+        try damage.apply(to: original.queue).write(to: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
+        // The status file the filling agent left: where repair finds the
+        // numbers a file that lost its counters held.
+        try original.status.write(to: URL(fileURLWithPath: fixture.stateDirectory + "/status.json"))
 
         let verify = try fixture.run(["verify"])
         #expect(verify.status == 65, "verify must report the damage (\(damage)): \(verify.stdout)")
@@ -90,10 +102,13 @@ import Testing
             unique.insert(id)
         }
         if case .truncate(percent: 0) = damage {
-            // The counters went with the file: all that can be said is that it is lost.
+            // The counters went with the file: the status file's are put back.
             #expect(repair.stdout.contains("the file was empty (0 bytes): whatever it held is lost"))
+            #expect(
+                repair.stdout.contains("counted 3000 missing readings as dropped (reason damaged)"),
+                "\(repair.stdout)"
+            )
             #expect(got.isEmpty)
-            return
         }
         let status = try fixture.status()
         let quarantined = status["quarantined_records"] as? Int ?? 0
@@ -101,7 +116,7 @@ import Testing
         #expect(status["queued_records"] as? Int == 0)
         #expect(
             unique.count + quarantined + dropped == Self.readings,
-            "\(damage): \(unique.count) received + \(quarantined) quarantined + \(dropped) dropped (damaged)"
+            "\(damage): \(unique.count) received + \(quarantined) quarantined + \(dropped) dropped (damaged); repair said: \(repair.stdout)"
         )
     }
 

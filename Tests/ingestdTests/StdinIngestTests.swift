@@ -110,15 +110,23 @@ import Testing
         )
     }
 
-    @Test func aDamagedQueueFileStopsTheAgentWithExitCode65AndIsLeftAlone() throws {
+    /// An unattended box never stays down on a damaged file: one that is
+    /// not even SQLite cannot be rebuilt, so it is moved aside, byte for
+    /// byte, and collecting goes on in a new queue.
+    @Test func aQueueFileBeyondRepairIsMovedAsideAndCollectingGoesOn() throws {
         let fixture = try AgentFixture()
         try FileManager.default.createDirectory(atPath: fixture.stateDirectory, withIntermediateDirectories: true)
         let garbage = Data(repeating: 0x5A, count: 4096)
         try garbage.write(to: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite"))
         let result = try fixture.run(["run"], stdin: Data((reading(1) + "\n").utf8))
-        #expect(result.status == 65)
-        #expect(result.stderr.contains("is damaged or not a database"))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/queue.sqlite")) == garbage)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("is damaged or not a database"), "\(result.stderr)")
+        #expect(result.stderr.contains("moved aside and an empty queue started"), "\(result.stderr)")
+        let copies = try FileManager.default.contentsOfDirectory(atPath: fixture.stateDirectory)
+            .filter { $0.hasPrefix("queue.sqlite.corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        #expect(copies.count == 1, "\(copies)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.stateDirectory + "/" + copies[0])) == garbage)
+        #expect(try fixture.status()["accepted_total"] as? Int == 1)
     }
 }
 

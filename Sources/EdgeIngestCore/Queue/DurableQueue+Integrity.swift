@@ -14,6 +14,10 @@ public struct QueueVerification: Sendable, Hashable {
         public enum Place: Sendable, Hashable {
             case segment(Int64)
             case deadLetter(Int64)
+            /// A row of the gateway's memory (format 4): its table and key
+            /// (a received-id group's, or a client session's nonce). It
+            /// holds no readings.
+            case gatewayMemory(table: String, key: [UInt8])
         }
         public var place: Place
         public var records: Int64
@@ -24,6 +28,8 @@ public struct QueueVerification: Sendable, Hashable {
             switch place {
             case .segment(let id): "segment \(id)"
             case .deadLetter(let number): "dead letter \(number)"
+            case .gatewayMemory(let table, let key):
+                "\(table) row \(key.prefix(24).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())"
             }
         }
     }
@@ -37,6 +43,9 @@ public struct QueueVerification: Sendable, Hashable {
     public var segmentsWithoutChecksum = 0
     /// Dead letters read and checked.
     public var deadLettersChecked = 0
+    /// Rows of the gateway's memory (received-id groups and client
+    /// sessions) read and checked.
+    public var gatewayMemoryRowsChecked = 0
     /// Rows that fail their checks.
     public var damage: [Damage] = []
     /// Records already in quarantine (found damaged earlier).
@@ -75,9 +84,21 @@ public struct QueueRepair: Sendable, Hashable {
     public var tablesUnreadable: [String] = []
     /// Tables whose damaged definition in the schema the rebuild put back.
     public var schemaRowsRestored = 0
+    /// Rows of the gateway's memory deleted as damaged, or whole tables of
+    /// it the rebuild could not read: from now on (``gatewayMemoryForgottenAt``)
+    /// a batch a client sends again may be stored twice, until the
+    /// deduplication window has passed.
+    public var gatewayMemoryForgotten: Int = 0
+    /// When the gateway's memory was last found damaged and forgotten (ms
+    /// since the epoch), or nil.
+    public var gatewayMemoryForgottenAt: Int64?
 }
 
 extension DurableQueue {
+    /// `meta` key: when the gateway's memory was found damaged and (part
+    /// of it) forgotten, in ms since the epoch.
+    static let gatewayMemoryForgottenKey = "received.forgotten_at"
+
     /// Repairs the queue file of `configuration` (the agent stopped):
     /// ``repair()`` in place when SQLite can read the whole file; otherwise
     /// first a rebuild from every row that can still be read (the damaged
@@ -89,8 +110,17 @@ extension DurableQueue {
     /// let repair = try DurableQueue.repair(configuration)
     /// print(repair.quarantined.count, repair.accountingCorrection)
     /// ```
+    ///
+    /// `lastKnown`: the queue's numbers as last seen outside the file (the
+    /// agent's status file). When the file's own counters went with the
+    /// damage (an emptied file, an unreadable counters table), they are
+    /// put back from these, so the readings the file no longer holds are
+    /// counted as dropped (reason `damaged`) instead of vanishing from the
+    /// accounting. At most what was uploaded since those numbers were
+    /// taken is then counted as lost rather than uploaded.
     public static func repair(
         _ configuration: QueueConfiguration,
+        lastKnown: QueueStatistics? = nil,
         logger: Logger = Logger(label: "edgeingest.queue")
     ) throws -> QueueRepair {
         guard let path = configuration.location.path else { return try open(configuration, logger: logger).repair() }
@@ -99,7 +129,9 @@ extension DurableQueue {
             let fd = try QueueFile.lock(path: path)
             let moved = try QueueFile.quarantine(path: path, now: wallClockMilliseconds())
             QueueFile.closeDescriptor(fd)
-            var repair = try open(configuration, logger: logger).repair()
+            let fresh = try open(configuration, logger: logger)
+            if let lastKnown { try fresh.restoreLostCounters(from: lastKnown) }
+            var repair = try fresh.repair()
             repair.found.fileProblems = ["the file was empty (0 bytes): whatever it held is lost"]
             repair.damagedFileCopy = moved
             return repair
@@ -131,7 +163,18 @@ extension DurableQueue {
                 "rows.unreadable": "\(salvage.rowsUnreadable)",
             ]
         )
-        var repair = try open(configuration, logger: logger).repair()
+        let rebuilt = try open(configuration, logger: logger)
+        if let lastKnown, salvage.tablesUnreadable.contains("counters") || rebuilt.lostItsCounters() {
+            try rebuilt.restoreLostCounters(from: lastKnown)
+        }
+        var repair = try rebuilt.repair()
+        let memoryLost = salvage.tablesUnreadable.filter { $0.hasPrefix("received_") }
+        if !memoryLost.isEmpty {
+            let now = wallClockMilliseconds()
+            try rebuilt.setMeta(gatewayMemoryForgottenKey, now)
+            repair.gatewayMemoryForgotten += memoryLost.count
+            repair.gatewayMemoryForgottenAt = now
+        }
         repair.found.fileProblems = problems + repair.found.fileProblems
         repair.damagedFileCopy = salvage.savedCopy
         repair.rowsUnreadable = salvage.rowsUnreadable
@@ -171,13 +214,34 @@ extension DurableQueue {
             let store = try state.openStore(configuration.location.description)
             var repair = QueueRepair(found: try DurableQueue.inspect(store))
             guard repair.found.fileProblems.isEmpty else { return repair }
+            var forgotten: [QueueStore.GatewayMemoryDamage] = []
             for damage in repair.found.damage {
                 switch damage.place {
                 case .segment(let id): try quarantine(segment: id, problem: damage.problem, &state)
                 case .deadLetter(let number): try quarantine(deadLetter: number, problem: damage.problem, &state)
+                case .gatewayMemory(let table, let key):
+                    forgotten.append(.init(table: table, key: key, problem: damage.problem))
+                    continue
                 }
                 repair.quarantined.append(damage)
             }
+            if !forgotten.isEmpty {
+                let now = wallClockMilliseconds()
+                try store.db.transaction {
+                    for damage in forgotten { try store.forget(damage) }
+                    try store.setMeta(DurableQueue.gatewayMemoryForgottenKey, now)
+                }
+                state.gatewayMemoryForgottenAt = now
+                repair.gatewayMemoryForgotten = forgotten.count
+                logger.error(
+                    "Damaged rows of the gateway's received ids or sessions were deleted: batches received before may be stored again if re-sent",
+                    metadata: [
+                        "queue.path": "\(configuration.location)",
+                        "rows": "\(forgotten.count)",
+                    ]
+                )
+            }
+            repair.gatewayMemoryForgottenAt = try store.meta(DurableQueue.gatewayMemoryForgottenKey)
             let gap = try DurableQueue.accountingGap(store)
             if gap != 0 {
                 try store.db.transaction {
@@ -203,6 +267,42 @@ extension DurableQueue {
             }
             return repair
         }
+    }
+
+    /// Whether the file has no `appended_total` (its counters were lost).
+    func lostItsCounters() -> Bool {
+        (try? state.withLock { try $0.openStore(configuration.location.description).counters()["appended_total"] })
+            == .some(nil)
+    }
+
+    /// Raises each accounting counter to what `lastKnown` says, where the
+    /// file's is lower (it lost them): ``repair()`` then counts what the
+    /// file no longer holds as dropped (damaged).
+    package func restoreLostCounters(from lastKnown: QueueStatistics) throws {
+        var wanted: [String: Int64] = [
+            "appended_total": lastKnown.appendedTotal,
+            "acknowledged_total": lastKnown.acknowledgedTotal,
+            "dead_lettered_total": lastKnown.deadLetterRecords,
+            "quarantined_total": lastKnown.quarantinedRecords,
+        ]
+        for (reason, count) in lastKnown.droppedByReason { wanted["dropped." + reason] = count }
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            let stored = try store.counters()
+            try store.db.transaction {
+                for (name, value) in wanted where value > stored[name] ?? 0 {
+                    try store.add(counter: name, value - (stored[name] ?? 0))
+                    state.counters[name] = value
+                }
+            }
+        }
+        logger.error(
+            "The queue file's counters were lost with the damage; restored from the last known numbers",
+            metadata: [
+                "queue.path": "\(configuration.location)",
+                "appended_total": "\(lastKnown.appendedTotal)",
+            ]
+        )
     }
 
     /// Quarantines one damaged segment and takes its records out of the
@@ -266,6 +366,18 @@ extension DurableQueue {
                 report.deadLettersChecked += 1
                 if let problem {
                     report.damage.append(.init(place: .deadLetter(number), records: 1, problem: problem))
+                }
+            }
+            try store.scanGatewayMemory { damage in
+                report.gatewayMemoryRowsChecked += 1
+                if let damage {
+                    report.damage.append(
+                        .init(
+                            place: .gatewayMemory(table: damage.table, key: damage.key),
+                            records: 0,
+                            problem: damage.problem
+                        )
+                    )
                 }
             }
             report.quarantinedRecords = try store.counters()["quarantined_total"] ?? 0

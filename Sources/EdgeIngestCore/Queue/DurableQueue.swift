@@ -52,6 +52,8 @@ public final class DurableQueue: Sendable {
         var queuedBytes: Int64
         var oldestEnqueuedAt: Int64?
         var counters: [String: Int64]
+        /// When repair last forgot damaged rows of the gateway's memory.
+        var gatewayMemoryForgottenAt: Int64? = nil
         var lease: Lease?
         var leaseSerial: UInt64 = 0
         /// Bumped whenever space is freed; producers waiting for space
@@ -184,6 +186,7 @@ public final class DurableQueue: Sendable {
                     queuedBytes: totals.bytes,
                     oldestEnqueuedAt: totals.oldestEnqueuedAt,
                     counters: try store.counters(),
+                    gatewayMemoryForgottenAt: try store.meta(DurableQueue.gatewayMemoryForgottenKey),
                     lockDescriptor: fd
                 )
             )
@@ -283,8 +286,12 @@ public final class DurableQueue: Sendable {
         logger: Logger
     ) throws {
         let types = Dictionary(uniqueKeysWithValues: configuration.objectTypes.map { ($0.name, $0) })
-        var rewrites: [(id: Int64, type: String, enqueuedAt: Int64, records: Int64, ids: [UInt8], payload: [UInt8])] =
-            []
+        var rewrites:
+            [(
+                id: Int64, type: String, enqueuedAt: Int64, acceptance: Acceptance?, records: Int64, ids: [UInt8],
+                payload: [UInt8]
+            )] =
+                []
         var damaged: [(id: Int64, problem: String)] = []
         try store.scanSegments { row in
             if let problem = row.damage {
@@ -325,7 +332,7 @@ public final class DurableQueue: Sendable {
                 }
                 return true
             }
-            rewrites.append((row.id, row.type, row.enqueuedAt, Int64(records), ids, payload))
+            rewrites.append((row.id, row.type, row.enqueuedAt, row.acceptance, Int64(records), ids, payload))
             return true
         }
         // A damaged segment is never migrated (it would get a fresh checksum).
@@ -338,6 +345,7 @@ public final class DurableQueue: Sendable {
                 segment: r.id,
                 type: r.type,
                 enqueuedAt: r.enqueuedAt,
+                acceptance: r.acceptance,
                 schemaVersion: configuration.schemaVersion,
                 records: r.records,
                 ids: r.ids,
@@ -389,7 +397,10 @@ public final class DurableQueue: Sendable {
     /// The queue's contents and counters now.
     public func statistics() throws -> QueueStatistics {
         let snapshot = state.withLock { state in
-            (state.queuedRecords, state.queuedBytes, state.oldestEnqueuedAt, state.counters, state.store != nil)
+            (
+                state.queuedRecords, state.queuedBytes, state.oldestEnqueuedAt, state.counters, state.store != nil,
+                state.gatewayMemoryForgottenAt
+            )
         }
         guard snapshot.4 else {
             throw EdgeIngestError(.queueUnavailable, "The queue \(configuration.location) is closed.")
@@ -414,7 +425,8 @@ public final class DurableQueue: Sendable {
             quarantinedRecords: snapshot.3["quarantined_total"] ?? 0,
             droppedByReason: dropped,
             fileBytes: fileBytes,
-            counters: application
+            counters: application,
+            gatewayMemoryForgottenAt: snapshot.5
         )
     }
 

@@ -46,6 +46,34 @@
 //   whole and as stored, with the problem found; never uploaded, counted
 //   in counters.quarantined_total (records).
 //
+// Format 4 (one migration for the gateway's memory, the clock and several
+// sinks; docs/QUEUE.md "The format (version 4)"):
+// received_groups_0, received_groups_1, received_sessions — a gateway's
+//   received ids and its clients' sessions (``ReceivedIDs``). Format 3
+//   files had them outside the format (made when first used); the
+//   migration keeps their rows.
+// segments.boot              INTEGER  the boot the segment was accepted in:
+//                                     the first 8 bytes of the kernel's
+//                                     boot_id (``Acceptance``); NULL for a
+//                                     row from before format 4
+// segments.accepted_boottime INTEGER  ms on CLOCK_BOOTTIME at the commit
+// segments.clock             INTEGER  the wall clock then: 1 synchronised,
+//                                     0 not, NULL unknown
+// segments.sinks             INTEGER  the sinks the records are routed to,
+//                                     a bit per sinks.id; NULL: sink 0 alone
+//                                     (the one `[upload]`). Reserved for
+//                                     several sinks: no version writes it yet.
+// boots — boot → boot_id (16 bytes), first_seen_at; offset_ms and
+//   synchronised_at once the wall clock was known synchronised in that
+//   boot (wall time = accepted_boottime + offset_ms).
+// sinks, sink_progress, dead_letters.sink — reserved for several sinks:
+//   a sink's id and name, and how far a sink is ahead of a segment's
+//   common acknowledged prefix. Empty/NULL in every file written so far.
+// quarantine.boot, .accepted_boottime, .clock, .sinks — a quarantined
+//   segment's, as stored.
+// The segment checksum also covers boot, accepted_boottime and clock on
+// rows that have a boot.
+
 // ## Invariants
 //
 // 1. An append is one transaction: its segments, its counter updates and its
@@ -121,5 +149,48 @@ enum QueueFormat {
             payload BLOB
         );
         """,
+        // 3 → 4
+        """
+        CREATE TABLE IF NOT EXISTS received_groups_0(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS received_groups_1(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
+        ALTER TABLE segments ADD COLUMN boot INTEGER;
+        ALTER TABLE segments ADD COLUMN accepted_boottime INTEGER;
+        ALTER TABLE segments ADD COLUMN clock INTEGER;
+        ALTER TABLE segments ADD COLUMN sinks INTEGER;
+        ALTER TABLE dead_letters ADD COLUMN sink INTEGER;
+        ALTER TABLE quarantine ADD COLUMN boot INTEGER;
+        ALTER TABLE quarantine ADD COLUMN accepted_boottime INTEGER;
+        ALTER TABLE quarantine ADD COLUMN clock INTEGER;
+        ALTER TABLE quarantine ADD COLUMN sinks INTEGER;
+        CREATE TABLE boots(
+            boot INTEGER PRIMARY KEY,
+            boot_id BLOB NOT NULL,
+            first_seen_at INTEGER NOT NULL,
+            offset_ms INTEGER,
+            synchronised_at INTEGER
+        );
+        CREATE TABLE sinks(id INTEGER PRIMARY KEY CHECK (id BETWEEN 0 AND 62), name TEXT NOT NULL UNIQUE, added_at INTEGER NOT NULL);
+        CREATE TABLE sink_progress(
+            sink INTEGER NOT NULL,
+            segment INTEGER NOT NULL,
+            consumed INTEGER NOT NULL,
+            consumed_bytes INTEGER NOT NULL,
+            PRIMARY KEY(sink, segment)
+        ) WITHOUT ROWID;
+        """,
     ]
+
+    /// Every table of the current format (those ``QueueSchemaCheck`` checks
+    /// and ``QueueSalvage`` rebuilds).
+    static let tables = [
+        "segments", "counters", "positions", "meta", "dead_letters", "quarantine", "received_groups_0",
+        "received_groups_1", "received_sessions", "boots", "sinks", "sink_progress",
+    ]
+
+    /// The tables every format 3 file has.
+    static let tablesOfFormat3: Set = ["segments", "counters", "positions", "meta", "dead_letters", "quarantine"]
+
+    /// Tables with an `id` row key, copied row by row when rebuilt.
+    static let tablesWithIDs: Set = ["segments", "dead_letters", "quarantine"]
 }

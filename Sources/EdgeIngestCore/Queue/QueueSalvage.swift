@@ -76,26 +76,41 @@ enum QueueSalvage {
         try QueueFile.prepare(path: temporary)
         do {
             let fresh = try SQLiteConnection(path: temporary, displayName: path)
-            outcome.schemaRowsRestored = restoreSchema(path: path, from: fresh)
+            // The canonical text of the format the file says it has: a format
+            // 3 file's tables get format 3's back, not this format's.
+            var declared = headerVersion(path)
+            if declared != QueueFormat.currentVersion, declared != QueueFormat.currentVersion - 1,
+                let readable = try? SQLiteConnection(path: path, displayName: path, readOnly: true),
+                let inferred = QueueSchemaCheck.inferredVersion(of: readable)
+            {
+                declared = inferred
+            }
+            if let canonical = QueueSchemaCheck.canonical(
+                version: declared == QueueFormat.currentVersion - 1 ? declared : QueueFormat.currentVersion
+            ) {
+                outcome.schemaRowsRestored = restoreSchema(path: path, from: canonical)
+            }
             let damaged = try SQLiteConnection(path: path, displayName: path, readOnly: true)
             // A table whose schema row is still damaged (its root page, its
             // name) is then missing or unreadable alone, not the whole file.
             try damaged.execute("PRAGMA writable_schema = ON")
+            // A format number that is not this one or the one before (a
+            // flipped bit, a zeroed header), in a file whose tables are
+            // those of one of them, column for column: that format.
             var version = (try? damaged.integer("PRAGMA user_version")) ?? -1
-            // One flipped bit in the format number, in a file whose segments
-            // table has this format's columns: this format.
-            let flipped = version ^ QueueFormat.currentVersion
-            if version >= 0, flipped & (flipped - 1) == 0,
-                (try? damaged.integer(
-                    "SELECT count(*) FROM pragma_table_info('segments') WHERE name IN ('codec', 'checksum')"
-                )) == 2
-            {
-                version = QueueFormat.currentVersion
+            if version != QueueFormat.currentVersion, version != QueueFormat.currentVersion - 1 {
+                if let inferred = QueueSchemaCheck.inferredVersion(of: damaged) {
+                    version = inferred
+                } else if let flipped = oneBitFrom(version, segmentsOf: damaged) {
+                    version = flipped
+                }
             }
-            guard version == QueueFormat.currentVersion else {
+            // Format 3 (the previous release's) is rebuilt too: its rows are
+            // copied by the columns both formats have, into this format.
+            guard version == QueueFormat.currentVersion || version == QueueFormat.currentVersion - 1 else {
                 throw EdgeIngestError(
                     .queueCorrupt,
-                    "The queue file '\(path)' is too damaged to rebuild: its format cannot be read (\(version)). A copy is at '\(saved)'; move the file aside to start a new queue."
+                    "The queue file '\(path)' is too damaged to rebuild: its format cannot be read (\(version)). It was left as it was; move it aside to start a new queue (`ingestd run` does that by itself)."
                 )
             }
             // No transaction: SQLite may roll one back by itself when a read
@@ -103,25 +118,44 @@ enum QueueSalvage {
             // needs no journal; it is fsynced before the rename.
             try fresh.execute("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA writable_schema = ON")
             try fresh.execute("ATTACH DATABASE '\(path.replacingQuotes)' AS damaged")
-            // `WHERE 1` everywhere: without a WHERE, SQLite copies the stored
-            // records between identical tables as they are (its transfer
-            // optimization), damaged ones too, and the rebuilt file was then
-            // as malformed as the old one.
-            for table in ["counters", "positions", "meta"] {
-                do {
-                    try fresh.execute("INSERT OR REPLACE INTO main.\(table) SELECT * FROM damaged.\(table) WHERE 1")
-                } catch {
-                    outcome.tablesUnreadable.append(table)
+            // The damaged file's tables, when its schema table can be read.
+            let present = (try? strings(fresh, "SELECT name FROM damaged.sqlite_master WHERE type = 'table'")).map(
+                Set.init
+            )
+            let columnsOfVersion = QueueSchemaCheck.expected(version: version)
+            for table in QueueFormat.tables {
+                // A gateway's tables were outside format 3 (made when first
+                // used): a format 3 file without them is whole.
+                if let present, !present.contains(table), version < QueueFormat.currentVersion,
+                    !QueueFormat.tablesOfFormat3.contains(table)
+                {
+                    continue
                 }
-            }
-            for table in ["segments", "dead_letters", "quarantine"] {
-                do {
-                    let (copied, unreadable) = try copyRows(of: table, fresh)
-                    outcome.rowsCopied += copied
-                    outcome.rowsUnreadable += unreadable
-                } catch {
+                guard let columns = commonColumns(of: table, fresh, whenUnreadable: columnsOfVersion[table]) else {
                     // Its schema row is gone (a damaged name): none of its rows can be found.
                     outcome.tablesUnreadable.append(table)
+                    continue
+                }
+                if QueueFormat.tablesWithIDs.contains(table) {
+                    do {
+                        let (copied, unreadable) = try copyRows(of: table, columns: columns, fresh)
+                        outcome.rowsCopied += copied
+                        outcome.rowsUnreadable += unreadable
+                    } catch {
+                        outcome.tablesUnreadable.append(table)
+                    }
+                } else {
+                    // `WHERE 1` everywhere: without a WHERE, SQLite copies the
+                    // stored records between identical tables as they are (its
+                    // transfer optimization), damaged ones too, and the rebuilt
+                    // file was then as malformed as the old one.
+                    do {
+                        try fresh.execute(
+                            "INSERT OR REPLACE INTO main.\(table)(\(columns)) SELECT \(columns) FROM damaged.\(table) WHERE 1"
+                        )
+                    } catch {
+                        outcome.tablesUnreadable.append(table)
+                    }
                 }
             }
             // Ids are never reused: each table's sequence is the highest either file had.
@@ -135,6 +169,11 @@ enum QueueSalvage {
             syncFile(temporary)
         } catch {
             unlink(temporary)
+            // Put the file back as it was (its header may have been mended
+            // above): the saved copy is the original, byte for byte.
+            for suffix in ["", "-wal"] where access(saved + suffix, F_OK) == 0 {
+                rename(saved + suffix, path + suffix)
+            }
             throw error
         }
         for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
@@ -151,9 +190,15 @@ enum QueueSalvage {
     /// makes a scan stop; seeking past it by id often reaches the rows
     /// behind it, so after a failure the next ids are probed at growing
     /// distances up to the highest id the table ever had.
-    private static func copyRows(of table: String, _ db: SQLiteConnection) throws -> (copied: Int, unreadable: Int) {
+    private static func copyRows(
+        of table: String,
+        columns: String,
+        _ db: SQLiteConnection
+    ) throws -> (copied: Int, unreadable: Int) {
         let next = try db.prepare("SELECT id FROM damaged.\(table) WHERE id > ?1 ORDER BY id LIMIT 1")
-        let copy = try db.prepare("INSERT INTO main.\(table) SELECT * FROM damaged.\(table) WHERE id = ?1")
+        let copy = try db.prepare(
+            "INSERT INTO main.\(table)(\(columns)) SELECT \(columns) FROM damaged.\(table) WHERE id = ?1"
+        )
         let highest = (try? db.integer("SELECT max(seq) FROM damaged.sqlite_sequence WHERE name = '\(table)'")) ?? 0
         var copied = 0
         var unreadable = 0
@@ -252,6 +297,58 @@ enum QueueSalvage {
             UInt8(pages >> 24), UInt8(pages >> 16 & 0xFF), UInt8(pages >> 8 & 0xFF), UInt8(pages & 0xFF),
         ]
         _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, 4, 28) }
+    }
+
+    /// The format (this one or the one before) that `version` is one
+    /// flipped bit away from, when the file's segments table has that
+    /// format's columns (other tables may be damaged too).
+    private static func oneBitFrom(_ version: Int64, segmentsOf db: SQLiteConnection) -> Int64? {
+        for candidate in [QueueFormat.currentVersion, QueueFormat.currentVersion - 1] {
+            let flipped = version ^ candidate
+            guard version >= 0, flipped & (flipped - 1) == 0,
+                let wanted = QueueSchemaCheck.expected(version: candidate)["segments"],
+                let statement = try? db.prepare("SELECT name FROM pragma_table_info('segments') ORDER BY cid")
+            else { continue }
+            var found: [String] = []
+            while (try? statement.step()) == true { found.append(statement.string(0)) }
+            if found == wanted { return candidate }
+        }
+        return nil
+    }
+
+    /// The format number in the file's header (`user_version`, bytes
+    /// 60..<64), read without SQLite: a damaged schema does not stop it.
+    private static func headerVersion(_ path: String) -> Int64 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4)
+        guard bytes.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, 4, 60) }) == 4 else { return -1 }
+        return bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+
+    /// The columns `table` has in both files, comma-separated, in the
+    /// fresh file's order (a format 3 file lacks format 4's columns). When
+    /// the damaged file's own list cannot be read, those its format gives
+    /// the table (`whenUnreadable`). Nil when the table has none.
+    private static func commonColumns(
+        of table: String,
+        _ db: SQLiteConnection,
+        whenUnreadable declared: [String]?
+    ) -> String? {
+        guard let ours = try? strings(db, "SELECT name FROM pragma_table_info('\(table)', 'main') ORDER BY cid")
+        else { return nil }
+        let listed = (try? strings(db, "SELECT name FROM pragma_table_info('\(table)', 'damaged')")) ?? []
+        let theirs = Set(listed.isEmpty ? declared ?? [] : listed)
+        let common = ours.filter(theirs.contains)
+        return common.isEmpty ? nil : common.joined(separator: ", ")
+    }
+
+    private static func strings(_ db: SQLiteConnection, _ sql: String) throws -> [String] {
+        let statement = try db.prepare(sql)
+        var out: [String] = []
+        while try statement.step() { out.append(statement.string(0)) }
+        return out
     }
 
     private static func syncFile(_ path: String) {

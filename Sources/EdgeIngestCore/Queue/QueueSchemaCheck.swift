@@ -7,17 +7,38 @@
 enum QueueSchemaCheck {
     /// Each table's column names in the current format, from the
     /// migrations run once on an empty in-memory database.
-    static let expected: [String: [String]] = {
-        guard let db = try? SQLiteConnection(path: ":memory:", displayName: "schema") else { return [:] }
+    static let expected: [String: [String]] = expected(version: QueueFormat.currentVersion)
+
+    /// An empty in-memory database of format `version` (the migrations up
+    /// to it): the canonical `CREATE` text of each of its tables.
+    static func canonical(version: Int64) -> SQLiteConnection? {
+        guard let db = try? SQLiteConnection(path: ":memory:", displayName: "schema") else { return nil }
         do {
-            for step in QueueFormat.migrations { try db.execute(step) }
+            for step in QueueFormat.migrations.prefix(Int(version)) { try db.execute(step) }
         } catch {
-            return [:]
+            return nil
         }
-        return
-            (try? columns(in: db, tables: ["segments", "counters", "positions", "meta", "dead_letters", "quarantine"]))
-            ?? [:]
-    }()
+        return db
+    }
+
+    /// Each table's column names in format `version` (3 or later).
+    static func expected(version: Int64) -> [String: [String]] {
+        guard let db = canonical(version: version) else { return [:] }
+        let tables = version < QueueFormat.currentVersion ? Array(QueueFormat.tablesOfFormat3) : QueueFormat.tables
+        return (try? columns(in: db, tables: tables)) ?? [:]
+    }
+
+    /// The format whose tables `db` has, column for column (the current
+    /// one or the one before), or nil: for a file whose header lost its
+    /// format number.
+    static func inferredVersion(of db: SQLiteConnection) -> Int64? {
+        for version in [QueueFormat.currentVersion, QueueFormat.currentVersion - 1] {
+            let wanted = expected(version: version)
+            guard !wanted.isEmpty, let found = try? columns(in: db, tables: Array(wanted.keys)) else { continue }
+            if found == wanted { return version }
+        }
+        return nil
+    }
 
     /// - Throws: ``EdgeIngestError/Code/queueCorrupt`` naming the first
     ///   table whose columns differ.

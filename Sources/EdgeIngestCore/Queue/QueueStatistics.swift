@@ -21,6 +21,10 @@ public struct QueueStatistics: Sendable, Hashable {
     public var fileBytes: Int64
     /// Application counters added with ``DurableQueue/append(_:positions:counters:)``.
     public var counters: [String: Int64] = [:]
+    /// When a repair last deleted damaged rows of a gateway's received ids
+    /// or sessions (ms since the epoch): a batch received before then and
+    /// sent again within the deduplication window may be stored twice.
+    public var gatewayMemoryForgottenAt: Int64?
 
     /// Statistics of an empty queue with no history.
     public static let empty = QueueStatistics(

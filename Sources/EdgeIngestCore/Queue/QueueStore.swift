@@ -11,6 +11,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private let selectFrom: SQLiteStatement
     private let selectHeads: SQLiteStatement
     private let insertDeadLetter: SQLiteStatement
+    private let insertBoot: SQLiteStatement
+    private let setBootOffset: SQLiteStatement
+    /// Boots already in the `boots` table, and whether their offset is known.
+    private var knownBoots: [Int64: Bool] = [:]
     /// Set when the queue was opened with an encryption key: payloads are
     /// sealed on the way in and opened on the way out; nothing else changes.
     var cipher: PayloadCipher?
@@ -81,7 +85,13 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         insertSegment = try db.prepare(
             // ?9, the id: NULL for a new segment (the next id), or the id of
             // the segment a migration replaces in place (order kept).
-            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8)"
+            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum, boot, accepted_boottime, clock) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8, ?11, ?12, ?13)"
+        )
+        insertBoot = try db.prepare(
+            "INSERT INTO boots(boot, boot_id, first_seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(boot) DO NOTHING"
+        )
+        setBootOffset = try db.prepare(
+            "UPDATE boots SET offset_ms = ?2, synchronised_at = ?3 WHERE boot = ?1 AND offset_ms IS NULL"
         )
         deleteSegment = try db.prepare("DELETE FROM segments WHERE id = ?1")
         consumeSegment = try db.prepare("UPDATE segments SET consumed = ?2, consumed_bytes = ?3 WHERE id = ?1")
@@ -92,7 +102,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "INSERT INTO positions(source, position, updated_at) VALUES(?1, ?2, ?3) ON CONFLICT(source) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at"
         )
         selectFrom = try db.prepare(
-            "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload, payload_bytes, codec, checksum FROM segments WHERE id >= ?1 ORDER BY id"
+            "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload, payload_bytes, codec, checksum, boot, accepted_boottime, clock FROM segments WHERE id >= ?1 ORDER BY id"
         )
         insertDeadLetter = try db.prepare(
             "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
@@ -252,6 +262,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         var damage: String?
         /// Whether the row carries a checksum (written by format 3 or later).
         var hasChecksum = true
+        /// When and in which boot it was accepted (nil: before format 4).
+        var acceptance: Acceptance?
         /// Records the row still holds (its declared count less the consumed prefix).
         var pendingRecords: Int64 { max(0, recordCount - consumed) }
     }
@@ -282,6 +294,13 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let codec = selectFrom.int64(10)
             let checksum = selectFrom.isNull(11) ? nil : selectFrom.int64(11)
             row.hasChecksum = checksum != nil
+            if !selectFrom.isNull(12) {
+                row.acceptance = Acceptance(
+                    boot: selectFrom.int64(12),
+                    boottime: selectFrom.int64(13),
+                    clock: selectFrom.isNull(14) ? nil : selectFrom.int64(14)
+                )
+            }
             if let checksum, verified[row.id] != checksum {
                 let computed = SegmentChecksum.of(
                     type: row.type,
@@ -290,6 +309,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     recordCount: row.recordCount,
                     payloadBytes: payloadBytes,
                     codec: codec,
+                    acceptance: row.acceptance,
                     ids: row.ids,
                     payload: row.payload
                 )
@@ -410,6 +430,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     // MARK: Writes (call inside a transaction)
 
     func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64) throws {
+        let acceptance = Acceptance.now()
+        try note(acceptance, wallClock: enqueuedAt)
         try run.ids.withUnsafeBytes { ids in
             try run.payload.withUnsafeBytes { payload in
                 try insertSegment(
@@ -417,11 +439,35 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     schemaVersion: schemaVersion,
                     enqueuedAt: enqueuedAt,
                     records: Int64(run.count),
+                    acceptance: acceptance,
                     ids: ids,
                     payload: payload
                 )
             }
         }
+    }
+
+    /// Puts the boot of `acceptance` into `boots` the first time this
+    /// store sees it, and its wall-clock offset the first time the clock
+    /// is synchronised in it.
+    private func note(_ acceptance: Acceptance, wallClock: Int64) throws {
+        let known = knownBoots[acceptance.boot]
+        guard known != true else { return }
+        if known == nil, acceptance.boot == BootIdentity.current.key {
+            defer { insertBoot.reset() }
+            insertBoot.bind(1, acceptance.boot)
+            try BootIdentity.current.bytes.withUnsafeBytes { insertBoot.bind(2, blob: $0) }
+            insertBoot.bind(3, wallClock)
+            try insertBoot.step()
+        }
+        if acceptance.clock == 1 {
+            defer { setBootOffset.reset() }
+            setBootOffset.bind(1, acceptance.boot)
+            setBootOffset.bind(2, wallClock - acceptance.boottime)
+            setBootOffset.bind(3, wallClock)
+            try setBootOffset.step()
+        }
+        knownBoots[acceptance.boot] = acceptance.clock == 1
     }
 
     /// Inserts one segment — or replaces segment `id` — sealing the payload
@@ -433,11 +479,17 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         schemaVersion: Int64,
         enqueuedAt: Int64,
         records: Int64,
+        acceptance: Acceptance?,
         ids: UnsafeRawBufferPointer,
         payload: UnsafeRawBufferPointer
     ) throws {
         defer { insertSegment.reset() }
         if let id { insertSegment.bind(9, id) }
+        if let acceptance {
+            insertSegment.bind(11, acceptance.boot)
+            insertSegment.bind(12, acceptance.boottime)
+            if let clock = acceptance.clock { insertSegment.bind(13, clock) }
+        }
         insertSegment.bind(1, type)
         insertSegment.bind(2, schemaVersion)
         insertSegment.bind(3, enqueuedAt)
@@ -457,6 +509,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                         recordCount: records,
                         payloadBytes: Int64(payload.count),
                         codec: codec,
+                        acceptance: acceptance,
                         ids: ids,
                         payload: stored
                     )
@@ -502,6 +555,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             schemaVersion: row.schemaVersion,
             enqueuedAt: row.enqueuedAt,
             records: records,
+            acceptance: row.acceptance,
             ids: ids,
             payload: payload
         )
@@ -513,6 +567,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         segment id: Int64,
         type: String,
         enqueuedAt: Int64,
+        acceptance: Acceptance?,
         schemaVersion: Int64,
         records: Int64,
         ids: [UInt8],
@@ -526,6 +581,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     schemaVersion: schemaVersion,
                     enqueuedAt: enqueuedAt,
                     records: records,
+                    acceptance: acceptance,
                     ids: idBytes,
                     payload: payloadBytes
                 )
@@ -548,10 +604,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let bytes = held.int64(1)
             let move = try db.prepare(
                 """
-                INSERT INTO quarantine(origin, type, schema_version, enqueued_at, record_count, found_at, problem, ids, payload)
+                INSERT INTO quarantine(origin, type, schema_version, enqueued_at, record_count, found_at, problem, ids, payload,
+                    boot, accepted_boottime, clock, sinks)
                 SELECT 'segment ' || id, type, schema_version, enqueued_at, ?2, ?3,
                     ?4 || CASE WHEN codec = 0 THEN '' ELSE ' (payload kept as stored, codec ' || codec || ')' END,
-                    ids, payload FROM segments WHERE id = ?1
+                    ids, payload, boot, accepted_boottime, clock, sinks FROM segments WHERE id = ?1
                 """
             )
             move.bind(1, id)

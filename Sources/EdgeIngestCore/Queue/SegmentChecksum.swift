@@ -9,7 +9,8 @@ import CZlib
 /// (written once, checked once when read; docs/BENCHMARKS.md). It covers
 /// every field that decides what is sent: a flipped bit in the payload, an
 /// `_id`, the type name, the schema version or the record count changes
-/// it. The consumed prefix (which changes with each acknowledgement) is
+/// it; so does, from format 4, a row's boot, boot-time clock and clock
+/// state (they decide its corrected time). The consumed prefix (which changes with each acknowledgement) is
 /// not covered; it is checked against the payload's line ends instead.
 enum SegmentChecksum {
     /// The checksum of a segment row; `payload` as stored (sealed when the
@@ -21,13 +22,20 @@ enum SegmentChecksum {
         recordCount: Int64,
         payloadBytes: Int64,
         codec: Int64,
+        acceptance: Acceptance? = nil,
         ids: UnsafeRawBufferPointer,
         payload: UnsafeRawBufferPointer
     ) -> Int64 {
         var header: [UInt8] = []
-        header.reserveCapacity(48 + type.utf8.count)
+        header.reserveCapacity(72 + type.utf8.count)
         for field in [schemaVersion, enqueuedAt, recordCount, payloadBytes, codec] {
             appendLittleEndian(field, to: &header)
+        }
+        // Format 4: when and in which boot (rows from before have none).
+        if let acceptance {
+            for field in [acceptance.boot, acceptance.boottime, acceptance.clock ?? -1] {
+                appendLittleEndian(field, to: &header)
+            }
         }
         header.append(contentsOf: type.utf8)
         var crc = header.withUnsafeBytes { update(0, $0) }

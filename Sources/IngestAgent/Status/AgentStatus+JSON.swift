@@ -121,6 +121,11 @@ extension AgentStatus {
             .counter,
             help: "Records an HTTP input refused: their _id was received before with other content (duplicate_id)."
         ),
+        .optionalString(K.gatewayMemoryForgottenAt.stringValue, \.gatewayMemoryForgottenAt) { s in
+            s.gatewayMemoryForgottenAt.map {
+                "received: ids or sessions lost to damage at \($0) (repair): a batch received before and sent again within the deduplication window may be stored twice"
+            }
+        },
         .optionalString(K.uploadReason.stringValue, \.uploadReason) { s in
             s.uploadReason.map { reason in
                 "upload:   " + (s.backingOffUntil.map { "retrying at \($0) after: " } ?? "") + reason

@@ -48,6 +48,10 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// received before with other content (answered `duplicate_id`), since
     /// the queue was created.
     public var receivedConflictsTotal: Int64?
+    /// When a repair deleted damaged rows of the gateway's received ids or
+    /// client sessions (ISO 8601), or nil: re-sends of batches received
+    /// before then may be stored twice within the deduplication window.
+    public var gatewayMemoryForgottenAt: String?
     /// How long the sink took to answer each request since the start.
     public var uploadLatency: UploadLatency?
     /// The longest the running agent goes without rewriting the status
@@ -85,6 +89,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         case uploadResends = "upload_resends"
         case receivedDuplicatesTotal = "received_duplicates_total"
         case receivedConflictsTotal = "received_conflicts_total"
+        case gatewayMemoryForgottenAt = "gateway_memory_forgotten_at"
         case uploadLatency = "upload_latency"
         case refreshMilliseconds = "refresh_ms"
         case reloadRefused = "reload_refused"
@@ -112,6 +117,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
         rejectedByReason = rejected
         receivedDuplicatesTotal = statistics.counters["received.duplicates"]
         receivedConflictsTotal = statistics.counters["received.conflicts"]
+        gatewayMemoryForgottenAt = statistics.gatewayMemoryForgottenAt.map(isoTime(milliseconds:))
         rejectedTotal = rejected.values.reduce(0, +)
         uploadedTotal = statistics.acknowledgedTotal
         droppedByReason = statistics.droppedByReason
