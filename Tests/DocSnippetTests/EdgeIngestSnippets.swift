@@ -5,8 +5,8 @@
 import EdgeIngest
 import Foundation
 
-// README.md, the block at line 236.
-func README_md_line236() async throws {
+// README.md, the block at line 237.
+func README_md_line237() async throws {
 
     class WeatherSensor: AsymmetricObject {
         @Persisted(primaryKey: true) var _id: ObjectId

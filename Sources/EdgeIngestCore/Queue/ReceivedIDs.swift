@@ -45,8 +45,10 @@ import Glibc
 /// that held rows at open (a restart) has no filter until the rotation that
 /// empties it.
 ///
-/// The tables are created when first used: queues of agents that never
-/// receive over HTTP do not have them, and older versions ignore them.
+/// The tables are part of the queue format from format 4 (created by its
+/// migration, checked at open, by `verify` and kept by `repair`:
+/// `QueueStore+GatewayMemory.swift`); format 3 files had them only once
+/// a gateway first used them, and the migration keeps those.
 /// Used only under the queue's lock; ``remember(_:contents:receipt:now:)``
 /// inside the append's transaction, then ``didCommit()`` or
 /// ``didRollBack()``. In a group commit, ``repeated(in:receipt:now:)`` of a
@@ -84,13 +86,6 @@ final class ReceivedIDs {
     init(store: QueueStore, now: Int64) throws {
         self.store = store
         let db = store.db
-        try db.execute(
-            """
-            CREATE TABLE IF NOT EXISTS received_groups_0(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS received_groups_1(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
-            """
-        )
         insertGroup = try (0..<2).map {
             try db.prepare(
                 "INSERT INTO received_groups_\($0)(key, members, contents) VALUES(?1, ?2, ?3) ON CONFLICT(key) DO UPDATE SET members = members || excluded.members, contents = contents || excluded.contents"
