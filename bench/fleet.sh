@@ -43,6 +43,7 @@ run() {
 kind = "http"
 listen = "127.0.0.1:0"
 api_keys_file = "$dir/keys"
+shared_id_space = true
 max_connections = 4096
 max_connections_per_address = 4096
 dedup_window_s = ${DEDUP_WINDOW_S:-3600}

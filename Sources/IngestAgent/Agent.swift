@@ -61,7 +61,15 @@ public struct Agent: Sendable {
                 hooks: try hooks.make(app: try hooks.makeApp()),
                 userAgent: userAgent,
                 logger: logger,
-                sink: configuration.sinkFactory(for: upload, userAgent: userAgent)
+                sink: configuration.heldUploads.isEmpty
+                    ? configuration.sinkFactory(for: upload, userAgent: userAgent)
+                    : { [held = configuration.heldUploads] in
+                        HeldSink(
+                            reason: "the configuration holds uploads: "
+                                + held.map(\.description).joined(separator: "; ")
+                                + " (ingestd check-config)"
+                        )
+                    }
             )
             services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
         }

@@ -72,6 +72,7 @@ public final class GatewayProcess {
             app_id = "\(Self.appID)"
             anonymous = true
             users_file = "\(dir.file("users"))"
+            shared_id_space = true
             """
         try config.write(toFile: dir.file("ingestd.toml"), atomically: true, encoding: .utf8)
         stderrPath = dir.file("stderr")

@@ -13,7 +13,7 @@ import Testing
 
     static func tlsOptions(_ pki: TestPKI, clientCA: Bool = false) -> String {
         "tls_certificate = \"\(pki.serverCert)\"\ntls_key = \"\(pki.serverKey)\"\n"
-            + (clientCA ? "tls_client_ca = \"\(pki.ca)\"\n" : "")
+            + (clientCA ? "tls_client_ca = \"\(pki.ca)\"\nshared_id_space = true\n" : "")
     }
 
     /// curl with `arguments`; its output (with -w, the status code).

@@ -28,12 +28,16 @@ import Glibc
         var archive: String { fixture.dir.file("archive.sqlite") }
         var base: String { "http://127.0.0.1:\(port)" }
 
-        /// - Parameter queueFile: a queue file the gateway starts with (copied
-        ///   into its state directory first).
+        /// - Parameters:
+        ///   - queueFile: a queue file the gateway starts with (copied into
+        ///     its state directory first).
+        ///   - sharedIDSpace: `shared_id_space = true` unless the options set
+        ///     `owner_field` (accounts without either hold uploads).
         init(
             _ options: String = "",
             types: String = AgentFixture.weatherSensorTOML,
-            queueFile: String? = nil
+            queueFile: String? = nil,
+            sharedIDSpace: Bool = true
         ) throws {
             let accounts = try TemporaryDirectory()
             self.accounts = accounts
@@ -56,6 +60,7 @@ import Glibc
                     max_connections = 3
                     api_keys_file = "\(accounts.file("keys"))"
                     users_file = "\(accounts.file("users"))"
+                    \(sharedIDSpace && !options.contains("owner_field") ? "shared_id_space = true" : "")
                     \(options)
                     """,
                 types: types

@@ -58,6 +58,7 @@ extension AgentConfiguration {
             throw ConfigurationError(path: path, problems: decoder.problemsByLine)
         }
         configuration.uploadHolds = decoder.uploadHolds
+        configuration.heldUploads = decoder.everyUploadHolds
         return configuration
     }
 }
@@ -107,6 +108,7 @@ extension ConfigurationDecoder {
         }
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.queue.schemaVersion)
         if c.upload != nil, let upload { c.sink.configuration.check(c, upload: upload, &self) }
+        if c.upload != nil { checkTenants(c, inputs: root["inputs"]) }
         if c.auth != nil, c.upload == nil {
             problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
         }
@@ -128,5 +130,29 @@ extension ConfigurationDecoder {
             )
         }
         return c
+    }
+}
+
+extension ConfigurationDecoder {
+    /// A gateway with accounts whose sink keys rows on `_id` alone lets one
+    /// account's reading under an `_id` another sent first be answered
+    /// "accepted" and never stored (the sink keeps the first). So accounts
+    /// need `owner_field` (rows keyed on owner and `_id`) or an explicit
+    /// `shared_id_space = true`. Earlier releases accepted such files: the
+    /// agent still starts and collects, with uploads held until it is
+    /// fixed (an upgrade never stops a box collecting); check-config fails.
+    mutating func checkTenants(_ c: AgentConfiguration, inputs: TOMLValue?) {
+        for (index, input) in c.inputs.enumerated() {
+            guard let http = input.http, http.ownerField == nil, !http.sharedIDSpace,
+                http.apiKeysFile != nil || http.usersFile != nil || http.tlsClientCAFile != nil
+            else { continue }
+            var item: TOMLValue?
+            if case .array(let items)? = inputs?.kind, index < items.count { item = items[index] }
+            holdEveryUpload(
+                item,
+                "inputs[\(index)]",
+                "has accounts but no owner_field: the accounts share one _id space in the sink, so one account's reading under an _id another account sent first would be answered accepted and never stored. Set owner_field to a string field every type declares (rows are then keyed on the account and _id), or shared_id_space = true if ids cannot collide across accounts"
+            )
+        }
     }
 }

@@ -57,6 +57,9 @@ public struct AgentConfiguration: Sendable {
     /// Problems an earlier release accepted that hold uploads (the agent
     /// still collects); `check-config` refuses them. Empty when all is well.
     public var uploadHolds: [ConfigurationProblem] = []
+    /// The holds among ``uploadHolds`` that no sink enforces by itself:
+    /// while one is there, the agent holds every upload with its reason.
+    public var heldUploads: [ConfigurationProblem] = []
 
     public enum LogTarget: String, Sendable { case auto, journal, stderr }
 

@@ -19,7 +19,7 @@ extension ConfigurationDecoder {
         "listen", "app_id", "max_body_bytes", "max_connections", "request_timeout_ms", "idle_timeout_ms",
         "max_connections_per_address", "head_timeout_ms", "min_body_bytes_per_second", "worker_threads",
         "dedup_window_s", "anonymous",
-        "api_keys_file", "users_file", "owner_field",
+        "api_keys_file", "users_file", "owner_field", "shared_id_space",
         "quota_records_per_second", "quota_bytes_per_second", "quota_burst_s",
         "tls_certificate", "tls_key", "tls_client_ca",
     ]
@@ -227,6 +227,7 @@ extension ConfigurationDecoder {
         if let v = t["anonymous"], let b = bool(v, key + ".anonymous") { http.anonymous = b }
         if let v = t["api_keys_file"] { http.apiKeysFile = string(v, key + ".api_keys_file") }
         if let v = t["users_file"] { http.usersFile = string(v, key + ".users_file") }
+        if let v = t["shared_id_space"], let b = bool(v, key + ".shared_id_space") { http.sharedIDSpace = b }
         if let v = t["quota_records_per_second"], let n = integer(v, key + ".quota_records_per_second", min: 1) {
             http.quotaRecordsPerSecond = Int(n)
         }

@@ -39,6 +39,15 @@ struct ConfigurationDecoder {
         uploadHolds.append(ConfigurationProblem(line: value?.line, key: key, message: message))
     }
 
+    /// Holds that no sink enforces by itself: the agent holds every upload
+    /// while one is there (``AgentConfiguration/heldUploads``).
+    var everyUploadHolds: [ConfigurationProblem] = []
+
+    mutating func holdEveryUpload(_ value: TOMLValue?, _ key: String, _ message: String) {
+        holdUpload(value, key, message)
+        everyUploadHolds.append(ConfigurationProblem(line: value?.line, key: key, message: message))
+    }
+
     mutating func table(_ value: TOMLValue?, _ key: String) -> TOMLTable? {
         guard let value else { return nil }
         guard case .table(let t) = value.kind else {

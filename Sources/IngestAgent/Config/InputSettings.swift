@@ -81,6 +81,14 @@ public struct HTTPInputSettings: Sendable, Hashable {
     /// names another account (`owner_mismatch`); the SQLite archive keys its
     /// tables on (this field, `_id`). nil: records carry no owner.
     public var ownerField: String?
+    /// Whether the accounts may share one `_id` space in the sink (a sink
+    /// keyed on `_id` alone, no ``ownerField``): then one account's reading
+    /// under an `_id` another sent first is answered as accepted and never
+    /// stored. Only for fleets whose ids cannot collide across accounts
+    /// (ObjectIds made by each box's own processes). Without it, accounts
+    /// and no owner field hold uploads (docs/PROTOCOL.md, "Accounts are
+    /// tenants").
+    public var sharedIDSpace = false
     /// Records a second each account may send (a token bucket holding
     /// ``quotaBurstSeconds`` of it); over it, batches are answered 429 with
     /// Retry-After. nil: no limit.
