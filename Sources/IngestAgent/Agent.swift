@@ -46,7 +46,7 @@ public struct Agent: Sendable {
         let notifier = SystemdNotifier()
         let idleHeartbeat = InputContext.idleHeartbeat(watchdogMicroseconds: notifier.watchdogMicroseconds)
         let uploadState = UploadState()
-        let committed = StopSignal()
+        let committed = WakeSignal()
         // Order matters: on shutdown the group stops services in reverse, so
         // the status service stops first (STOPPING=1), then the inputs commit
         // what they read, and the uploader, stopped last, drains the queue

@@ -23,10 +23,13 @@ enum Ingestd {
         abstract: "Edge telemetry ingest agent: sensor readings in, exactly once to the backend.",
         discussion: """
             ingestd reads readings (NDJSON or CSV) from stdin, followed files and serial \
-            ports, or receives them over HTTP from other EdgeIngest clients (a gateway), validates them against the record types declared in its configuration, \
-            commits them to a durable SQLite queue that survives crashes and power cuts, and \
-            streams them to the backend in batches over HTTP (or into a local SQLite archive or \
-            ClickHouse), deleting each only after the backend confirmed it.
+            ports, a local socket (`ingestd send`) and MQTT, or receives them over HTTP from \
+            other EdgeIngest clients (a gateway), validates them against the record types \
+            declared in its configuration, commits them to a durable SQLite queue that \
+            survives crashes and power cuts, and streams them to one sink (upload.sink), \
+            deleting each only after the sink confirmed it: ingest (the ingest protocol over \
+            HTTP, the default), sqlite (a local SQLite archive), clickhouse, postgresql, \
+            influxdb (line protocol: InfluxDB, VictoriaMetrics) or mqtt (a broker).
 
             Installed files (Debian package): /usr/bin/ingestd, the unit \
             /lib/systemd/system/ingestd.service, the configuration /etc/ingestd/ingestd.toml, \
@@ -37,8 +40,8 @@ enum Ingestd {
             else /etc/ingestd/ingestd.toml. etc/ingestd.toml in the source tree documents every key.
 
             Exit codes: 0 success; 1 unhealthy (status); 3 agent not running (status); \
-            64 bad command-line usage; 65 bad data (a damaged queue file, `verify` or \
-            `repair` found damage; lines `send` had refused); 74 I/O error (queue unavailable; readings that a full disk \
+            64 bad command-line usage; 65 bad data (`verify` or `repair` found damage in \
+            the queue file — `run` repairs such a file by itself; lines `send` had refused); 74 I/O error (queue unavailable; readings that a full disk \
             kept from being committed before a stop; `send` cannot reach the agent); \
             75 try again (`send`: the agent stopped before confirming every line; `run` \
             in pipe mode: the input ended but readings are left queued, undelivered); \

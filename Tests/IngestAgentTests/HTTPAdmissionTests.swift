@@ -57,6 +57,8 @@ import Testing
         var admission = HTTPAdmission(maxConnections: 100, maxPerAddress: 2)
         admission.admitted(1, address: "10.0.0.1", now: 0)
         admission.admitted(2, address: "10.0.0.1", now: 0)
+        admission.update(1) { $0.trusted = true }
+        admission.update(2) { $0.busy = true }
         #expect(admission.decide(address: "10.0.0.1") == .refuseAddress)
         #expect(admission.decide(address: "10.0.0.2") == .admit)
         admission.closed(1)
@@ -64,6 +66,33 @@ import Testing
         admission.closed(1)  // twice: no effect
         admission.closed(2)
         #expect(admission.count == 0)
+    }
+
+    /// Clients behind one NAT share its address with a flood of connections
+    /// that never send credentials: the flood gives way within the address,
+    /// and never another address's connection.
+    @Test func aFullAddressMakesRoomFromItsOwnUntrustedConnections() {
+        var admission = HTTPAdmission(maxConnections: 10, maxPerAddress: 3)
+        admission.admitted(1, address: "nat", now: 100)
+        admission.admitted(2, address: "nat", now: 50)  // the quietest of the address
+        admission.admitted(3, address: "nat", now: 200)
+        admission.admitted(4, address: "other", now: 0)  // quieter still, but another address
+        #expect(admission.decide(address: "nat") == .admitAfterEvictingFromAddress(2))
+        admission.update(2) { $0.trusted = true }  // a client behind the NAT proved itself
+        #expect(admission.decide(address: "nat") == .admitAfterEvictingFromAddress(1))
+        admission.update(1) { $0.busy = true }
+        admission.update(3) { $0.trusted = true }
+        #expect(admission.decide(address: "nat") == .refuseAddress)
+        // A new untrusted one is spared for its grace: the next newcomer is
+        // admitted over the share, and the new one goes once its grace is over.
+        admission.closed(3)
+        admission.admitted(5, address: "nat", now: 300, round: 9)
+        #expect(admission.decide(address: "nat", round: 9, now: 310) == .admit)
+        #expect(admission.decide(address: "nat", round: 10, now: 310) == .admit)
+        #expect(
+            admission.decide(address: "nat", round: 10, now: 300 + HTTPAdmission.graceMilliseconds)
+                == .admitAfterEvictingFromAddress(5)
+        )
     }
 
     @Test func theHostOfAPeerIsWithoutItsPort() {

@@ -37,7 +37,8 @@ import Glibc
             _ options: String = "",
             types: String = AgentFixture.weatherSensorTOML,
             queueFile: String? = nil,
-            sharedIDSpace: Bool = true
+            sharedIDSpace: Bool = true,
+            maxConnections: Int = 3
         ) throws {
             let accounts = try TemporaryDirectory()
             self.accounts = accounts
@@ -57,7 +58,7 @@ import Glibc
                     app_id = "weather"
                     max_body_bytes = 8192
                     request_timeout_ms = 600
-                    max_connections = 3
+                    max_connections = \(maxConnections)
                     api_keys_file = "\(accounts.file("keys"))"
                     users_file = "\(accounts.file("users"))"
                     \(sharedIDSpace && !options.contains("owner_field") ? "shared_id_space = true" : "")
@@ -654,6 +655,57 @@ import Glibc
         #expect(gateway.waitUntilArchived(45))
         #expect(gateway.agent.terminate() == 0)
     }
+
+    /// Clients behind one NAT (issue 39): one address, shared with 10
+    /// clients that open connections, send nothing and reconnect as soon as
+    /// they are cut off. The address's share (2) is full of them; a client
+    /// there that sends its credentials at once is served — their
+    /// connections give way — instead of 26 of 30 requests getting 503.
+    @Test func aClientSharingItsAddressWithAFloodIsServed() throws {
+        let gateway = try Gateway("max_connections_per_address = 2", maxConnections: 40)
+        let port = gateway.port
+        let running = RunningFlag()
+        let flood = DispatchGroup()
+        for _ in 0..<10 {
+            flood.enter()
+            Thread.detachNewThread {
+                defer { flood.leave() }
+                while running.isSet {
+                    guard let client = try? RawClient(port: port) else { continue }
+                    // Until cut off: a 503 comes with a body, then the close.
+                    while running.isSet {
+                        _ = client.readAll(timeoutMs: 0)
+                        if client.closedByServer(timeoutMs: 50) { break }
+                    }
+                }
+            }
+        }
+        usleep(500_000)
+        var stored = 0
+        var attempts: [Int] = []
+        for n in 0..<30 {
+            for _ in 0..<10 {
+                let answer = try httpRequest(
+                    "POST",
+                    gateway.base + "/ingest/v1/batches",
+                    headers: ["Authorization": "Bearer " + Self.apiKey, "Content-Type": "application/x-ndjson"],
+                    body: Array(Self.line(String(format: "65f1c2a9e1b2c3d4e5fa%04x", n), device: "N\(n)").utf8)
+                )
+                attempts.append(answer.status)
+                if answer.status == 200 { stored += 1 }
+                guard answer.status == 503 || answer.status == -1 else { break }
+                usleep(100_000)
+            }
+        }
+        running.clear()
+        flood.wait()
+        #expect(stored == 30, "\(attempts)")
+        #expect(attempts.filter { $0 != 200 }.count <= 3, "\(attempts)")
+        #expect(gateway.waitUntilArchived(30))
+        #expect(gateway.agent.terminate() == 0)
+        #expect(gateway.agent.stderr.contains("to make room for a new one from its address"))
+    }
+
 }
 
 @Suite struct HTTPInputConfigTests {

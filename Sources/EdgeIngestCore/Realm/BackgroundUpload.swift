@@ -13,7 +13,7 @@ final class BackgroundUpload: Sendable {
     /// The client-reset handler of the file, shared by every realm on it.
     let resetHandler: ClientResetHandler
     let stop = StopSignal()
-    let wake = StopSignal()
+    let wake = WakeSignal()
     private let thread: Mutex<pthread_t?> = Mutex(nil)
     private let resumer: UInt64
     private let app: App

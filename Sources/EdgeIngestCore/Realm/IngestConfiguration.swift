@@ -150,11 +150,11 @@ public struct IngestConfiguration: Sendable {
 /// section, for the SDK).
 public struct UploadOptions: Sendable {
     /// Records per request. The default is 1000.
-    public var maxRecords = 1000
+    public var maxRecords = UploadDefaults.maxRecords
     /// Uncompressed bytes per request (about). The default is 1 MiB.
-    public var maxBytes = 1 << 20
+    public var maxBytes = UploadDefaults.maxBytes
     /// How long a partial batch waits for more records. The default is 200 ms.
-    public var lingerMilliseconds = 200
+    public var lingerMilliseconds = UploadDefaults.lingerMilliseconds
     /// Retry delays: full jitter between 0 and min(cap, base × 2^attempt).
     public var backoff = Backoff()
     /// Compress request bodies with gzip. The default is false.

@@ -118,7 +118,7 @@ extension IngestRealm {
                     "\(now.queuedRecords) of the \(first.queuedRecords) records queued at open were not uploaded in time\(reason); open with .never to open offline."
                 )
             }
-            upload?.wake.stop()
+            upload?.wake.wake()
             try await Task.sleep(for: .milliseconds(50))
         }
     }

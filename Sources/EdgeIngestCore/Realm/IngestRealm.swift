@@ -174,7 +174,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         let (transaction, result) = try prepare(block)
         if !transaction.records.isEmpty {
             try queue.appendBlocking(transaction.records)
-            upload?.wake.stop()
+            upload?.wake.wake()
         }
         return result
     }
@@ -186,7 +186,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         let (transaction, result) = try prepare(block)
         if !transaction.records.isEmpty {
             try await queue.append(transaction.records)
-            upload?.wake.stop()
+            upload?.wake.wake()
         }
         return result
     }
@@ -230,7 +230,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
                 let reason = uploadState?.reason.map { " (\($0))" } ?? ""
                 throw EdgeIngestError(.offline, "\(pending) records are still pending after \(timeout)\(reason).")
             }
-            upload?.wake.stop()
+            upload?.wake.wake()
             try await Task.sleep(for: .milliseconds(20))
         }
     }

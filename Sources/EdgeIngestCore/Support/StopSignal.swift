@@ -6,7 +6,8 @@ import Glibc
 
 /// A self-pipe that wakes a thread blocked in `poll` when it must stop,
 /// and runs the actions registered with ``onStop(_:)`` for work that is not
-/// in `poll` (a commit waiting for queue space).
+/// in `poll` (a commit waiting for queue space). Once stopped it stays
+/// stopped; a signal that wakes a waiter again and again is ``WakeSignal``.
 package final class StopSignal: Sendable {
     package let readFD: Int32
     private let writeFD: Int32
@@ -48,12 +49,6 @@ package final class StopSignal: Sendable {
             return false
         }
         if now { action() }
-    }
-
-    /// Empties the pipe (when used as a wake-up signal rather than a stop).
-    package func drain() {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
     }
 
     package var isStopped: Bool {

@@ -1,14 +1,22 @@
 import Logging
 
+/// The defaults the agent's `[upload]` and the library's ``UploadOptions``
+/// share: one place for each.
+package enum UploadDefaults {
+    package static let maxRecords = 1000
+    package static let maxBytes = 1 << 20
+    package static let lingerMilliseconds = 200
+}
+
 /// The `[upload]` section: where and how readings stream to the backend.
 public struct UploadSettings: Sendable {
     public var http: HTTPSettings
     /// Records per request. The default is 1000.
-    public var maxRecords = 1000
+    public var maxRecords = UploadDefaults.maxRecords
     /// Uncompressed bytes per request (about). The default is 1 MiB.
-    public var maxBytes = 1 << 20
+    public var maxBytes = UploadDefaults.maxBytes
     /// How long a partial batch may wait for more readings. The default is 200 ms.
-    public var lingerMilliseconds = 200
+    public var lingerMilliseconds = UploadDefaults.lingerMilliseconds
     public var backoff = Backoff()
     /// Transient failures of one batch before its records are moved to the
     /// dead-letter table; 0 retries forever (the default).

@@ -21,7 +21,7 @@ package final class Uploader: Sendable {
     let userAgent: String
     private let resumeGeneration = Atomic<UInt64>(0)
     /// Written by ``resume()`` so a hold wakes at once instead of polling.
-    private let resumeSignal = StopSignal()
+    private let resumeSignal = WakeSignal()
     /// How long an idle uploader (empty queue) waits before looking at the
     /// queue again when no commit woke it: commits always wake it, so this
     /// is only a safety net, kept rare so an idle agent sleeps.
@@ -58,7 +58,7 @@ package final class Uploader: Sendable {
     /// batch is tried at once.
     package func resume() {
         resumeGeneration.add(1, ordering: .sequentiallyConsistent)
-        resumeSignal.stop()
+        resumeSignal.wake()
     }
 
     /// Why processing a lease ended.
@@ -67,7 +67,7 @@ package final class Uploader: Sendable {
     /// Uploads until `stop` fires, then drains for at most the shutdown
     /// timeout. Blocking: run it on its own thread. `wake` is signalled by
     /// producers after each commit.
-    package func run(stop: StopSignal, wake: StopSignal) throws {
+    package func run(stop: StopSignal, wake: WakeSignal) throws {
         let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
         var maxBytes = settings.maxBytes
         logger.log(level: settings.routineLogLevel, "Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
@@ -473,7 +473,7 @@ package final class Uploader: Sendable {
 
     /// Waits for a wake-up (new readings from a committer, or a
     /// ``resume()``), the stop signal, or `milliseconds`.
-    private func waitForWork(wake: StopSignal, stop: StopSignal, milliseconds: Int) -> Readiness {
+    private func waitForWork(wake: WakeSignal, stop: StopSignal, milliseconds: Int) -> Readiness {
         state.expectProgress(within: milliseconds)
         let result = Readiness.wait(fd: wake.readFD, stop: stop, timeoutMs: Int32(max(1, milliseconds)))
         if case .readable = result { wake.drain() }

@@ -20,6 +20,18 @@
 /// client slowed between its connect and its request (a loaded box) is
 /// not the first to give way to a slowloris whose connections are older.
 ///
+/// The per-address share works the same way within the address: clients
+/// behind one NAT share it with whatever else comes from there, so when
+/// an address has its `maxPerAddress` open, its own longest-quiet
+/// untrusted connection past the grace gives way to the newcomer; while
+/// its untrusted ones are all still in their grace the newcomer is
+/// admitted over the share (the server's own limit still applies); only
+/// when all of them are trusted or busy is it refused (503). A flood of
+/// connections that never send valid credentials from a shared address
+/// then cycles its own slots, and a client there that sends its
+/// credentials at once is answered: it is never the one to give way for
+/// the share while it is new.
+///
 /// Pure bookkeeping, used by the event loop's thread only.
 struct HTTPAdmission {
     let maxConnections: Int
@@ -54,7 +66,11 @@ struct HTTPAdmission {
         case admit
         /// Admit after closing this connection (the longest-quiet untrusted one).
         case admitAfterEvicting(Int32)
-        /// Refuse: this address has its `maxPerAddress` connections open.
+        /// Admit after closing this connection from the same address (its
+        /// longest-quiet untrusted one): the address was at its share.
+        case admitAfterEvictingFromAddress(Int32)
+        /// Refuse: this address has its `maxPerAddress` connections open,
+        /// every one trusted, busy or accepted this round.
         case refuseAddress
         /// Refuse: every slot is trusted or busy.
         case refuseFull
@@ -65,16 +81,33 @@ struct HTTPAdmission {
     /// What to do with a new connection from `address`, in the event
     /// loop's round `round`, at `now` (default: long after every admission).
     func decide(address: String, round: UInt64 = 0, now: Int64 = .max) -> Decision {
-        if perAddress[address, default: 0] >= maxPerAddress { return .refuseAddress }
+        if perAddress[address, default: 0] >= maxPerAddress {
+            // Closing one of the address's own frees a slot overall too. Only
+            // one past its grace goes: a client that connected just now has
+            // had no time to send its credentials.
+            let own = { (slot: Slot) in slot.address == address }
+            let pastGrace = { (slot: Slot) in own(slot) && now - slot.admittedAt >= Self.graceMilliseconds }
+            if let fd = victim(round: round, now: now, pastGrace) { return .admitAfterEvictingFromAddress(fd) }
+            // Untrusted ones still in their grace: admit over the share for
+            // now; they give way once it is over (or to the server's limit).
+            guard slots.values.contains(where: { own($0) && !$0.trusted && !$0.busy }) else { return .refuseAddress }
+        }
         guard slots.count >= maxConnections else { return .admit }
-        // Older than the grace first, then the quietest, then the first admitted.
+        return victim(round: round, now: now) { _ in true }.map { .admitAfterEvicting($0) } ?? .refuseFull
+    }
+
+    /// The connection that gives way among those `eligible` says: untrusted,
+    /// not busy, not accepted this round; older than the grace first, then
+    /// the quietest, then the first admitted.
+    private func victim(round: UInt64, now: Int64, _ eligible: (Slot) -> Bool) -> Int32? {
         var victim: (fd: Int32, young: Int, at: Int64, order: UInt64)?
-        for (fd, slot) in slots where !slot.trusted && !slot.busy && (slot.round < round || round == 0) {
+        for (fd, slot) in slots
+        where !slot.trusted && !slot.busy && (slot.round < round || round == 0) && eligible(slot) {
             let young = now - slot.admittedAt < Self.graceMilliseconds ? 1 : 0
             if let v = victim, (v.young, v.at, v.order) <= (young, slot.lastActivityAt, slot.order) { continue }
             victim = (fd, young, slot.lastActivityAt, slot.order)
         }
-        return victim.map { .admitAfterEvicting($0.fd) } ?? .refuseFull
+        return victim?.fd
     }
 
     mutating func admitted(_ fd: Int32, address: String, now: Int64, round: UInt64 = 0) {

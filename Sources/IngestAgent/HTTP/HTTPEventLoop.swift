@@ -149,10 +149,17 @@ final class HTTPEventLoop {
                     ["ingest.peer": "\(connections[victim]?.peer ?? "?")"]
                 )
                 closeConnection(victim)
+            case .admitAfterEvictingFromAddress(let victim):
+                logOnce(
+                    "evicted-address",
+                    "Closed a connection that had not sent valid credentials, to make room for a new one from its address (at max_connections_per_address)",
+                    ["ingest.peer": "\(connections[victim]?.peer ?? "?")"]
+                )
+                closeConnection(victim)
             case .refuseAddress:
                 logOnce(
                     "per-address",
-                    "Refused a connection: its address has max_connections_per_address open",
+                    "Refused a connection: its address has max_connections_per_address open, each with valid credentials or a request under way",
                     ["ingest.peer": "\(peer)"]
                 )
                 refuse(fd, "this address has \(admission.maxPerAddress) connections open; try again")
@@ -415,13 +422,13 @@ final class HTTPEventLoop {
 /// Connections the workers answered, on their way back to the loop: the
 /// list, and a self-pipe that wakes the loop when something is added.
 private final class Handoff: Sendable {
-    let signal = StopSignal()
+    let signal = WakeSignal()
     private let list = Mutex<[(fd: Int32, keepAlive: Bool, trusted: Bool)]>([])
 
     /// `keepAlive`: keep the connection open; `trusted`: the answer trusted the client.
     func give(_ fd: Int32, keepAlive: Bool, trusted: Bool) {
         list.withLock { $0.append((fd, keepAlive, trusted)) }
-        signal.stop()
+        signal.wake()
     }
 
     func take() -> [(fd: Int32, keepAlive: Bool, trusted: Bool)] {

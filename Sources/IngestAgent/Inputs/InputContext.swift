@@ -16,7 +16,7 @@ struct InputContext: Sendable {
     let commitIntervalMilliseconds: Int
     let logger: Logger
     /// Poked after each commit, so the uploader sends new readings at once.
-    var committed: StopSignal? = nil
+    var committed: WakeSignal? = nil
     /// How often an idle input proves it is alive (its heartbeat): see
     /// ``idleHeartbeat(watchdogMicroseconds:)``.
     var idleHeartbeatMilliseconds = InputContext.idleHeartbeat(watchdogMicroseconds: nil)

@@ -11,7 +11,7 @@ import Synchronization
 final class QueueCommitter: Sendable {
     let queue: DurableQueue
     let counters: InputCounters
-    let committed: StopSignal?
+    let committed: WakeSignal?
     let logger: Logger?
     /// Set for inputs whose source sends again what it is not sure we
     /// stored (MQTT): records whose `_id` was received within the window
@@ -35,7 +35,7 @@ final class QueueCommitter: Sendable {
         queue: DurableQueue,
         counters: InputCounters,
         stop: StopSignal,
-        committed: StopSignal? = nil,
+        committed: WakeSignal? = nil,
         logger: Logger? = nil,
         receipt: Receipt? = nil
     ) {
@@ -86,7 +86,7 @@ final class QueueCommitter: Sendable {
                         )
                     }
                     if !waited.withLock({ $0 }) { queueHasRoom() }
-                    if !batch.isEmpty { committed?.stop() }
+                    if !batch.isEmpty { committed?.wake() }
                     if attempt > 0 {
                         counters.update { $0.problem = nil }
                         logger?.notice(

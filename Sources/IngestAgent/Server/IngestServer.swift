@@ -419,7 +419,7 @@ final class IngestServer: HTTPHandler {
                 }
                 s.heartbeatAt = wallClockMilliseconds()
             }
-            if result.accepted > 0 { context.committed?.stop() }
+            if result.accepted > 0 { context.committed?.wake() }
             var fields: [(String, JSONValue)] = [
                 ("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates))),
             ]

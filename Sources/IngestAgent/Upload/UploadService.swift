@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// configured shutdown timeout.
 struct UploadService: Service {
     let uploader: Uploader
-    let wake: StopSignal
+    let wake: WakeSignal
 
     func run() async throws {
         try await runBlockingLoop { [uploader, wake] stop in try uploader.run(stop: stop, wake: wake) }
