@@ -37,6 +37,7 @@ public final class Realm: Sendable, CustomStringConvertible {
     private static let writers = Mutex<[ObjectIdentifier: NSLock]>([:])
 
     /// The write block running now: its thread and the records it created.
+    // Unchecked: `thread` is a plain value; `steps` is touched only by that thread.
     private struct OpenTransaction: @unchecked Sendable {
         let thread: pthread_t
         let steps = Steps()

@@ -18,6 +18,7 @@ extension Realm {
     /// `domain` is `io.edgeingest`; `code` numbers the ``EdgeIngestError/Code``;
     /// ``ingestError`` is the error itself (its `code`, `message`, cause).
     /// Errors thrown by the application's own blocks pass through unchanged.
+    // Unchecked: NSError is immutable once made; this adds only a `let`.
     public final class Error: NSError, @unchecked Sendable {
         /// The EdgeIngest error this reports.
         public let ingestError: EdgeIngestError

@@ -455,6 +455,7 @@ public final class DurableQueue: Sendable {
 final class QueueRegistry: Sendable {
     static let shared = QueueRegistry()
 
+    // Unchecked: `queue` is read and written only under `entries`' lock.
     private final class WeakQueue: @unchecked Sendable {
         weak var queue: DurableQueue?
         let id: ObjectIdentifier

@@ -43,6 +43,7 @@ final class BackgroundUpload: Sendable {
     /// One background upload per queue in the process.
     static let registry = Mutex<[ObjectIdentifier: WeakUpload]>([:])
 
+    // Unchecked: `upload` is read and written only under `registry`'s lock.
     final class WeakUpload: @unchecked Sendable {
         weak var upload: BackgroundUpload?
         init(_ upload: BackgroundUpload) { self.upload = upload }

@@ -22,6 +22,7 @@ import Darwin
 ///     batches.map { .success($0.count) }  // one transaction for all
 /// }
 /// ```
+// Unchecked: every var is read and written only under `mutex`.
 package final class CommitGroups<Request, Outcome>: @unchecked Sendable {
     /// Requests in one group at the most.
     package let maxGroup: Int

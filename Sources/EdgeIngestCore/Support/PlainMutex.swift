@@ -17,6 +17,7 @@ import Darwin
 /// let counter = PlainMutex(0)
 /// counter.withLock { $0 += 1 }
 /// ```
+// Unchecked: `value` is reached only through withLock, under the pthread mutex.
 package final class PlainMutex<Value: ~Copyable>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value

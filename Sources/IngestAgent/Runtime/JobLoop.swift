@@ -24,6 +24,7 @@ import Glibc
 ///   thread does not block on it at once.
 ///
 /// `Item` is `UnownedJob` in the executors; tests use plain values.
+// Unchecked: every var is read and written only under `mutex`.
 final class JobLoop<Item>: @unchecked Sendable {
     /// How many hops (an item queuing the next) timer-started work stays on
     /// its thread before what it queues is shared like any other work: the

@@ -9,6 +9,7 @@ import Glibc
 /// The main actor's executor in ingestd (``AgentExecutors``): the process's
 /// main thread, serving its own queue in ``run()`` and sleeping when it is
 /// empty.
+// Unchecked: its state is the `JobLoop` (its own lock) and a constant thread id.
 package final class MainThreadExecutor: MainExecutor, SchedulingExecutor, @unchecked Sendable {
     private let loop = JobLoop<UnownedJob>()
     /// The thread that created the executor: the main thread, because

@@ -38,12 +38,12 @@ final class IngestServer: HTTPHandler {
         self.tokens = tokens
     }
 
-    private var inputName: String { context.settings.name }
-    private var counters: InputCounters { context.counters }
-    private var logger: Logger { context.logger }
-    private var queue: DurableQueue { context.queue }
+    var inputName: String { context.settings.name }
+    var counters: InputCounters { context.counters }
+    var logger: Logger { context.logger }
+    var queue: DurableQueue { context.queue }
     /// Batches from clients with a newer schema version get a client reset.
-    private var schemaVersion: Int64 { context.queue.configuration.schemaVersion }
+    var schemaVersion: Int64 { context.queue.configuration.schemaVersion }
 
     func respond(to request: HTTPRequest, peer: String) -> HTTPServerResponse {
         loginLog.flushExpired()
@@ -182,7 +182,7 @@ final class IngestServer: HTTPHandler {
     }
 
     /// The quota in words, for the 429's message.
-    private var quotaText: String {
+    var quotaText: String {
         [
             settings.quotaRecordsPerSecond.map { "\($0) records/s" },
             settings.quotaBytesPerSecond.map { "\($0) bytes/s" },
@@ -192,7 +192,7 @@ final class IngestServer: HTTPHandler {
     /// Who may write with this request: nil when nobody (no valid
     /// credentials); else the tenant its records belong to — nil inside
     /// when the server has no accounts.
-    private func writer(of request: HTTPRequest) -> Tenant? {
+    func writer(of request: HTTPRequest) -> Tenant? {
         // Mutual TLS: a client whose certificate the CA signed is its own account.
         if request.bearerToken == nil, settings.tlsClientCAFile != nil, let name = request.clientCertificateName {
             return Tenant(id: "cert-" + name)
@@ -214,231 +214,6 @@ final class IngestServer: HTTPHandler {
     }
 
     // MARK: Batches
-
-    private func receiveBatch(_ request: HTTPRequest, peer: String) -> HTTPServerResponse {
-        guard let tenant = writer(of: request) else {
-            return .error(
-                401,
-                "unauthorized",
-                "send a valid access token (Authorization: Bearer …)",
-                headers: [("WWW-Authenticate", "Bearer")]
-            )
-        }
-        if let version = request.header("edgeingest-protocol"), version != "1" {
-            return .error(501, "protocol_version", "this server speaks EdgeIngest-Protocol 1, not \(quoted(version))")
-        }
-        if let text = request.header("edgeingest-schema-version") {
-            guard let version = Int64(text), version >= 0 else {
-                return .error(400, "bad_header", "EdgeIngest-Schema-Version must be a non-negative integer")
-            }
-            if version > schemaVersion {
-                return clientReset(
-                    "schema_too_new",
-                    recoverable: false,
-                    log: "the client's schema version \(version) is newer than this server's \(schemaVersion)",
-                    peer: peer
-                )
-            }
-        }
-        var session: (nonce: String, epoch: Int64)?
-        if let text = request.header("edgeingest-session") {
-            guard let dash = text.lastIndex(of: "-"), let epoch = Int64(text[text.index(after: dash)...]),
-                !text[..<dash].isEmpty, text.utf8.count <= 128
-            else {
-                return .error(400, "bad_header", "EdgeIngest-Session must be '<nonce>-<epoch>'")
-            }
-            session = (String(text[..<dash]), epoch)
-        }
-        // An account in debt is refused before its body is decompressed or parsed.
-        if case .wait(let seconds, let log) = quotas.check(tenant: tenant.id ?? "", now: monotonicSeconds()) {
-            counters.update { $0.throttledBatches = ($0.throttledBatches ?? 0) + 1 }
-            if log {
-                logger.warning(
-                    "An account sends more than its quota; its batches are answered 429 until it slows down (logged once a minute per account)",
-                    metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
-                        "ingest.account": "\(tenant.id ?? "-")", "ingest.retry_after_s": "\(seconds)",
-                    ]
-                )
-            }
-            return .error(
-                429,
-                "quota_exceeded",
-                "this account sent more than its quota (\(quotaText)): try again in \(seconds) s",
-                headers: [("Retry-After", String(seconds))]
-            )
-        }
-        let body: [UInt8]
-        switch request.header("content-encoding")?.lowercased() {
-        case nil, "identity":
-            body = request.body
-        case "gzip":
-            do {
-                body = try Gzip.decompress(request.body, limit: settings.limits.maxBodyBytes)
-            } catch is Gzip.OutputTooLarge {
-                return .error(
-                    413,
-                    "too_large",
-                    "the body decompresses to more than max_body_bytes (\(settings.limits.maxBodyBytes))"
-                )
-            } catch {
-                return .error(400, "bad_gzip", "the gzip body is damaged")
-            }
-        case let other?:
-            return .error(
-                415,
-                "unsupported_encoding",
-                "Content-Encoding \(quoted(other)) is not supported: send gzip or identity"
-            )
-        }
-        // A bound on records as on bytes: a 2 KiB gzip body of newlines would
-        // otherwise cost a million rejections in the answer and the log.
-        let recordType = request.header("edgeingest-record-type") ?? context.settings.type
-        var batch: EncodedBatch
-        var rejections: [BatchDecoder.Rejection]
-        do {
-            if let field = settings.ownerField, let owner = tenant.id {
-                // Records the server edits (fills in the owner) are decoded, then encoded.
-                var records: [Record]
-                (records, rejections) = try decoder.decode(
-                    body,
-                    recordType: recordType,
-                    maxRecords: Self.maxRecordsPerBatch
-                )
-                (records, rejections) = Self.owned(records, rejections: rejections, by: owner, field: field)
-                batch = try EncodedBatch(records: records, types: decoder.typesByName, queueName: inputName)
-            } else {
-                (batch, rejections) = try decoder.encode(
-                    body,
-                    recordType: recordType,
-                    maxRecords: Self.maxRecordsPerBatch
-                )
-            }
-        } catch is BatchDecoder.TooManyRecords {
-            return .error(
-                413,
-                "too_many_records",
-                "at most \(Self.maxRecordsPerBatch) records per batch: send smaller batches"
-            )
-        } catch {
-            // The decoder's types are the queue's: a type it refuses is a bug here, not the client's.
-            logger.error(
-                "Could not encode a received batch",
-                metadata: ["ingest.input": "\(inputName)", "error": "\(error)"]
-            )
-            return .error(500, "storage", "this server could not store the batch; try again later")
-        }
-        // Every line counts, stored or refused (owner refusals move lines, not add them).
-        quotas.charge(tenant: tenant.id ?? "", records: batch.count + rejections.count, bytes: body.count)
-        let rejectedByReason = rejections.reduce(into: [String: Int64]()) { $0[$1.reason, default: 0] += 1 }
-        let outcome: ReceiveOutcome
-        do {
-            outcome = try queue.receive(
-                batch,
-                receipt: Receipt(
-                    dedupWindowMilliseconds: settings.dedupWindowSeconds * 1000,
-                    session: session,
-                    tenant: tenant.id
-                ),
-                counters: rejectedByReason.reduce(into: [:]) { $0["rejected." + $1.key] = $1.value }
-            )
-        } catch let error as EdgeIngestError where error.code == .queueFull {
-            return .error(413, "too_large", "the batch can never fit this server's queue bound: send smaller batches")
-        } catch let error as EdgeIngestError where error.code == .diskFull {
-            logger.error(
-                "The queue's disk is full; answering batches 503 until space returns",
-                metadata: ["ingest.input": "\(inputName)"]
-            )
-            return .error(
-                503,
-                "disk_full",
-                "this server's disk is full; try again later",
-                headers: [("Retry-After", "10")]
-            )
-        } catch {
-            logger.error(
-                "Could not commit a received batch",
-                metadata: ["ingest.input": "\(inputName)", "error": "\(error)"]
-            )
-            return .error(500, "storage", "this server could not store the batch; try again later")
-        }
-        switch outcome {
-        case .queueFull:
-            counters.update { $0.problem = "the queue is full; batches are answered 503 until uploads free space" }
-            return .error(
-                503,
-                "queue_full",
-                "this server's queue is full; try again later",
-                headers: [("Retry-After", "5")]
-            )
-        case .staleSession(let seen):
-            return clientReset(
-                "session_superseded",
-                recoverable: true,
-                log:
-                    "the client's session epoch \(session?.epoch ?? 0) is older than \(seen), already seen (a client restored from a backup?)",
-                peer: peer
-            )
-        case .stored(let result):
-            var rejections = rejections
-            var rejectedByReason = rejectedByReason
-            if !result.conflicts.isEmpty {
-                rejections = Self.adding(conflicts: result.conflicts, of: batch, to: rejections)
-                rejectedByReason["duplicate_id", default: 0] += Int64(result.conflicts.count)
-            }
-            for rejection in rejections.prefix(Self.loggedRejectionsPerBatch) {
-                logger.warning(
-                    "Rejected a received record",
-                    metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
-                        "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
-                        "ingest.index": "\(rejection.index)", "ingest.reason": "\(rejection.reason)",
-                        "ingest.detail": "\(rejection.message)",
-                    ]
-                )
-            }
-            if rejections.count > Self.loggedRejectionsPerBatch {
-                logger.warning(
-                    "Rejected more records of the same batch (not logged one by one; the answer lists them, status counts them)",
-                    metadata: [
-                        "ingest.input": "\(inputName)", "ingest.peer": "\(peer)",
-                        "ingest.batch": "\(request.header("idempotency-key").map(quoted) ?? "-")",
-                        "ingest.more": "\(rejections.count - Self.loggedRejectionsPerBatch)",
-                    ]
-                )
-            }
-            let lines = Int64(batch.count + rejections.count)
-            counters.update { s in
-                s.problem = nil
-                s.linesRead += lines
-                s.accepted += Int64(result.accepted)
-                s.duplicates = (s.duplicates ?? 0) + Int64(result.duplicates)
-                for (reason, n) in rejectedByReason {
-                    s.rejected += n
-                    s.rejectedByReason[reason, default: 0] += n
-                }
-                s.heartbeatAt = wallClockMilliseconds()
-            }
-            if result.accepted > 0 { context.committed?.wake() }
-            var fields: [(String, JSONValue)] = [
-                ("accepted", .int(Int64(result.accepted))), ("duplicate", .int(Int64(result.duplicates))),
-            ]
-            if result.droppedIncoming > 0 { fields.append(("dropped", .int(Int64(result.droppedIncoming)))) }
-            if !rejections.isEmpty {
-                fields.append(
-                    (
-                        "rejected",
-                        .array(
-                            rejections.map {
-                                .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))])
-                            }
-                        )
-                    )
-                )
-            }
-            return .json(200, object: fields)
-        }
-    }
 
     /// The records with `field` set to `owner` where they had none, and
     /// those naming another owner refused (`owner_mismatch`), by line as
@@ -522,18 +297,4 @@ final class IngestServer: HTTPHandler {
 
     /// Rejections logged one by one per batch; the rest in one line.
     static let loggedRejectionsPerBatch = 10
-
-    private func clientReset(_ reason: String, recoverable: Bool, log: String, peer: String) -> HTTPServerResponse {
-        logger.warning(
-            "Told a client to reset",
-            metadata: [
-                "ingest.input": "\(inputName)", "ingest.peer": "\(peer)", "ingest.reason": "\(reason)",
-                "ingest.detail": "\(log)",
-            ]
-        )
-        return .json(
-            409,
-            ["error": .string("client_reset_required"), "reason": .string(reason), "recoverable": .bool(recoverable)]
-        )
-    }
 }

@@ -11,6 +11,8 @@ import Glibc
 ///
 /// Only the calls the sink needs, with the C signatures of mosquitto.h
 /// 2.0 (`libmosquitto.so.1`; Debian 12 ships 2.0.11).
+// Unchecked: immutable C function pointers, set once by dlopen/dlsym;
+// libmosquitto's calls are thread-safe per client, and a client is one sink's.
 package struct LibMosquitto: @unchecked Sendable {
     package typealias Client = OpaquePointer
     package typealias Properties = OpaquePointer

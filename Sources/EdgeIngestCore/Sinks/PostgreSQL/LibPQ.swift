@@ -15,6 +15,8 @@ import Darwin
 /// Only the calls the sink needs, with the C signatures of libpq-fe.h
 /// (`libpq.so.5`; the connection sets `tcp_user_timeout`, which needs the
 /// libpq of PostgreSQL 12 or later — Debian 11 ships 13, Debian 12 ships 15).
+// Unchecked: immutable C function pointers, set once by dlopen/dlsym; libpq
+// is thread-safe per connection, and a connection is one sink's.
 struct LibPQ: @unchecked Sendable {
     typealias Connection = OpaquePointer
     typealias Result = OpaquePointer
