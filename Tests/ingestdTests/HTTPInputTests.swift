@@ -114,6 +114,35 @@ import Glibc
         )
     }
 
+    /// Sends `count` one-reading batches with a valid key, each sent again
+    /// (up to 10 times, 100 ms apart) after a 503 or a connection closed
+    /// unanswered (-1), as an uploader does. Returns the batches stored and
+    /// every attempt's status.
+    static func sendUntilStored(
+        _ count: Int,
+        to gateway: Gateway,
+        idPrefix: String,
+        device: String
+    ) throws -> (stored: Int, attempts: [Int]) {
+        var stored = 0
+        var attempts: [Int] = []
+        for n in 0..<count {
+            for _ in 0..<10 {
+                let answer = try httpRequest(
+                    "POST",
+                    gateway.base + "/ingest/v1/batches",
+                    headers: ["Authorization": "Bearer " + apiKey, "Content-Type": "application/x-ndjson"],
+                    body: Array(line(idPrefix + String(format: "%04x", n), device: "\(device)\(n)").utf8)
+                )
+                attempts.append(answer.status)
+                if answer.status == 200 { stored += 1 }
+                guard answer.status == 503 || answer.status == -1 else { break }
+                usleep(100_000)
+            }
+        }
+        return (stored, attempts)
+    }
+
     @Test func anotherIngestdLogsInWithAnAPIKeyAndEveryReadingIsArchivedOnce() throws {
         let gateway = try Gateway()
         let keys = try TemporaryDirectory()
@@ -629,23 +658,12 @@ import Glibc
             }
         }
         usleep(500_000)
-        // The client sends again after a 503 (busy) or a closed connection, as an uploader does.
-        var stored = 0
-        var attempts: [Int] = []
-        for n in 0..<45 {
-            for _ in 0..<10 {
-                let answer = try httpRequest(
-                    "POST",
-                    gateway.base + "/ingest/v1/batches",
-                    headers: ["Authorization": "Bearer " + Self.apiKey, "Content-Type": "application/x-ndjson"],
-                    body: Array(Self.line(String(format: "65f1c2a9e1b2c3d4e5f9%04x", n), device: "L\(n)").utf8)
-                )
-                attempts.append(answer.status)
-                if answer.status == 200 { stored += 1 }
-                guard answer.status == 503 || answer.status == -1 else { break }
-                usleep(100_000)
-            }
-        }
+        let (stored, attempts) = try Self.sendUntilStored(
+            45,
+            to: gateway,
+            idPrefix: "65f1c2a9e1b2c3d4e5f9",
+            device: "L"
+        )
         running.clear()
         attackers.wait()
         // Every batch stored; few attempts turned away (503) or closed unanswered (-1).
@@ -681,22 +699,12 @@ import Glibc
             }
         }
         usleep(500_000)
-        var stored = 0
-        var attempts: [Int] = []
-        for n in 0..<30 {
-            for _ in 0..<10 {
-                let answer = try httpRequest(
-                    "POST",
-                    gateway.base + "/ingest/v1/batches",
-                    headers: ["Authorization": "Bearer " + Self.apiKey, "Content-Type": "application/x-ndjson"],
-                    body: Array(Self.line(String(format: "65f1c2a9e1b2c3d4e5fa%04x", n), device: "N\(n)").utf8)
-                )
-                attempts.append(answer.status)
-                if answer.status == 200 { stored += 1 }
-                guard answer.status == 503 || answer.status == -1 else { break }
-                usleep(100_000)
-            }
-        }
+        let (stored, attempts) = try Self.sendUntilStored(
+            30,
+            to: gateway,
+            idPrefix: "65f1c2a9e1b2c3d4e5fa",
+            device: "N"
+        )
         running.clear()
         flood.wait()
         #expect(stored == 30, "\(attempts)")

@@ -9,29 +9,14 @@ import Glibc
 /// in `poll` (a commit waiting for queue space). Once stopped it stays
 /// stopped; a signal that wakes a waiter again and again is ``WakeSignal``.
 package final class StopSignal: Sendable {
-    package let readFD: Int32
-    private let writeFD: Int32
+    private let pipe = SelfPipe()
+    package var readFD: Int32 { pipe.readFD }
     private let actions = Mutex<(stopped: Bool, pending: [@Sendable () -> Void])>((false, []))
 
-    package init() {
-        var fds: [Int32] = [-1, -1]
-        _ = pipe(&fds)
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-        }
-        readFD = fds[0]
-        writeFD = fds[1]
-    }
-
-    deinit {
-        close(readFD)
-        close(writeFD)
-    }
+    package init() {}
 
     package func stop() {
-        var byte: UInt8 = 1
-        _ = write(writeFD, &byte, 1)
+        pipe.poke()
         let run = actions.withLock { actions in
             actions.stopped = true
             defer { actions.pending = [] }

@@ -15,12 +15,30 @@ import Glibc
 /// }
 /// ```
 package final class WakeSignal: Sendable {
-    package let readFD: Int32
+    private let pipe = SelfPipe()
+    package var readFD: Int32 { pipe.readFD }
+
+    package init() {}
+
+    /// Wakes the waiter (a full pipe already says so: the write may fail).
+    package func wake() { pipe.poke() }
+
+    /// Empties the pipe once the waiter woke.
+    package func drain() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+}
+
+/// A non-blocking, close-on-exec pipe whose read end `poll` watches: the
+/// one thing ``StopSignal`` and ``WakeSignal`` share. Closed with its owner.
+final class SelfPipe: Sendable {
+    let readFD: Int32
     private let writeFD: Int32
 
-    package init() {
+    init() {
         var fds: [Int32] = [-1, -1]
-        _ = pipe(&fds)
+        _ = Glibc.pipe(&fds)
         for fd in fds {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
@@ -34,15 +52,9 @@ package final class WakeSignal: Sendable {
         close(writeFD)
     }
 
-    /// Wakes the waiter (a full pipe already says so: the write may fail).
-    package func wake() {
+    /// Makes the read end readable.
+    func poke() {
         var byte: UInt8 = 1
         _ = write(writeFD, &byte, 1)
-    }
-
-    /// Empties the pipe once the waiter woke.
-    package func drain() {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
     }
 }
