@@ -67,7 +67,7 @@ enum AgentStateLocator {
         guard let text = try? readSmallTextFile(statusPath, limit: FileLimits.small),
             let status = try? AgentStatus.decode(text)
         else { return false }
-        return status.state != "stopped" && kill(status.pid, 0) == 0
+        return status.state != .stopped && kill(status.pid, 0) == 0
     }
 }
 

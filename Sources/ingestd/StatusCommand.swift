@@ -82,10 +82,10 @@ struct StatusCommand: IngestdCommand {
             printError("The status file '\(statusPath)' is not readable: \(error).")
             throw ExitCodes.notRunning
         }
-        let running = status.state != "stopped" && kill(status.pid, 0) == 0
-        if !running && status.state != "stopped" { status.state = "stopped" }
+        let running = status.state != .stopped && kill(status.pid, 0) == 0
+        if !running && status.state != .stopped { status.state = .stopped }
         if running, let stale = Self.staleness(of: status, now: wallClockMilliseconds()) {
-            status.state = "not_responding"
+            status.state = .notResponding
             status.problem = stale
         }
         if json {
@@ -94,7 +94,7 @@ struct StatusCommand: IngestdCommand {
             printHuman(status, running: running)
         }
         if !running { throw ExitCodes.notRunning }
-        if status.state == "error" || status.problem != nil { throw ExitCodes.unhealthy }
+        if status.state == .error || status.problem != nil { throw ExitCodes.unhealthy }
     }
 
     /// Why a running agent's status file is too old to trust, or nil: the

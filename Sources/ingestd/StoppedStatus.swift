@@ -14,7 +14,7 @@ func refreshStoppedStatus(_ configuration: AgentConfiguration, queue: DurableQue
         .flatMap { try? AgentStatus.decode($0) }
     guard let statistics = try? queue.statistics() else { return }
     var status = AgentStatus(
-        state: "stopped",
+        state: .stopped,
         statistics: statistics,
         inputs: previous?.inputs ?? [],
         pid: previous?.pid ?? getpid()  // state "stopped": the pid is not used to tell if it runs

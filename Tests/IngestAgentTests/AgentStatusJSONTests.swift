@@ -27,7 +27,7 @@ import Testing
         input.throttledBatches = 4
         input.tlsCertificateExpiresAt = "2099-01-01T00:00:00.000Z"
         var status = AgentStatus(
-            state: "backing_off",
+            state: .backingOff,
             statistics: .empty,
             inputs: [input, InputCounters.Snapshot(name: "stdin", kind: "stdin")],
             pid: 4242,
@@ -74,7 +74,7 @@ import Testing
 
     @Test(arguments: [true, false])
     func theStatusIsTheDocumentCodableWrites(sparse: Bool) throws {
-        let status = sparse ? AgentStatus(state: "idle", statistics: .empty, inputs: [], pid: 1) : Self.full()
+        let status = sparse ? AgentStatus(state: .idle, statistics: .empty, inputs: [], pid: 1) : Self.full()
         for pretty in [true, false] {
             #expect(try foundation(status.json(pretty: pretty)) == (try foundation(codable(status))))
         }
@@ -179,7 +179,7 @@ import Testing
                     + "\n  input stdin: 0 lines, 0 accepted, 0 rejected",
             ]
         )
-        let quiet = AgentStatus(state: "idle", statistics: .empty, inputs: [], pid: 1).textLines
+        let quiet = AgentStatus(state: .idle, statistics: .empty, inputs: [], pid: 1).textLines
         #expect(
             quiet == [
                 "  queued:   0 records, 0 bytes", "  accepted: 0", "  rejected: 0", "  uploaded: 0", "  dropped:  0",

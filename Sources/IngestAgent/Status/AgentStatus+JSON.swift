@@ -31,16 +31,17 @@ extension AgentStatus {
         ),
         Field(
             key: K.state.stringValue,
-            write: { .string($0.state) },
-            read: { $0.state = try $1.string(K.state.stringValue) },
+            write: { .string($0.state.rawValue) },
+            read: { $0.state = AgentState(rawValue: try $1.string(K.state.stringValue)) },
             metrics: [
                 MetricFamily(
                     name: "ingestd_state",
                     kind: .gauge,
                     help: "1 for the agent's current state (the uploader's phase, or stopped); 0 for the others."
                 ) { s in
-                    (stateNames.contains(s.state) ? stateNames : stateNames + [s.state]).map {
-                        .init(labels: [("state", $0)], value: $0 == s.state ? 1 : 0)
+                    let listed = AgentState.listed
+                    return (listed.contains(s.state) ? listed : listed + [s.state]).map {
+                        .init(labels: [("state", $0.rawValue)], value: $0 == s.state ? 1 : 0)
                     }
                 }
             ]
@@ -226,11 +227,6 @@ extension AgentStatus {
 
     private typealias K = CodingKeys
 
-    /// The states `ingestd_state` always lists (an unknown one is added).
-    private static let stateNames = [
-        "idle", "uploading", "backing_off", "error", "waiting_for_user", "client_reset", "stopped",
-    ]
-
     /// `/metrics`: every counter and gauge of the status.
     public var prometheusText: String { Self.fields.prometheusText(of: self) }
 
@@ -244,7 +240,7 @@ extension AgentStatus {
     var jsonValue: JSONValue { Self.fields.json(of: self) }
 
     init(json: JSONValue) throws {
-        self.init(state: "", statistics: .empty, inputs: [], pid: 1)
+        self.init(state: AgentState(rawValue: ""), statistics: .empty, inputs: [], pid: 1)
         try Self.fields.read(json, into: &self, place: "the status")
     }
 

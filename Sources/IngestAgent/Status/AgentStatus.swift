@@ -7,7 +7,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     /// The uploader's state — idle, uploading, backing_off, waiting_for_user,
     /// client_reset, error — or stopped (written at exit). See `openState`
     /// for the AsyncOpen view of it.
-    public var state: String
+    public var state: AgentState
     public var pid: Int32
     public var updatedAt: String
     /// The seeds' AsyncOpen state of the agent's queue and session:
@@ -97,7 +97,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
     public init(
-        state: String,
+        state: AgentState,
         statistics: QueueStatistics,
         inputs: [InputCounters.Snapshot],
         pid: Int32,

@@ -72,8 +72,8 @@ struct MetricsHandler: HTTPHandler {
     /// Why the agent is not delivering, or nil when it is: the status's
     /// problem (``StatusService/deliveryProblem(_:)`` among them).
     static func notReady(_ status: AgentStatus) -> String? {
-        if status.state == "waiting_for_user" || (status.state == "error" && status.uploadReason != nil) {
-            return "uploading is held: \(status.uploadReason ?? status.state)"
+        if status.state == .waitingForUser || (status.state == .error && status.uploadReason != nil) {
+            return "uploading is held: \(status.uploadReason ?? status.state.rawValue)"
         }
         return status.problem
     }

@@ -100,15 +100,15 @@ struct StatusService: Service {
 
     /// Writes the final status at exit (state "stopped").
     func writeFinalStatus() {
-        let status = currentStatus(state: "stopped")
+        let status = currentStatus(state: .stopped)
         writeStatus(status)
         logStats(status)
     }
 
     /// The running agent's status now (what status.json gets next).
-    func liveStatus() -> AgentStatus { currentStatus(state: (upload?.snapshot.state ?? .idle).name) }
+    func liveStatus() -> AgentStatus { currentStatus(state: AgentState(upload?.snapshot.state ?? .idle)) }
 
-    func currentStatus(state: String) -> AgentStatus {
+    func currentStatus(state: AgentState) -> AgentStatus {
         do {
             let statistics = try queue.statistics()
             var status = AgentStatus(
@@ -142,7 +142,7 @@ struct StatusService: Service {
             return status
         } catch {
             return AgentStatus(
-                state: "error",
+                state: .error,
                 statistics: .empty,
                 inputs: inputs.map(\.snapshot),
                 pid: getpid(),
@@ -154,8 +154,8 @@ struct StatusService: Service {
     /// Why readings are not being delivered, if they are not: uploads held
     /// (waiting for the user, refused), or a backlog older than the bound.
     func deliveryProblem(_ status: AgentStatus) -> String? {
-        if status.state == UploadPhase.waitingForUser.name || status.state == UploadPhase.clientReset.name {
-            return "uploads are held: \(status.uploadReason ?? status.state)"
+        if status.state == .waitingForUser || status.state == .clientReset {
+            return "uploads are held: \(status.uploadReason ?? status.state.rawValue)"
         }
         guard unhealthyAfter.seconds > 0, let age = status.oldestAgeWholeSeconds, age > unhealthyAfter.seconds
         else { return nil }
