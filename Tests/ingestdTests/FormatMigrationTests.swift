@@ -69,4 +69,35 @@ import Testing
         #expect(status["accepted_total"] as? Int == 131)
         #expect(status["received_duplicates_total"] as? Int == 50)
     }
+
+    /// A damaged file of the previous format is rebuilt too, into this one:
+    /// what can be read is kept (the gateway's groups and session among it),
+    /// what cannot is counted, and the result verifies.
+    @Test func aDamagedFileOfThePreviousFormatIsRebuiltIntoThisOne() throws {
+        let fixture = try AgentFixture(
+            "[upload]\nurl = \"http://127.0.0.1:9/nobody\"\n",
+            queue: "schema_version = 1\n"
+        )
+        try FileManager.default.createDirectory(atPath: fixture.stateDirectory, withIntermediateDirectories: true)
+        let queue = fixture.stateDirectory + "/queue.sqlite"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: Self.fixture))
+        // A flipped bit in the header's format number (3 → 1: a higher one
+        // would be taken for a newer version's file) and a torn last page.
+        bytes[63] ^= 0x02
+        bytes = bytes.prefix(bytes.count - 1000)
+        try bytes.write(to: URL(fileURLWithPath: queue))
+        let repair = try fixture.run(["repair"])
+        #expect(repair.status == 65, "\(repair.stdout)\(repair.stderr)")
+        #expect(repair.stdout.contains("rebuilt the file from what could be read"), "\(repair.stdout)")
+        #expect(try sqlite3(queue, "PRAGMA user_version") == "4")
+        let verify = try fixture.run(["verify"])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        // Every reading the file held is queued, or counted as lost.
+        let status = try fixture.status()
+        let queued = status["queued_records"] as? Int ?? -1
+        let dropped = (status["dropped_by_reason"] as? [String: Int])?["damaged"] ?? 0
+        let quarantined = status["quarantined_records"] as? Int ?? 0
+        #expect(queued + dropped + quarantined == 130, "\(status)")
+        #expect(queued > 0)
+    }
 }

@@ -154,6 +154,17 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private static func migrate(_ db: SQLiteConnection) throws {
         let version = try db.integer("PRAGMA user_version")
         guard version < QueueFormat.currentVersion else { return }
+        // A format number lower than the tables say (a flipped bit, a zeroed
+        // header): migrating would fail half-way ("table … already exists").
+        // It is damage, which `ingestd repair` (and `run`) rebuild by the
+        // format the tables have.
+        let hasTables = try db.integer("SELECT count(*) FROM sqlite_master") > 0
+        if hasTables, let tables = QueueSchemaCheck.inferredVersion(of: db), tables > version {
+            throw EdgeIngestError(
+                .queueCorrupt,
+                "The queue file '\(db.displayName)' is damaged: its header says format \(version), but its tables are format \(tables)'s. Stop the agent and run `ingestd repair` (it keeps a copy and puts the header back)."
+            )
+        }
         try db.transaction {
             for step in Int(version)..<QueueFormat.migrations.count {
                 try db.execute(QueueFormat.migrations[step])
