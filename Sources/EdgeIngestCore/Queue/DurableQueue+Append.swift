@@ -172,6 +172,8 @@ extension DurableQueue {
             try state.withLock { state in
                 let store = try state.openStore(configuration.location.description)
                 let now = wallClockMilliseconds()
+                // Before the transaction: a rollback must not take it.
+                try store.recordClockOffsetIfSynchronised(now: now)
                 let received = try requests.contains { $0.receipt != nil } ? store.receivedIDs(now: now) : nil
                 var queued = (records: state.queuedRecords, bytes: state.queuedBytes)
                 let leaseEnd = state.lease?.lastSegmentID ?? 0

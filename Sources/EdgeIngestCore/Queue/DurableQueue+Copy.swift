@@ -81,6 +81,7 @@ extension DurableQueue {
             var oldest: Int64?
             var damaged: [(Int64, String)] = []
             try store.db.transaction {
+                try store.copyBoots(from: source)
                 try source.scanSegments { row in
                     if let problem = row.damage {
                         guard !refuseDamage else {

@@ -65,7 +65,9 @@
 //                                     several sinks: no version writes it yet.
 // boots — boot → boot_id (16 bytes), first_seen_at; offset_ms and
 //   synchronised_at once the wall clock was known synchronised in that
-//   boot (wall time = accepted_boottime + offset_ms).
+//   boot (wall time = accepted_boottime + offset_ms). Written when a store
+//   opens for writing and before an append's transaction (never inside
+//   one); a copy brings the rows of the boots it copies.
 // sinks, sink_progress, dead_letters.sink — reserved for several sinks:
 //   a sink's id and name, and how far a sink is ahead of a segment's
 //   common acknowledged prefix. Empty/NULL in every file written so far.

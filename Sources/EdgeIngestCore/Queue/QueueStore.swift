@@ -11,10 +11,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private let selectFrom: SQLiteStatement
     private let selectHeads: SQLiteStatement
     private let insertDeadLetter: SQLiteStatement
-    private let insertBoot: SQLiteStatement
     private let setBootOffset: SQLiteStatement
-    /// Boots already in the `boots` table, and whether their offset is known.
-    private var knownBoots: [Int64: Bool] = [:]
+    /// Whether this boot's wall-clock offset is in `boots` (written once the
+    /// clock is first seen synchronised: ``recordClockOffsetIfSynchronised(now:)``).
+    private var bootOffsetRecorded = false
     /// Set when the queue was opened with an encryption key: payloads are
     /// sealed on the way in and opened on the way out; nothing else changes.
     var cipher: PayloadCipher?
@@ -87,9 +87,6 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             // the segment a migration replaces in place (order kept).
             "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum, boot, accepted_boottime, clock) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8, ?11, ?12, ?13)"
         )
-        insertBoot = try db.prepare(
-            "INSERT INTO boots(boot, boot_id, first_seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(boot) DO NOTHING"
-        )
         setBootOffset = try db.prepare(
             "UPDATE boots SET offset_ms = ?2, synchronised_at = ?3 WHERE boot = ?1 AND offset_ms IS NULL"
         )
@@ -110,6 +107,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         selectHeads = try db.prepare(
             "SELECT id, record_count - consumed, payload_bytes - consumed_bytes FROM segments WHERE id > ?1 ORDER BY id"
         )
+        if !readOnly { try recordBoot(now: wallClockMilliseconds()) }
     }
 
     private static func configure(_ db: SQLiteConnection, isFile: Bool, durability: Durability) throws {
@@ -442,7 +440,6 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
 
     func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64) throws {
         let acceptance = Acceptance.now()
-        try note(acceptance, wallClock: enqueuedAt)
         try run.ids.withUnsafeBytes { ids in
             try run.payload.withUnsafeBytes { payload in
                 try insertSegment(
@@ -458,27 +455,53 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         }
     }
 
-    /// Puts the boot of `acceptance` into `boots` the first time this
-    /// store sees it, and its wall-clock offset the first time the clock
-    /// is synchronised in it.
-    private func note(_ acceptance: Acceptance, wallClock: Int64) throws {
-        let known = knownBoots[acceptance.boot]
-        guard known != true else { return }
-        if known == nil, acceptance.boot == BootIdentity.current.key {
-            defer { insertBoot.reset() }
-            insertBoot.bind(1, acceptance.boot)
-            try BootIdentity.current.bytes.withUnsafeBytes { insertBoot.bind(2, blob: $0) }
-            insertBoot.bind(3, wallClock)
-            try insertBoot.step()
+    /// This boot's row in `boots`, in its own statement (not in an append's
+    /// transaction, so no rollback can take it): when the store opens for
+    /// writing.
+    private func recordBoot(now: Int64) throws {
+        let insert = try db.prepare(
+            "INSERT INTO boots(boot, boot_id, first_seen_at) VALUES(?1, ?2, ?3) ON CONFLICT(boot) DO NOTHING"
+        )
+        insert.bind(1, BootIdentity.current.key)
+        try BootIdentity.current.bytes.withUnsafeBytes { insert.bind(2, blob: $0) }
+        insert.bind(3, now)
+        try insert.run()
+    }
+
+    /// The first time the wall clock is seen synchronised in this boot, its
+    /// offset from the boot-time clock (wall = `accepted_boottime` + offset)
+    /// goes into `boots`, in its own statement: call it outside a
+    /// transaction (before an append's). Cheap after that: one flag.
+    func recordClockOffsetIfSynchronised(now: Int64) throws {
+        guard !bootOffsetRecorded, ClockSynchronisation.state() == 1 else { return }
+        defer { setBootOffset.reset() }
+        setBootOffset.bind(1, BootIdentity.current.key)
+        setBootOffset.bind(2, now - bootTimeMilliseconds())
+        setBootOffset.bind(3, now)
+        try setBootOffset.step()
+        bootOffsetRecorded = true
+    }
+
+    /// Copies `source`'s `boots` rows that this file lacks (an offset it
+    /// knows fills one this file does not): copied segments keep their
+    /// boot, and its row with them.
+    func copyBoots(from source: QueueStore) throws {
+        let rows = try source.db.prepare("SELECT boot, boot_id, first_seen_at, offset_ms, synchronised_at FROM boots")
+        let insert = try db.prepare(
+            """
+            INSERT INTO boots(boot, boot_id, first_seen_at, offset_ms, synchronised_at) VALUES(?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT(boot) DO UPDATE SET offset_ms = coalesce(offset_ms, excluded.offset_ms),
+                synchronised_at = coalesce(synchronised_at, excluded.synchronised_at)
+            """
+        )
+        while try rows.step() {
+            insert.bind(1, rows.int64(0))
+            insert.bind(2, blob: rows.blob(1))
+            insert.bind(3, rows.int64(2))
+            if !rows.isNull(3) { insert.bind(4, rows.int64(3)) }
+            if !rows.isNull(4) { insert.bind(5, rows.int64(4)) }
+            try insert.run()
         }
-        if acceptance.clock == 1 {
-            defer { setBootOffset.reset() }
-            setBootOffset.bind(1, acceptance.boot)
-            setBootOffset.bind(2, wallClock - acceptance.boottime)
-            setBootOffset.bind(3, wallClock)
-            try setBootOffset.step()
-        }
-        knownBoots[acceptance.boot] = acceptance.clock == 1
     }
 
     /// Inserts one segment — or replaces segment `id` — sealing the payload
