@@ -99,12 +99,25 @@ let package = Package(
             name: "EdgeIngestRealm",
             dependencies: ["EdgeIngest", .product(name: "Logging", package: "swift-log")]
         ),
+        // The gateway: the HTTP server (event loop, connections, admission,
+        // request framing, TLS) and the ingest protocol's server side
+        // (accounts, tokens, quotas, login throttling, batches stored before
+        // the answer). The agent's HTTP input and /metrics serve through it.
+        .target(
+            name: "IngestGateway",
+            dependencies: [
+                "EdgeIngestCore",
+                "CEpoll",
+                "CCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "IngestAgent",
             dependencies: [
                 "EdgeIngestCore",
+                "IngestGateway",
                 "CSystemd",
-                "CEpoll",
                 "CCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -116,6 +129,7 @@ let package = Package(
             dependencies: [
                 "EdgeIngestCore",
                 "IngestAgent",
+                "IngestGateway",
             ],
             swiftSettings: executorSettings
         ),
@@ -177,6 +191,12 @@ let package = Package(
             name: "IngestAgentTests",
             dependencies: ["IngestAgent", "EdgeIngestCore", "EdgeIngestModel", "TestSupport"],
             swiftSettings: executorSettings
+        ),
+        // The gateway in-process: every exit of the batch handler, the
+        // HTTP server's framing, admission and connections on loopback.
+        .testTarget(
+            name: "IngestGatewayTests",
+            dependencies: ["IngestGateway", "EdgeIngest", "EdgeIngestCore", "TestSupport"]
         ),
         .testTarget(
             name: "ingestdTests",

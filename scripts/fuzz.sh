@@ -172,8 +172,8 @@ for t in "${targets[@]}"; do
     ndjson | csv) sources+=(Fuzz/FuzzSupport.swift) ;;
     http)
         # The gateway's request reader and gzip decoding, compiled into the
-        # target (they need nothing else of IngestAgent or EdgeIngestCore).
-        sources+=(Sources/IngestAgent/HTTP/HTTPRequest.swift Sources/IngestAgent/HTTP/HTTPRequestFramer.swift
+        # target (they need nothing else of IngestGateway or EdgeIngestCore).
+        sources+=(Sources/IngestGateway/HTTP/HTTPRequest.swift Sources/IngestGateway/HTTP/HTTPRequestFramer.swift
             Sources/EdgeIngestCore/Upload/Gzip.swift)
         extra=(-I Sources/CZlib -lz)
         ;;

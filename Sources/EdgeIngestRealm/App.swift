@@ -1,6 +1,5 @@
 import EdgeIngest
 import Foundation
-import Synchronization
 
 /// Realm's `App`: logs users in and caches them. There is no Atlas: say
 /// where the backend (an ingestd gateway, docs/MIGRATING-FROM-REALM.md) is
@@ -30,7 +29,7 @@ public final class App: Sendable {
             .mapError { $0 as? EdgeIngestError ?? EdgeIngestError(.invalidConfiguration, "\($0)") }
     }
 
-    private static let registry = Mutex<[String: EdgeIngestCore.App]>([:])
+    private static let registry = PlainMutex<[String: EdgeIngestCore.App]>([:])
 
     private static func shared(id: String, configuration: AppConfiguration?) throws -> EdgeIngestCore.App {
         guard var configuration = configuration ?? AppConfiguration(environmentFor: id) else {

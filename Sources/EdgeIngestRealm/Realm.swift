@@ -1,7 +1,6 @@
 import Dispatch
 import EdgeIngest
 import Foundation
-import Synchronization
 
 /// A write-only realm: Realm's `Realm` for Data Ingest, mapped onto
 /// ``IngestRealm`` (the primary API, available as ``ingestRealm``).
@@ -32,9 +31,9 @@ public final class Realm: Sendable, CustomStringConvertible {
     public let ingestRealm: IngestRealm
     /// The write blocks running now, by file (every `Realm` on one file
     /// shares them, as Realm's instances of one file on one thread are one).
-    private static let transactions = Mutex<[ObjectIdentifier: OpenTransaction]>([:])
+    private static let transactions = PlainMutex<[ObjectIdentifier: OpenTransaction]>([:])
     /// Serializes write blocks on one file, as a Realm write transaction does.
-    private static let writers = Mutex<[ObjectIdentifier: NSLock]>([:])
+    private static let writers = PlainMutex<[ObjectIdentifier: NSLock]>([:])
 
     /// The write block running now: its thread and the records it created.
     // Unchecked: `thread` is a plain value; `steps` is touched only by that thread.

@@ -1,6 +1,5 @@
 import EdgeIngest
 import Foundation
-import Synchronization
 
 extension Realm {
     /// How to open a ``Realm``: Realm's `Realm.Configuration`, mapped onto
@@ -67,7 +66,7 @@ extension Realm {
             return resolved
         }
 
-        private static let defaultStorage = Mutex(Configuration())
+        private static let defaultStorage = PlainMutex(Configuration())
 
         /// The configuration `Realm()` opens; its ``fileURL`` is
         /// `<IngestConfiguration.defaultDirectory>/default.realm`.

@@ -1,9 +1,8 @@
 import EdgeIngest
 import Logging
-import Synchronization
 
 extension Realm {
-    private static let loggerStorage = Mutex(Logger(label: "edgeingest"))
+    private static let loggerStorage = PlainMutex(Logger(label: "edgeingest"))
 
     /// Where realms opened through this module log: by default
     /// `Logger(label: "edgeingest")`, which goes wherever the application

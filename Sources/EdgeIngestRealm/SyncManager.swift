@@ -1,5 +1,4 @@
 import EdgeIngest
-import Synchronization
 
 /// Realm's error reporting block: an upload error and the session it
 /// happened in (nil when it is not known).
@@ -34,7 +33,7 @@ public struct SyncManager: Sendable {
         }
     }
 
-    private static let handler = Mutex<ErrorReportingBlock?>(nil)
+    private static let handler = PlainMutex<ErrorReportingBlock?>(nil)
 }
 
 /// Realm's `SyncSession`: the upload session of a realm (or of a user, in

@@ -10,11 +10,11 @@ import UnixSignals
 /// let configuration = try AgentConfiguration.load(path: "/etc/ingestd/ingestd.toml", environment: env)
 /// try await Agent(configuration: configuration, logger: logger).run()
 /// ```
-public struct Agent: Sendable {
-    public let configuration: AgentConfiguration
-    public let logger: Logger
+package struct Agent: Sendable {
+    package let configuration: AgentConfiguration
+    package let logger: Logger
 
-    public init(configuration: AgentConfiguration, logger: Logger) {
+    package init(configuration: AgentConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
@@ -24,7 +24,7 @@ public struct Agent: Sendable {
     /// (then it returns ``AgentExit/reload(_:)`` for the caller to run
     /// again). Everything read is committed before it returns.
     @discardableResult
-    public func run(reload: Reload? = nil) async throws -> AgentExit {
+    package func run(reload: Reload? = nil) async throws -> AgentExit {
         if !configuration.uploadHolds.isEmpty {
             // Accepted by an earlier release: collect anyway, hold the upload
             // (the sink refuses to send such records and says why in status).

@@ -13,9 +13,9 @@
 ///     print(error.message)   // Cannot listen on 0.0.0.0:8480: … Is another process using the port?
 /// }
 /// ```
-public struct AgentError: Error, Sendable, CustomStringConvertible {
+package struct AgentError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is. New codes may be added in any release.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Kind: String, Sendable {
             case inputFailed = "input_failed"
             case unusableFile = "unusable_file"
@@ -25,27 +25,27 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
         fileprivate let kind: Kind
 
         /// An input could not be read (stdin, a followed file, a serial device).
-        public static let inputFailed = Code(kind: .inputFailed)
+        package static let inputFailed = Code(kind: .inputFailed)
         /// A file the configuration names cannot be used: the rejects file,
         /// a gateway's accounts file or token key.
-        public static let unusableFile = Code(kind: .unusableFile)
+        package static let unusableFile = Code(kind: .unusableFile)
         /// The HTTP input cannot listen on its address.
-        public static let listenFailed = Code(kind: .listenFailed)
+        package static let listenFailed = Code(kind: .listenFailed)
         /// Readings an input had read could not be committed before a stop.
-        public static let readingsLost = Code(kind: .readingsLost)
+        package static let readingsLost = Code(kind: .readingsLost)
 
         /// A short, stable, payload-free name, safe as a metric label: `listen_failed`.
-        public var description: String { kind.rawValue }
+        package var description: String { kind.rawValue }
     }
 
     /// What kind of failure this is.
-    public let code: Code
+    package let code: Code
     /// A sentence saying what happened and, where possible, how to fix it.
-    public let message: String
+    package let message: String
     /// The underlying error, if another layer failed first.
-    public let cause: (any Error & Sendable)?
-    /// Where in the agent the error was thrown (`IngestAgent/HTTP/HTTPServer.swift:46`).
-    public let location: String
+    package let cause: (any Error & Sendable)?
+    /// Where in the agent the error was thrown (`IngestAgent/Inputs/SocketInput.swift:151`).
+    package let location: String
 
     package init(
         _ code: Code,
@@ -60,7 +60,7 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
         self.location = "\(file):\(line)"
     }
 
-    public var description: String {
+    package var description: String {
         if let cause { return "\(message) (cause: \(cause))" }
         return message
     }

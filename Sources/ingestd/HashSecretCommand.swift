@@ -1,5 +1,6 @@
 import EdgeIngestCore
 import IngestAgent
+import IngestGateway
 
 #if canImport(Glibc)
 import Glibc

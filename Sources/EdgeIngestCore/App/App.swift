@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A handle on one backend application: logs users in, caches their
 /// credentials beside the queues so they are there offline, and refreshes
 /// their tokens. The seeds' `App`.
@@ -20,11 +18,11 @@ public final class App: Sendable {
 
     let client: AuthClient
     let store: CredentialStore
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
     /// Held while the cache is written: each save writes the newest
     /// contents, one at a time (a login racing a token refresh must neither
     /// interleave two writes nor let an older snapshot land last).
-    private let saving = Mutex(())
+    private let saving = PlainMutex(())
 
     struct State {
         var contents: CredentialStore.Contents
@@ -55,7 +53,7 @@ public final class App: Sendable {
         self.configuration = configuration
         self.client = AuthClient(appID: id, configuration: configuration)
         self.store = CredentialStore(directory: configuration.metadataDirectory)
-        self.state = Mutex(State(contents: try store.load()))
+        self.state = PlainMutex(State(contents: try store.load()))
     }
 
     /// The URL batches are posted to: `<baseURL>/ingest/v1/apps/<id>/batches`.

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -465,7 +464,7 @@ final class QueueRegistry: Sendable {
         }
     }
 
-    private let entries = Mutex<[String: WeakQueue]>([:])
+    private let entries = PlainMutex<[String: WeakQueue]>([:])
 
     func open(
         key: String,

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The `_id`s of the readings a queue took most recently, in memory, so a
 /// reading whose own `_id` is already queued or was just uploaded is
 /// refused (`duplicate_id`) instead of being stored and counted twice while
@@ -143,14 +141,14 @@ package final class RecentIDs: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
     /// Per process: fingerprints an input cannot aim at one slot.
     private let seed = UInt64.random(in: 1...UInt64.max)
 
     /// - Parameter generationSize: ids per generation (at least 1).
     package init(generationSize: Int) {
         self.generationSize = max(1, generationSize)
-        state = Mutex(State(generationSize: max(1, generationSize)))
+        state = PlainMutex(State(generationSize: max(1, generationSize)))
     }
 
     /// A 64-bit fingerprint of a type and an id (never 0).

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +13,7 @@ final class BackgroundUpload: Sendable {
     let resetHandler: ClientResetHandler
     let stop = StopSignal()
     let wake = WakeSignal()
-    private let thread: Mutex<pthread_t?> = Mutex(nil)
+    private let thread: PlainMutex<pthread_t?> = PlainMutex(nil)
     private let resumer: UInt64
     private let app: App
 
@@ -41,7 +40,7 @@ final class BackgroundUpload: Sendable {
     }
 
     /// One background upload per queue in the process.
-    static let registry = Mutex<[ObjectIdentifier: WeakUpload]>([:])
+    static let registry = PlainMutex<[ObjectIdentifier: WeakUpload]>([:])
 
     // Unchecked: `upload` is read and written only under `registry`'s lock.
     final class WeakUpload: @unchecked Sendable {

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// Carries out a client reset for one queue on the uploader's thread, as
 /// the configuration's ``ClientResetMode`` says, and keeps the upload
@@ -8,7 +7,7 @@ package final class ClientResetHandler: Sendable {
     let queue: DurableQueue
     let configuration: IngestConfiguration
     let logger: Logger
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
 
     struct State {
         var session: String
@@ -28,7 +27,7 @@ package final class ClientResetHandler: Sendable {
             try queue.setMeta("session_nonce", nonce!)
         }
         let epoch = try queue.meta("session_epoch") ?? 0
-        state = Mutex(State(session: ClientResetHandler.session(nonce!, epoch)))
+        state = PlainMutex(State(session: ClientResetHandler.session(nonce!, epoch)))
     }
 
     private static func session(_ nonce: Int64, _ epoch: Int64) -> String {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// What an ``IngestRealm`` does when the backend demands a client reset
 /// (409/410: it lost this client's session, or a breaking schema change):
 /// the seeds' `ClientResetMode`, for a write-only queue.
@@ -79,7 +77,7 @@ public struct ClientResetMode: Sendable, CustomStringConvertible {
 /// }
 /// ```
 public enum SyncManager {
-    private static let handler = Mutex<(@Sendable (_ error: EdgeIngestError, _ user: User?) -> Void)?>(nil)
+    private static let handler = PlainMutex<(@Sendable (_ error: EdgeIngestError, _ user: User?) -> Void)?>(nil)
 
     /// Receives every upload error that is not a client reset handled by
     /// its mode: failures that are being retried (once per streak),

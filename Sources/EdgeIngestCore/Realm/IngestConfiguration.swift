@@ -1,5 +1,3 @@
-import Synchronization
-
 /// How to open an ``IngestRealm``: the seeds' `Realm.Configuration` for a
 /// write-only queue.
 ///
@@ -66,7 +64,7 @@ public struct IngestConfiguration: Sendable {
     /// A local configuration with every default.
     public init() {}
 
-    private static let defaultStorage = Mutex(
+    private static let defaultStorage = PlainMutex(
         {
             var configuration = IngestConfiguration()
             configuration.filePath = IngestConfiguration.defaultFilePath

@@ -26,8 +26,8 @@ import Darwin
 package final class CommitGroups<Request, Outcome>: @unchecked Sendable {
     /// Requests in one group at the most.
     package let maxGroup: Int
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let groupDone: UnsafeMutablePointer<pthread_cond_t>
+    private let mutex = PlainLock()
+    private let groupDone = PlainCondition()
     private var waiting: [(ticket: UInt64, request: Request)] = []
     private var outcomes: [UInt64: Result<Outcome, any Error>] = [:]
     private var committing = false
@@ -35,17 +35,6 @@ package final class CommitGroups<Request, Outcome>: @unchecked Sendable {
 
     package init(maxGroup: Int) {
         self.maxGroup = max(1, maxGroup)
-        mutex = .allocate(capacity: 1)
-        groupDone = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(groupDone, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(groupDone)
-        pthread_mutex_destroy(mutex)
-        groupDone.deallocate()
-        mutex.deallocate()
     }
 
     /// Commits `request`, in a group of those waiting with it, and returns
@@ -56,29 +45,29 @@ package final class CommitGroups<Request, Outcome>: @unchecked Sendable {
         _ request: Request,
         commit: ([Request]) -> [Result<Outcome, any Error>]
     ) throws -> Outcome {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         let ticket = nextTicket
         nextTicket &+= 1
         waiting.append((ticket, request))
         while true {
             if let outcome = outcomes.removeValue(forKey: ticket) {
-                pthread_mutex_unlock(mutex)
+                mutex.unlock()
                 return try outcome.get()
             }
             if committing {
-                pthread_cond_wait(groupDone, mutex)
+                mutex.wait(on: groupDone)
                 continue
             }
             committing = true
             let group = Array(waiting.prefix(maxGroup))
             waiting.removeFirst(group.count)
-            pthread_mutex_unlock(mutex)
+            mutex.unlock()
             let results = commit(group.map(\.request))
             precondition(results.count == group.count, "CommitGroups: one result per request")
-            pthread_mutex_lock(mutex)
+            mutex.lock()
             for (member, result) in zip(group, results) { outcomes[member.ticket] = result }
             committing = false
-            pthread_cond_broadcast(groupDone)
+            groupDone.broadcast()
         }
     }
 }

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,7 +9,7 @@ import Glibc
 package final class StopSignal: Sendable {
     private let pipe = SelfPipe()
     package var readFD: Int32 { pipe.readFD }
-    private let actions = Mutex<(stopped: Bool, pending: [@Sendable () -> Void])>((false, []))
+    private let actions = PlainMutex<(stopped: Bool, pending: [@Sendable () -> Void])>((false, []))
 
     package init() {}
 

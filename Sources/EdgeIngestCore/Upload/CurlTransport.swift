@@ -1,5 +1,4 @@
 import CCurl
-import Synchronization
 
 /// POSTs batches with one reused libcurl easy handle: keep-alive, HTTP/2
 /// where the server offers it over TLS, timeouts, TLS verification on

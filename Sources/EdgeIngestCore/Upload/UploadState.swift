@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The uploader's observable state, read by the status service: the seeds'
 /// AsyncOpen states as the agent reports them.
 public final class UploadState: Sendable {
@@ -33,7 +31,7 @@ public final class UploadState: Sendable {
         public var aliveUntil: Int64 = .max
     }
 
-    private let state = Mutex(Snapshot())
+    private let state = PlainMutex(Snapshot())
 
     public init() {}
 

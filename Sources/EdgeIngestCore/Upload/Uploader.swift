@@ -27,9 +27,9 @@ package final class Uploader: Sendable {
     /// is only a safety net, kept rare so an idle agent sleeps.
     static let idleRecheckMilliseconds = 10_000
     /// Since when (monotonic ms) uploads have failed or been held; nil while they succeed.
-    private let troubleSince = Mutex<Int64?>(nil)
+    private let troubleSince = PlainMutex<Int64?>(nil)
     /// Bounds the log lines about records refused inside stored batches.
-    private let rejectionLogBudget = Mutex(RejectionLogBudget())
+    private let rejectionLogBudget = PlainMutex(RejectionLogBudget())
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
     /// Builds the sink on the upload thread; nil: the ingest protocol to

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The base class of write-only record types declared in Swift, shaped like
 /// Realm's `AsymmetricObject`.
 ///
@@ -90,7 +88,7 @@ open class AsymmetricObject {
     }
 }
 
-private let recordTypeCache = Mutex<[ObjectIdentifier: RecordType]>([:])
+private let recordTypeCache = PlainMutex<[ObjectIdentifier: RecordType]>([:])
 
 /// Marks a stored property of an ``AsymmetricObject`` as a record field.
 ///

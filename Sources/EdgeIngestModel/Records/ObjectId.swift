@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -162,7 +160,7 @@ final class ObjectIdGenerator: Sendable {
     }
 
     private let processUnique: (UInt8, UInt8, UInt8, UInt8, UInt8)
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
 
     private init() {
         var rng = SystemRandomNumberGenerator()
@@ -171,7 +169,7 @@ final class ObjectIdGenerator: Sendable {
             UInt8.random(in: 0...255, using: &rng), UInt8.random(in: 0...255, using: &rng),
             UInt8.random(in: 0...255, using: &rng)
         )
-        state = Mutex(State(lastSeconds: 0, counter: UInt32.random(in: 0..<0x00FF_FFFF, using: &rng)))
+        state = PlainMutex(State(lastSeconds: 0, counter: UInt32.random(in: 0..<0x00FF_FFFF, using: &rng)))
     }
 
     func isOwn(_ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -9,7 +9,7 @@ extension AgentConfiguration {
     /// so `check-config` can report them all at once.
     ///
     /// - Throws: ``ConfigurationError`` listing each problem with its line and key.
-    public static func load(path: String, environment: [String: String]) throws -> AgentConfiguration {
+    package static func load(path: String, environment: [String: String]) throws -> AgentConfiguration {
         let text: String
         do {
             text = try readSmallTextFile(path, limit: FileLimits.configuration)
@@ -32,7 +32,7 @@ extension AgentConfiguration {
     /// the file cannot be read or parsed as TOML, or names none. For
     /// commands that only need to find a running agent whose configuration
     /// has problems since it started.
-    public static func stateDirectoryNamed(inFile path: String) -> String? {
+    package static func stateDirectoryNamed(inFile path: String) -> String? {
         guard let text = try? readSmallTextFile(path, limit: FileLimits.configuration),
             let root = try? TOMLDocument.parse(text),
             case .table(let agent)? = root["agent"]?.kind,
@@ -42,7 +42,8 @@ extension AgentConfiguration {
     }
 
     /// Parses configuration text; `path` names it in errors.
-    public static func parse(_ text: String, path: String, environment: [String: String]) throws -> AgentConfiguration {
+    package static func parse(_ text: String, path: String, environment: [String: String]) throws -> AgentConfiguration
+    {
         let root: TOMLTable
         do {
             root = try TOMLDocument.parse(text)

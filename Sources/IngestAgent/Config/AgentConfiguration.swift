@@ -3,87 +3,87 @@ import EdgeIngestCore
 /// Everything `ingestd run` needs, with the defaults an operator gets when
 /// the configuration file leaves a key out. etc/ingestd.toml documents every
 /// key; ``AgentConfiguration/load(path:environment:)`` reads one.
-public struct AgentConfiguration: Sendable {
+package struct AgentConfiguration: Sendable {
     /// Where the queue and the status file live. The default is
     /// `$STATE_DIRECTORY` (set by systemd's `StateDirectory=`), else
     /// `$XDG_STATE_HOME/ingestd`, else `~/.local/state/ingestd`.
-    public var stateDirectory: String
+    package var stateDirectory: String
     /// Whether ``stateDirectory`` is the default because the file sets no
     /// `agent.state_directory` (commands that read a running agent's state
     /// then look where the packaged service keeps it, too).
-    public var stateDirectoryIsDefault = false
+    package var stateDirectoryIsDefault = false
     /// The queue file. The default is `<state_directory>/queue.sqlite`.
-    public var queuePath: String?
+    package var queuePath: String?
     /// `[queue]`'s bounds, overflow policy, durability, schema version and
     /// encryption key (`queue.encryption_key_file`; never printed).
-    public var queue = QueueSettings()
+    package var queue = QueueSettings()
     /// How records of older schema versions change (`[[migrations]]`).
-    public var migrations: [FieldMigration] = []
+    package var migrations: [FieldMigration] = []
     /// Readings are committed in batches of at most this many. The default is 1000.
-    public var commitMaxRecords = 1000
+    package var commitMaxRecords = 1000
     /// …and at least this often while readings arrive. The default is 200 ms.
-    public var commitIntervalMilliseconds = 200
+    package var commitIntervalMilliseconds = 200
     /// The declared record types.
-    public var types: [RecordType]
+    package var types: [RecordType]
     /// The inputs. The default is one stdin input reading NDJSON.
-    public var inputs: [InputSettings]
+    package var inputs: [InputSettings]
     /// Rejected lines are appended here as NDJSON with the reason, if set.
-    public var rejectsFile: String?
+    package var rejectsFile: String?
     /// `auto` (journal when stderr is the journal), `journal` or `stderr`.
-    public var logTarget: LogTarget = .auto
+    package var logTarget: LogTarget = .auto
     /// The lowest level logged. The default is `info`.
-    public var logLevel: String = "info"
+    package var logLevel: String = "info"
     /// How often a stats entry with every counter is logged; 0 turns it off. The default is 60 s.
-    public var statsIntervalSeconds = 60
+    package var statsIntervalSeconds = 60
     /// How often the status file is rewritten. The default is 1 s.
-    public var statusIntervalMilliseconds = 1000
+    package var statusIntervalMilliseconds = 1000
     /// Where readings stream to; nil keeps them queued (no `[upload]` section).
-    public var upload: UploadSettings?
+    package var upload: UploadSettings?
     /// Delivery is unhealthy (`ingestd status` exits 1, `/ready` answers
     /// 503) once the oldest queued reading has waited longer than this
     /// (`upload.unhealthy_after_s`; 0: never by age). Held uploads are
     /// unhealthy at once.
-    public var unhealthyAfterSeconds: Int64 = 300
+    package var unhealthyAfterSeconds: Int64 = 300
     /// The key `unhealthyAfterSeconds` came from, for messages.
-    public var unhealthyAfterKey = "upload.unhealthy_after_s"
+    package var unhealthyAfterKey = "upload.unhealthy_after_s"
     /// Where `[upload]` delivers: the ingest protocol (default) or a local archive.
-    public var sink: SinkSettings = .ingestProtocol
+    package var sink: SinkSettings = .ingestProtocol
     /// Log in to the backend (an `[auth]` section) instead of a static token.
-    public var auth: AuthSettings?
+    package var auth: AuthSettings?
     /// `/metrics`, `/health` and `/ready` over HTTP (`[metrics]`); nil: not served.
-    public var metrics: MetricsSettings?
+    package var metrics: MetricsSettings?
     /// What a client reset demanded by the backend does.
-    public var clientReset = ClientResetSettings()
+    package var clientReset = ClientResetSettings()
     /// Problems an earlier release accepted that hold uploads (the agent
     /// still collects); `check-config` refuses them. Empty when all is well.
-    public var uploadHolds: [ConfigurationProblem] = []
+    package var uploadHolds: [ConfigurationProblem] = []
     /// The holds among ``uploadHolds`` that no sink enforces by itself:
     /// while one is there, the agent holds every upload with its reason.
-    public var heldUploads: [ConfigurationProblem] = []
+    package var heldUploads: [ConfigurationProblem] = []
 
-    public enum LogTarget: String, Sendable { case auto, journal, stderr }
+    package enum LogTarget: String, Sendable { case auto, journal, stderr }
 
     /// The queue file actually used.
-    public var resolvedQueuePath: String { queuePath ?? stateDirectory + "/queue.sqlite" }
+    package var resolvedQueuePath: String { queuePath ?? stateDirectory + "/queue.sqlite" }
     /// Where the logged-in identity is cached (`users.json`, mode 0600).
-    public var identityDirectory: String { stateDirectory + "/identity" }
+    package var identityDirectory: String { stateDirectory + "/identity" }
     /// Where a `discard` client reset writes its backups.
-    public var clientResetBackupDirectory: String {
+    package var clientResetBackupDirectory: String {
         clientReset.backupDirectory ?? stateDirectory + "/client-reset-backups"
     }
     /// A socket input's socket: its `socket` key, else `<state_directory>/ingestd.sock`.
-    public func socketPath(of input: InputSettings) -> String { input.socket ?? stateDirectory + "/ingestd.sock" }
+    package func socketPath(of input: InputSettings) -> String { input.socket ?? stateDirectory + "/ingestd.sock" }
     /// The status file `ingestd status` reads.
-    public var statusPath: String { stateDirectory + "/status.json" }
+    package var statusPath: String { stateDirectory + "/status.json" }
 
-    public init(stateDirectory: String, types: [RecordType], inputs: [InputSettings]) {
+    package init(stateDirectory: String, types: [RecordType], inputs: [InputSettings]) {
         self.stateDirectory = stateDirectory
         self.types = types
         self.inputs = inputs
     }
 
     /// The default state directory for this environment.
-    public static func defaultStateDirectory(environment: [String: String]) -> String {
+    package static func defaultStateDirectory(environment: [String: String]) -> String {
         if let dir = environment["STATE_DIRECTORY"], !dir.isEmpty {
             // systemd may list several, separated by ':'; the first is ours.
             return String(dir.split(separator: ":").first ?? Substring(dir))
@@ -93,7 +93,7 @@ public struct AgentConfiguration: Sendable {
     }
 
     /// The queue configuration this agent configuration describes.
-    public var queueConfiguration: QueueConfiguration {
+    package var queueConfiguration: QueueConfiguration {
         var q = QueueConfiguration(location: .file(path: resolvedQueuePath), objectTypes: types)
         q.settings = queue
         q.migrationBlock = migrations.isEmpty ? nil : FieldMigration.block(migrations)

@@ -3,15 +3,15 @@ import EdgeIngestCore
 /// The `[auth]` section: log in to the backend instead of sending a static
 /// token (docs/PROTOCOL.md, "Identity"). Secrets come from files or systemd
 /// credentials, never from the configuration itself.
-public struct AuthSettings: Sendable {
+package struct AuthSettings: Sendable {
     /// The backend application's id.
-    public var appID: String
+    package var appID: String
     /// Login is `<base_url>/auth/v1/apps/<app_id>/login`.
-    public var baseURL: String
+    package var baseURL: String
     /// Who the agent logs in as.
-    public var credentials: Credentials
+    package var credentials: Credentials
 
-    public init(appID: String, baseURL: String, credentials: Credentials) {
+    package init(appID: String, baseURL: String, credentials: Credentials) {
         self.appID = appID
         self.baseURL = baseURL
         self.credentials = credentials
@@ -20,14 +20,14 @@ public struct AuthSettings: Sendable {
 
 /// The `[client_reset]` section: what the agent does when the backend
 /// demands a client reset (docs/PROTOCOL.md, "Client reset").
-public struct ClientResetSettings: Sendable {
+package struct ClientResetSettings: Sendable {
     /// `recover` (the default), `discard`, `recover_or_discard` or `manual`.
-    public var mode = "recover"
+    package var mode = "recover"
     /// Where `discard` writes its backup of the discarded records (one queue
     /// file per reset). The default is `<state_directory>/client-reset-backups`.
-    public var backupDirectory: String?
+    package var backupDirectory: String?
 
-    public init() {}
+    package init() {}
 
     static let modes = ["recover", "discard", "recover_or_discard", "manual"]
 }

@@ -1,7 +1,8 @@
 import EdgeIngestCore
+import IngestGateway
 
 /// `[[inputs]]`: stdin, followed files, serial ports, HTTP, the socket and MQTT
-/// (``InputSettings`` and ``HTTPInputSettings`` hold the defaults).
+/// (``InputSettings`` and ``GatewaySettings`` hold the defaults).
 extension ConfigurationDecoder {
     static let inputKeys = Set([
         "kind", "name", "format", "type", "paths", "device", "baud", "delimiter", "max_line_bytes", "poll_interval_ms",
@@ -175,7 +176,7 @@ extension ConfigurationDecoder {
         key: String,
         item: TOMLValue,
         types: [RecordType] = []
-    ) -> HTTPInputSettings? {
+    ) -> GatewaySettings? {
         guard let listen = string(t["listen"], key + ".listen") else {
             problem(
                 item,
@@ -184,7 +185,7 @@ extension ConfigurationDecoder {
             )
             return nil
         }
-        var http = HTTPInputSettings(listen: listen)
+        var http = GatewaySettings(listen: listen)
         if (try? HTTPServer.split(listen)) == nil {
             problem(
                 t["listen"],

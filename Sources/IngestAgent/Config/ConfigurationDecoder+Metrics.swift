@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import IngestGateway
 
 /// `[metrics]`: whether and where `/metrics`, `/health` and `/ready` are
 /// served (``MetricsSettings`` holds the defaults).

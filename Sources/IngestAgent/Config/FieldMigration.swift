@@ -4,19 +4,19 @@ import EdgeIngestCore
 /// change to reach it — renamed fields, dropped fields, defaults for fields
 /// they lack. Applied in order of version when the queue is opened with a
 /// higher `queue.schema_version` (docs/QUEUE.md, "Schema versions").
-public struct FieldMigration: Sendable, Hashable {
+package struct FieldMigration: Sendable, Hashable {
     /// Records older than this version are changed.
-    public var schemaVersion: Int64
+    package var schemaVersion: Int64
     /// Only records of this type; nil for every type.
-    public var type: String?
+    package var type: String?
     /// Old field name → new field name.
-    public var rename: [String: String] = [:]
+    package var rename: [String: String] = [:]
     /// Fields removed.
-    public var drop: [String] = []
+    package var drop: [String] = []
     /// Values for fields a record lacks.
-    public var defaults: [String: RawFieldValue] = [:]
+    package var defaults: [String: RawFieldValue] = [:]
 
-    public init(schemaVersion: Int64) { self.schemaVersion = schemaVersion }
+    package init(schemaVersion: Int64) { self.schemaVersion = schemaVersion }
 
     /// The migration block these steps make.
     static func block(_ steps: [FieldMigration]) -> MigrationBlock {

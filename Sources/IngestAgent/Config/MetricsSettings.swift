@@ -5,13 +5,13 @@
 /// [metrics]
 /// listen = "127.0.0.1:9464"     # the default: loopback only
 /// ```
-public struct MetricsSettings: Sendable, Hashable {
+package struct MetricsSettings: Sendable, Hashable {
     /// "host:port". The default is loopback, port 9464 (OpenTelemetry's
     /// Prometheus exporter's): scraping from elsewhere is a choice.
-    public var listen = "127.0.0.1:9464"
+    package var listen = "127.0.0.1:9464"
     /// The older name of `upload.unhealthy_after_s`
     /// (``AgentConfiguration/unhealthyAfterSeconds``), used when that is not set.
-    public var readyMaxAgeSeconds: Int64?
+    package var readyMaxAgeSeconds: Int64?
 
-    public init() {}
+    package init() {}
 }

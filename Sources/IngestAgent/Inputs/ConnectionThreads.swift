@@ -1,6 +1,5 @@
 import Dispatch
 import EdgeIngestCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +10,7 @@ import Glibc
 /// The socket input accepts this way (the HTTP input has its event loop).
 final class ConnectionThreads: Sendable {
     let limit: Int
-    private let active = Mutex(0)
+    private let active = PlainMutex(0)
     private let finished = DispatchGroup()
 
     init(limit: Int) { self.limit = limit }

@@ -1,6 +1,6 @@
+import EdgeIngestCore
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// Ends the agent when its last finite input (stdin) has ended, without
 /// racing a shutdown signal.
@@ -20,10 +20,10 @@ final class FiniteInputs: Sendable {
         var group: ServiceGroup?
         var allEnded = false
     }
-    private let state: Mutex<State>
+    private let state: PlainMutex<State>
 
     init() {
-        state = Mutex(State(running: 0, group: nil))
+        state = PlainMutex(State(running: 0, group: nil))
     }
 
     /// The group to shut down; set once, before it runs.

@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import IngestGateway
 import Logging
 import ServiceLifecycle
 
@@ -20,7 +21,17 @@ struct HTTPInput: Service {
         if let path = settings.apiKeysFile { accounts.apiKeys = try ServerAccounts.loadAPIKeys(path: path) }
         if let path = settings.usersFile { accounts.users = try ServerAccounts.loadUsers(path: path) }
         let tokens = try TokenSigner.loadOrCreate(path: stateDirectory + "/server-token-key")
-        let handler = IngestServer(context: context, accounts: accounts, tokens: tokens)
+        let gateway = GatewayContext(
+            name: context.settings.name,
+            settings: settings,
+            defaultType: context.settings.type,
+            types: context.types,
+            queue: context.queue,
+            observer: context.counters,
+            logger: context.logger,
+            committed: context.committed
+        )
+        let handler = IngestServer(context: gateway, accounts: accounts, tokens: tokens)
         server = try HTTPServer(
             address: settings.listen,
             limits: settings.limits,

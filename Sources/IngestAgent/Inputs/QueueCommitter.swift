@@ -1,7 +1,6 @@
 import Dispatch
 import EdgeIngestCore
 import Logging
-import Synchronization
 
 /// Lets an input's own thread commit batches to the queue while it goes on
 /// parsing the next one: at most one batch is in flight, batches commit in
@@ -21,15 +20,15 @@ final class QueueCommitter: Sendable {
     /// a commit failing for lack of disk space then gives up, and one
     /// waiting for queue space (overflow policy `block`) is cancelled, so a
     /// stopping input never waits for space that may not come.
-    private let control = Mutex<(stopping: Bool, inFlight: Task<Void, Never>?)>((false, nil))
+    private let control = PlainMutex<(stopping: Bool, inFlight: Task<Void, Never>?)>((false, nil))
     private let idle = DispatchSemaphore(value: 1)
-    private let failure = Mutex<(any Error)?>(nil)
+    private let failure = PlainMutex<(any Error)?>(nil)
     /// Whether the input is paused by a full queue (overflow policy
     /// `block`), and when that was last logged: said when it starts and when
     /// an append finds room again, never per batch while the queue stays at
     /// its bound, and at most once a minute when a queue hovering at its
     /// bound pauses and resumes with every upload.
-    private let pausedForSpace = Mutex((paused: false, logged: false, lastLogged: ContinuousClock.Instant?.none))
+    private let pausedForSpace = PlainMutex((paused: false, logged: false, lastLogged: ContinuousClock.Instant?.none))
 
     init(
         queue: DurableQueue,
@@ -63,7 +62,7 @@ final class QueueCommitter: Sendable {
             var attempt = 0
             while true {
                 do {
-                    let waited = Mutex(false)
+                    let waited = PlainMutex(false)
                     let onWait: @Sendable () -> Void = { [self] in
                         waited.withLock { $0 = true }
                         queueFull()

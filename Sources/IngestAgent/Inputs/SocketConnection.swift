@@ -246,7 +246,7 @@ struct SocketConnection {
 }
 
 /// What `ingestd send` and a ``SocketInput`` say to each other first.
-public enum SocketProtocol {
+package enum SocketProtocol {
     /// The first line a sender writes, before ` type=…` and ` format=…`.
-    public static let magic = "EDGEINGEST-SEND 1"
+    package static let magic = "EDGEINGEST-SEND 1"
 }

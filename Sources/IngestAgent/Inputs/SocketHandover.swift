@@ -1,4 +1,4 @@
-import Synchronization
+import EdgeIngestCore
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +11,7 @@ import Glibc
 /// sender sees nothing but `COMMITTED` going on. A stop that is no reload
 /// (SIGTERM, a restart) answers `RETRY` instead, and the sender reconnects
 /// and resumes.
-public final class SocketHandover: Sendable {
+package final class SocketHandover: Sendable {
     struct Parked: Sendable {
         var fd: Int32
         var input: String
@@ -20,9 +20,9 @@ public final class SocketHandover: Sendable {
         var unframed: [UInt8]
     }
 
-    private let parked = Mutex<[Parked]>([])
+    private let parked = PlainMutex<[Parked]>([])
 
-    public init() {}
+    package init() {}
 
     func park(_ connection: Parked) { parked.withLock { $0.append(connection) } }
 

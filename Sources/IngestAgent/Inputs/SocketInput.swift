@@ -1,7 +1,6 @@
 import EdgeIngestCore
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

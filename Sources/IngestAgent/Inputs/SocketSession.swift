@@ -1,5 +1,4 @@
 import EdgeIngestCore
-import Synchronization
 
 /// A resumable `ingestd send` stream (header field `session=ID`): the
 /// sender keeps what the agent has not confirmed, and after a reload, a
@@ -55,7 +54,7 @@ struct SocketSession {
 /// connections at once (a sender that gave up on a frozen connection and
 /// reconnected while the agent still serves the old one is told to retry).
 final class ActiveSocketSessions: Sendable {
-    private let ids = Mutex<Set<String>>([])
+    private let ids = PlainMutex<Set<String>>([])
 
     /// Claims `id`; false when a connection serves it already.
     func claim(_ id: String) -> Bool { ids.withLock { $0.insert(id).inserted } }

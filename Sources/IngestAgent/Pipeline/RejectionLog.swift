@@ -1,6 +1,5 @@
 import EdgeIngestCore
 import Logging
-import Synchronization
 
 /// Logs an input's rejected lines so that the journal's default view says
 /// what happened: the message itself names the line, the input, the reason
@@ -20,7 +19,7 @@ final class RejectionLog: Sendable {
 
     let input: String
     let logger: Logger
-    private let windows = Mutex(LogWindows())
+    private let windows = PlainMutex(LogWindows())
 
     init(input: String, logger: Logger) {
         self.input = input

@@ -1,5 +1,4 @@
 import EdgeIngestCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +9,7 @@ import Glibc
 /// nothing an input received vanishes. Over-long lines are recorded by
 /// length only (they were never held in memory).
 final class RejectsFile: Sendable {
-    private let fd: Mutex<Int32>
+    private let fd: PlainMutex<Int32>
     let path: String
 
     init(path: String) throws {
@@ -21,7 +20,7 @@ final class RejectsFile: Sendable {
                 "Cannot open the rejects file '\(path)': \(String(cString: strerror(errno))). Check agent.rejects_file and its directory's permissions."
             )
         }
-        self.fd = Mutex(fd)
+        self.fd = PlainMutex(fd)
         self.path = path
     }
 

@@ -1,5 +1,4 @@
 import EdgeIngestCore
-import Synchronization
 import UnixSignals
 
 /// A reload asked for with SIGHUP (`systemctl reload ingestd`), as one run
@@ -17,16 +16,16 @@ import UnixSignals
 /// let reload = Reload(requests: requests) { try loadConfiguration() }
 /// if case .reload(let next) = try await Agent(configuration: configuration, logger: logger).run(reload: reload) { … }
 /// ```
-public final class Reload: Sendable {
+package final class Reload: Sendable {
     let requests: AsyncStream<Void>
     let load: @Sendable () throws -> AgentConfiguration
-    private let accepted = Mutex<AgentConfiguration?>(nil)
+    private let accepted = PlainMutex<AgentConfiguration?>(nil)
 
     /// `ingestd send` connections kept open from one run to the next
     /// (give every run of one process the same one).
-    public let handover: SocketHandover
+    package let handover: SocketHandover
 
-    public init(
+    package init(
         requests: AsyncStream<Void>,
         handover: SocketHandover = SocketHandover(),
         load: @escaping @Sendable () throws -> AgentConfiguration
@@ -36,7 +35,7 @@ public final class Reload: Sendable {
         self.load = load
     }
 
-    private let refused = Mutex<String?>(nil)
+    private let refused = PlainMutex<String?>(nil)
 
     /// The configuration a reload read and accepted; nil while none did.
     var acceptedConfiguration: AgentConfiguration? { accepted.withLock { $0 } }
@@ -44,7 +43,7 @@ public final class Reload: Sendable {
     /// When and why the last reload was refused (`at <ISO time>: <problems>`),
     /// while the agent runs on its previous configuration: `ingestd status`
     /// shows it as a problem until a reload succeeds or the process restarts.
-    public var refusal: String? { refused.withLock { $0 } }
+    package var refusal: String? { refused.withLock { $0 } }
 
     func accept(_ configuration: AgentConfiguration) {
         refused.withLock { $0 = nil }
@@ -60,7 +59,7 @@ public final class Reload: Sendable {
 }
 
 /// How a run of the agent ended.
-public enum AgentExit: Sendable {
+package enum AgentExit: Sendable {
     /// Its inputs ended or it was told to stop.
     case stopped
     /// Its inputs ended by themselves (pipe mode), but the final upload
@@ -76,7 +75,7 @@ extension Reload {
     /// which moves each signal into it until its task is cancelled. Call it
     /// before the agent starts: the signal is trapped from then on (before,
     /// a SIGHUP would end the process).
-    public static func hangupRequests() async -> (requests: AsyncStream<Void>, forward: @Sendable () async -> Void) {
+    package static func hangupRequests() async -> (requests: AsyncStream<Void>, forward: @Sendable () async -> Void) {
         let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         return (requests, { for await _ in hangups { request.yield() } })

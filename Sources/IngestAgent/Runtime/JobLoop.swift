@@ -1,3 +1,5 @@
+import EdgeIngestCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,14 +40,14 @@ final class JobLoop<Item>: @unchecked Sendable {
         var quietDepth: UInt8
     }
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let mutex = PlainLock()
     /// Idle threads wait here for an item.
-    private let workAvailable: UnsafeMutablePointer<pthread_cond_t>
+    private let workAvailable = PlainCondition()
     /// The one thread that waits for the earliest deadline waits here.
-    private let deadlineChanged: UnsafeMutablePointer<pthread_cond_t>
+    private let deadlineChanged = PlainCondition()
     /// ``awaitStall(checkingEvery:)`` waits here; signalled when every
     /// thread is busy and work is waiting.
-    private let backlogChanged: UnsafeMutablePointer<pthread_cond_t>
+    private let backlogChanged = PlainCondition()
 
     private var ready = ItemRing<Entry>()
     private var timers = TimerHeap<Item>()
@@ -60,29 +62,7 @@ final class JobLoop<Item>: @unchecked Sendable {
     private var itemsStarted: UInt64 = 0
     private var stopping = false
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        workAvailable = .allocate(capacity: 1)
-        deadlineChanged = .allocate(capacity: 1)
-        backlogChanged = .allocate(capacity: 1)
-        pthread_cond_init(workAvailable, &attributes)
-        pthread_cond_init(deadlineChanged, &attributes)
-        pthread_cond_init(backlogChanged, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        for condition in [workAvailable, deadlineChanged, backlogChanged] {
-            pthread_cond_destroy(condition)
-            condition.deallocate()
-        }
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    init() {}
 
     /// Now on CLOCK_MONOTONIC, in nanoseconds: the clock deadlines use.
     static var now: UInt64 {
@@ -124,9 +104,9 @@ final class JobLoop<Item>: @unchecked Sendable {
     /// thread for a while (a commit waits for the disk).
     func enqueue(_ item: Item) {
         let depth = currentQuietDepth
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         ready.append(Entry(item: item, quietDepth: depth > 0 && depth < Self.quietHops ? depth + 1 : 0))
-        var wake: UnsafeMutablePointer<pthread_cond_t>?
+        var wake: PlainCondition?
         if depth > 0 && ready.count <= 2 {
             wake = nil  // the timer-started item running on this thread takes it next
         } else if freeThreads > 0 {
@@ -137,18 +117,18 @@ final class JobLoop<Item>: @unchecked Sendable {
         }
         let watch = wake == nil && stallWatcherAsleep && allBusy
         if watch { stallWatcherAsleep = false }
-        pthread_mutex_unlock(mutex)
-        if let wake { pthread_cond_signal(wake) }
-        if watch { pthread_cond_signal(backlogChanged) }
+        mutex.unlock()
+        if let wake { wake.signal() }
+        if watch { backlogChanged.signal() }
     }
 
     /// Queues an item to run once `deadline` (``now``'s clock) has passed.
     func enqueue(_ item: Item, deadline: UInt64) {
         let timerStarted = currentQuietDepth > 0
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         let earlier = timers.earliestDeadline.map { deadline < $0 } ?? true
         timers.insert(item, deadline: deadline)
-        var wake: UnsafeMutablePointer<pthread_cond_t>?
+        var wake: PlainCondition?
         if deadlineWaiter {
             if earlier { wake = deadlineChanged }
         } else if !timerStarted && freeThreads > 0 {
@@ -159,20 +139,20 @@ final class JobLoop<Item>: @unchecked Sendable {
         }
         let watch = wake == nil && stallWatcherAsleep && allBusy
         if watch { stallWatcherAsleep = false }
-        pthread_mutex_unlock(mutex)
-        if let wake { pthread_cond_signal(wake) }
-        if watch { pthread_cond_signal(backlogChanged) }
+        mutex.unlock()
+        if let wake { wake.signal() }
+        if watch { backlogChanged.signal() }
     }
 
     /// Makes every ``serve(_:)`` and ``awaitStall(checkingEvery:)``
     /// return. Items still queued are not run.
     func stop() {
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         stopping = true
-        pthread_mutex_unlock(mutex)
-        pthread_cond_broadcast(workAvailable)
-        pthread_cond_broadcast(deadlineChanged)
-        pthread_cond_broadcast(backlogChanged)
+        mutex.unlock()
+        workAvailable.broadcast()
+        deadlineChanged.broadcast()
+        backlogChanged.broadcast()
     }
 
     /// Runs items on the calling thread until ``stop()``.
@@ -180,7 +160,7 @@ final class JobLoop<Item>: @unchecked Sendable {
         let outer = ThreadRole.current
         let threadID = ThreadState.currentID()
         defer { ThreadRole.current = outer }
-        pthread_mutex_lock(mutex)
+        mutex.lock()
         servingThreadIDs.append(threadID)
         while !stopping {
             if let entry = ready.popFirst() {
@@ -193,12 +173,12 @@ final class JobLoop<Item>: @unchecked Sendable {
                 if handOff { wakesPending += 1 }
                 let watch = stallWatcherAsleep && allBusy && (!ready.isEmpty || timers.earliestDeadline != nil)
                 if watch { stallWatcherAsleep = false }
-                pthread_mutex_unlock(mutex)
-                if handOff { pthread_cond_signal(workAvailable) }
-                if watch { pthread_cond_signal(backlogChanged) }
+                mutex.unlock()
+                if handOff { workAvailable.signal() }
+                if watch { backlogChanged.signal() }
                 ThreadRole.current = ThreadRole(loop: identity, quietDepth: entry.quietDepth)
                 run(entry.item)
-                pthread_mutex_lock(mutex)
+                mutex.lock()
                 busyThreads -= 1
                 continue
             }
@@ -210,19 +190,18 @@ final class JobLoop<Item>: @unchecked Sendable {
                 }
                 if !deadlineWaiter {
                     deadlineWaiter = true
-                    var until = Self.deadlineSpec(deadline)
-                    pthread_cond_timedwait(deadlineChanged, mutex, &until)
+                    mutex.wait(on: deadlineChanged, untilMonotonicNanoseconds: deadline)
                     deadlineWaiter = false
                     continue
                 }
             }
             idleThreads += 1
-            pthread_cond_wait(workAvailable, mutex)
+            mutex.wait(on: workAvailable)
             idleThreads -= 1
             if wakesPending > 0 { wakesPending -= 1 }
         }
         servingThreadIDs.removeAll { $0 == threadID }
-        pthread_mutex_unlock(mutex)
+        mutex.unlock()
     }
 
     /// Blocks until the serving threads are stuck — every one busy, work
@@ -235,26 +214,25 @@ final class JobLoop<Item>: @unchecked Sendable {
     /// waiting (``enqueue(_:)`` and ``serve(_:)`` signal it), so
     /// watching costs no wake-ups when the agent is idle.
     func awaitStall(checkingEvery interval: UInt64) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         while !stopping {
             guard allBusy else {
                 stallWatcherAsleep = true
-                pthread_cond_wait(backlogChanged, mutex)
+                mutex.wait(on: backlogChanged)
                 stallWatcherAsleep = false
                 continue
             }
             let started = itemsStarted
             let deadline = Self.now &+ interval
-            var until = Self.deadlineSpec(deadline)
             while !stopping && Self.now < deadline {
-                pthread_cond_timedwait(backlogChanged, mutex, &until)
+                mutex.wait(on: backlogChanged, untilMonotonicNanoseconds: deadline)
             }
             guard !stopping, allBusy, workDue, itemsStarted == started else { continue }
             let threads = servingThreadIDs
-            pthread_mutex_unlock(mutex)
+            mutex.unlock()
             let anyRunnable = threads.contains { ThreadState.isRunnable($0) }
-            pthread_mutex_lock(mutex)
+            mutex.lock()
             if !anyRunnable && !stopping && allBusy && itemsStarted == started {
                 return true
             }
@@ -267,22 +245,18 @@ final class JobLoop<Item>: @unchecked Sendable {
         !ready.isEmpty || (timers.earliestDeadline.map { $0 <= Self.now } ?? false)
     }
 
-    private static func deadlineSpec(_ nanoseconds: UInt64) -> timespec {
-        timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-    }
-
     /// Whether ``awaitStall(checkingEvery:)`` sleeps until signalled, for tests.
     var stallWatcherIsAsleep: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         return stallWatcherAsleep
     }
 
     /// The serving threads' states, for tests: (idle and not yet woken,
     /// busy, one waiting for a deadline).
     var threadStates: (idle: Int, busy: Int, deadlineWaiter: Bool) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         return (freeThreads, busyThreads, deadlineWaiter)
     }
 }

@@ -2,7 +2,6 @@
 #if compiler(>=6.3) && !PLATFORM_EXECUTORS
 @_spi(ExperimentalScheduling) import _Concurrency
 import EdgeIngestCore
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,12 +29,12 @@ package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @uncheck
     package static let maximumThreads = 64
 
     private let loop = JobLoop<UnownedJob>()
-    private let threadCount: Mutex<Int>
+    private let threadCount: PlainMutex<Int>
 
     /// Starts `threads` threads (default: one per online CPU, at least two)
     /// and the thread that adds more when they are all stuck.
     package init(threads: Int = max(2, sysconf(Int32(_SC_NPROCESSORS_ONLN)))) {
-        threadCount = Mutex(0)
+        threadCount = PlainMutex(0)
         for _ in 0..<max(1, threads) { addThread() }
         _ = BlockingThread.detach { [self] in watchForStalls() }
     }

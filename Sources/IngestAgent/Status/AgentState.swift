@@ -10,27 +10,27 @@ import EdgeIngestCore
 /// if status.state == .stopped { … }
 /// status.state = AgentState(UploadPhase.backingOff)   // "backing_off"
 /// ```
-public struct AgentState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public var rawValue: String
+package struct AgentState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    package var rawValue: String
 
-    public init(rawValue: String) { self.rawValue = rawValue }
+    package init(rawValue: String) { self.rawValue = rawValue }
 
     /// The state of a running agent whose uploader is in `phase`.
-    public init(_ phase: UploadPhase) { rawValue = phase.name }
+    package init(_ phase: UploadPhase) { rawValue = phase.name }
 
-    public static let idle = AgentState(.idle)
-    public static let uploading = AgentState(.uploading)
-    public static let backingOff = AgentState(.backingOff)
-    public static let error = AgentState(.error)
-    public static let waitingForUser = AgentState(.waitingForUser)
-    public static let clientReset = AgentState(.clientReset)
-    public static let stopped = AgentState(rawValue: "stopped")
-    public static let notResponding = AgentState(rawValue: "not_responding")
+    package static let idle = AgentState(.idle)
+    package static let uploading = AgentState(.uploading)
+    package static let backingOff = AgentState(.backingOff)
+    package static let error = AgentState(.error)
+    package static let waitingForUser = AgentState(.waitingForUser)
+    package static let clientReset = AgentState(.clientReset)
+    package static let stopped = AgentState(rawValue: "stopped")
+    package static let notResponding = AgentState(rawValue: "not_responding")
 
     /// The states `ingestd_state` always lists (an unknown one is added).
-    public static let listed: [AgentState] = [
+    package static let listed: [AgentState] = [
         .idle, .uploading, .backingOff, .error, .waitingForUser, .clientReset, .stopped,
     ]
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

@@ -1,9 +1,9 @@
 import EdgeIngestCore
 
 /// A status file that cannot be read back: what is wrong with it.
-public struct StatusFileError: Error, CustomStringConvertible {
-    public let reason: String
-    public var description: String { "the status file is not what ingestd writes: \(reason)" }
+package struct StatusFileError: Error, CustomStringConvertible {
+    package let reason: String
+    package var description: String { "the status file is not what ingestd writes: \(reason)" }
 }
 
 /// The status as JSON, with the member names of ``AgentStatus/CodingKeys``
@@ -228,10 +228,10 @@ extension AgentStatus {
     private typealias K = CodingKeys
 
     /// `/metrics`: every counter and gauge of the status.
-    public var prometheusText: String { Self.fields.prometheusText(of: self) }
+    package var prometheusText: String { Self.fields.prometheusText(of: self) }
 
     /// ` (bad_json 2, missing_field 1)`, or nothing (also `queue stats`'s).
-    public static func reasons(_ byReason: [String: Int64]) -> String {
+    package static func reasons(_ byReason: [String: Int64]) -> String {
         byReason.isEmpty
             ? ""
             : " (" + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
@@ -245,7 +245,7 @@ extension AgentStatus {
     }
 
     /// `ingestd status`'s lines under its first, indented by two spaces.
-    public var textLines: [String] { Self.fields.textLines(of: self).map { "  " + $0 } }
+    package var textLines: [String] { Self.fields.textLines(of: self).map { "  " + $0 } }
 }
 
 extension InputCounters.Snapshot {

@@ -3,68 +3,68 @@ import EdgeIngestCore
 /// What `ingestd status --json` prints: the agent's observable state (the
 /// seeds' AsyncOpen states) and every counter. Written by the running agent
 /// to `<state_directory>/status.json`.
-public struct AgentStatus: Codable, Sendable, Equatable {
+package struct AgentStatus: Codable, Sendable, Equatable {
     /// The uploader's state — idle, uploading, backing_off, waiting_for_user,
     /// client_reset, error — or stopped (written at exit). See `openState`
     /// for the AsyncOpen view of it.
-    public var state: AgentState
-    public var pid: Int32
-    public var updatedAt: String
+    package var state: AgentState
+    package var pid: Int32
+    package var updatedAt: String
     /// The seeds' AsyncOpen state of the agent's queue and session:
     /// `connecting` (not yet through to the backend since start),
     /// `waiting_for_user` (the backend refused the login), `open`, or
     /// `error` (uploading held: see `problem`).
-    public var openState: String = "open"
-    public var queuedRecords: Int64
-    public var queuedBytes: Int64
-    public var oldestAgeSeconds: Double?
-    public var acceptedTotal: Int64
-    public var rejectedTotal: Int64
-    public var rejectedByReason: [String: Int64]
-    public var uploadedTotal: Int64
-    public var droppedTotal: Int64
-    public var droppedByReason: [String: Int64]
-    public var lastUpload: LastUpload?
-    public var inputs: [InputCounters.Snapshot]
-    public var problem: String?
+    package var openState: String = "open"
+    package var queuedRecords: Int64
+    package var queuedBytes: Int64
+    package var oldestAgeSeconds: Double?
+    package var acceptedTotal: Int64
+    package var rejectedTotal: Int64
+    package var rejectedByReason: [String: Int64]
+    package var uploadedTotal: Int64
+    package var droppedTotal: Int64
+    package var droppedByReason: [String: Int64]
+    package var lastUpload: LastUpload?
+    package var inputs: [InputCounters.Snapshot]
+    package var problem: String?
     /// Records the backend refused one by one, kept in the dead-letter table.
-    public var deadLetterRecords: Int64
+    package var deadLetterRecords: Int64
     /// Records found damaged in the queue file and quarantined instead of
     /// sent (docs/QUEUE.md "Integrity"); nil in a status file written
     /// before there was a quarantine.
-    public var quarantinedRecords: Int64?
+    package var quarantinedRecords: Int64?
     /// Why the uploader is backing off or held.
-    public var uploadReason: String?
+    package var uploadReason: String?
     /// While backing off: when the next attempt is due (ISO 8601).
-    public var backingOffUntil: String?
-    public var uploadRequests: Int64?
+    package var backingOffUntil: String?
+    package var uploadRequests: Int64?
     /// Batches sent again after a failure.
-    public var uploadResends: Int64?
+    package var uploadResends: Int64?
     /// HTTP inputs: received records not stored because their `_id` had
     /// been received before (clients re-sending batches), since the queue
     /// was created.
-    public var receivedDuplicatesTotal: Int64?
+    package var receivedDuplicatesTotal: Int64?
     /// HTTP inputs: received records refused because their `_id` had been
     /// received before with other content (answered `duplicate_id`), since
     /// the queue was created.
-    public var receivedConflictsTotal: Int64?
+    package var receivedConflictsTotal: Int64?
     /// When a repair deleted damaged rows of the gateway's received ids or
     /// client sessions (ISO 8601), or nil: re-sends of batches received
     /// before then may be stored twice within the deduplication window.
-    public var gatewayMemoryForgottenAt: String?
+    package var gatewayMemoryForgottenAt: String?
     /// How long the sink took to answer each request since the start.
-    public var uploadLatency: UploadLatency?
+    package var uploadLatency: UploadLatency?
     /// The longest the running agent goes without rewriting the status
     /// file: `ingestd status` calls an older file stale.
-    public var refreshMilliseconds: Int64?
+    package var refreshMilliseconds: Int64?
     /// Why the last reload (SIGHUP, `systemctl reload`) was refused, with
     /// its time, while the agent runs on its previous configuration; nil
     /// once a reload succeeded or the agent restarted.
-    public var reloadRefused: String?
+    package var reloadRefused: String?
 
-    public struct LastUpload: Codable, Sendable, Equatable {
-        public var at: String
-        public var outcome: String
+    package struct LastUpload: Codable, Sendable, Equatable {
+        package var at: String
+        package var outcome: String
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -96,7 +96,7 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
-    public init(
+    package init(
         state: AgentState,
         statistics: QueueStatistics,
         inputs: [InputCounters.Snapshot],
@@ -131,12 +131,12 @@ public struct AgentStatus: Codable, Sendable, Equatable {
 
     /// The status as JSON, members sorted by name (what `status.json`
     /// holds and `ingestd status --json` prints).
-    public func json(pretty: Bool = true) -> String {
+    package func json(pretty: Bool = true) -> String {
         jsonValue.text(pretty: pretty)
     }
 
     /// Reads what ``json(pretty:)`` wrote.
-    public static func decode(_ text: String) throws -> AgentStatus {
+    package static func decode(_ text: String) throws -> AgentStatus {
         let value: JSONValue
         do {
             value = try JSONValue.parse(Array(text.utf8))
@@ -148,13 +148,13 @@ public struct AgentStatus: Codable, Sendable, Equatable {
 
     /// ``oldestAgeSeconds`` in whole seconds, clamped to Int64 (a damaged
     /// status file can hold any number).
-    public var oldestAgeWholeSeconds: Int64? {
+    package var oldestAgeWholeSeconds: Int64? {
         guard let age = oldestAgeSeconds, !age.isNaN else { return nil }
         return Int64(exactly: age.rounded(.towardZero)) ?? (age < 0 ? .min : .max)
     }
 
     /// The one line systemd shows in `systemctl status`.
-    public var summary: String {
+    package var summary: String {
         var parts = ["\(state)", "\(queuedRecords) queued"]
         if let age = oldestAgeWholeSeconds { parts.append("oldest \(age)s") }
         parts.append("\(acceptedTotal) accepted")

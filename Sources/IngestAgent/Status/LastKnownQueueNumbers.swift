@@ -6,7 +6,7 @@ extension AgentStatus {
     /// put back when a damaged queue file lost its own counters, so the
     /// readings it held are counted as dropped (damaged) rather than gone
     /// without a trace.
-    public static func lastKnownQueueNumbers(statusPath: String) -> QueueStatistics? {
+    package static func lastKnownQueueNumbers(statusPath: String) -> QueueStatistics? {
         guard let text = try? readSmallTextFile(statusPath, limit: FileLimits.small),
             let status = try? AgentStatus.decode(text)
         else { return nil }

@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import IngestGateway
 import Logging
 import ServiceLifecycle
 

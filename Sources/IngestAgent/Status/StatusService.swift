@@ -243,5 +243,5 @@ struct StatusService: Service {
 
 /// Whether the status file's last write failed, shared by copies of the service.
 private final class WriteFailures: Sendable {
-    let failing = Mutex(false)
+    let failing = PlainMutex(false)
 }

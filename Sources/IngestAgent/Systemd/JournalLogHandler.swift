@@ -16,24 +16,24 @@ import Glibc
 /// ```swift
 /// LoggingSystem.bootstrap { label in JournalLogHandler(label: label, identifier: "ingestd") }
 /// ```
-public struct JournalLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
-    public var metadataProvider: Logger.MetadataProvider?
-    public let label: String
-    public let identifier: String
+package struct JournalLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
+    package var metadataProvider: Logger.MetadataProvider?
+    package let label: String
+    package let identifier: String
 
-    public init(label: String, identifier: String) {
+    package init(label: String, identifier: String) {
         self.label = label
         self.identifier = identifier
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields: [String] = [
             "MESSAGE=\(event.message)",
             "PRIORITY=\(JournalLogHandler.priority(event.level))",
@@ -104,7 +104,7 @@ public struct JournalLogHandler: LogHandler {
 
 /// Whether stderr is connected to the journal: systemd sets
 /// `$JOURNAL_STREAM` to the device and inode of that stream.
-public func stderrIsJournal(environment: [String: String]) -> Bool {
+package func stderrIsJournal(environment: [String: String]) -> Bool {
     guard let value = environment["JOURNAL_STREAM"] else { return false }
     let parts = value.split(separator: ":")
     guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }

@@ -3,29 +3,29 @@ import CSystemd
 /// Talks to systemd over `$NOTIFY_SOCKET` (sd_notify(3)): readiness,
 /// status text, watchdog keep-alives and stopping. Does nothing when the
 /// agent does not run under systemd (no `NOTIFY_SOCKET`).
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     /// The watchdog interval systemd expects pings within, if enabled
     /// (`WatchdogSec=` sets `$WATCHDOG_USEC`).
-    public let watchdogMicroseconds: UInt64?
+    package let watchdogMicroseconds: UInt64?
 
-    public init() {
+    package init() {
         var usec: UInt64 = 0
         watchdogMicroseconds = sd_watchdog_enabled(0, &usec) > 0 ? usec : nil
     }
 
     /// How often to ping: half the watchdog interval, as sd_watchdog_enabled(3) advises.
-    public var watchdogPingMilliseconds: Int? {
+    package var watchdogPingMilliseconds: Int? {
         watchdogMicroseconds.map { max(1, Int($0 / 2_000)) }
     }
 
-    public func ready() { send("READY=1") }
-    public func stopping() { send("STOPPING=1") }
+    package func ready() { send("READY=1") }
+    package func stopping() { send("STOPPING=1") }
     /// A reload began; READY=1 says it ended (sd_notify(3)).
-    public func reloading() { send("RELOADING=1") }
-    public func watchdog() { send("WATCHDOG=1") }
+    package func reloading() { send("RELOADING=1") }
+    package func watchdog() { send("WATCHDOG=1") }
 
     /// Sets the one-line status `systemctl status` shows.
-    public func status(_ text: String) {
+    package func status(_ text: String) {
         send("STATUS=" + text.filter { $0 != "\n" })
     }
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,20 +65,17 @@ package struct LibMosquitto: @unchecked Sendable {
     /// The library, loaded (and initialised) on first use. A failure is not
     /// kept: once the operator installs libmosquitto1, the next attempt finds it.
     package static func shared() throws(MQTTError) -> LibMosquitto {
-        try loaded.withLock { (cached: inout LibMosquitto?) throws(MQTTError) -> LibMosquitto in
-            if let cached { return cached }
-            let library = try load(names: ["libmosquitto.so.1", "libmosquitto.so"]).get()
+        try loaded.get()
+    }
+    private static let loaded = LoadedOnFirstUse<LibMosquitto, MQTTError> {
+        load(names: ["libmosquitto.so.1", "libmosquitto.so"]).map { library in
             _ = library.libInit()
-            cached = library
             return library
         }
     }
-    private static let loaded = Mutex<LibMosquitto?>(nil)
 
     static func load(names: [String]) -> Result<LibMosquitto, MQTTError> {
-        var handle: UnsafeMutableRawPointer?
-        for name in names where handle == nil { handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) }
-        guard let handle else {
+        guard var library = DynamicLibrary.open(firstOf: names) else {
             return .failure(
                 MQTTError(
                     .configuration,
@@ -88,79 +83,77 @@ package struct LibMosquitto: @unchecked Sendable {
                 )
             )
         }
-        var missing: [String] = []
-        func symbol<F>(_ name: String, as _: F.Type = F.self) -> F? {
-            guard let pointer = dlsym(handle, name) else {
-                missing.append(name)
-                return nil
-            }
-            return unsafeBitCast(pointer, to: F.self)
-        }
-        let libInit: (@convention(c) () -> Int32)? = symbol("mosquitto_lib_init")
-        let new: (@convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?)? = symbol(
-            "mosquitto_new"
-        )
-        let destroy: (@convention(c) (Client?) -> Void)? = symbol("mosquitto_destroy")
-        let intOption: (@convention(c) (Client?, Int32, Int32) -> Int32)? = symbol("mosquitto_int_option")
+        let libInit: (@convention(c) () -> Int32)? = library.function("mosquitto_lib_init")
+        let new: (@convention(c) (UnsafePointer<CChar>?, Bool, UnsafeMutableRawPointer?) -> Client?)? =
+            library.function(
+                "mosquitto_new"
+            )
+        let destroy: (@convention(c) (Client?) -> Void)? = library.function("mosquitto_destroy")
+        let intOption: (@convention(c) (Client?, Int32, Int32) -> Int32)? = library.function("mosquitto_int_option")
         let usernamePasswordSet: (@convention(c) (Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32)? =
-            symbol("mosquitto_username_pw_set")
+            library.function("mosquitto_username_pw_set")
         let tlsSet:
             (
                 @convention(c) (
                     Client?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
                     OpaquePointer?
                 ) -> Int32
-            )? = symbol("mosquitto_tls_set")
+            )? = library.function("mosquitto_tls_set")
         let connectBindV5:
             (
                 @convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?, Properties?) ->
                     Int32
-            )? = symbol("mosquitto_connect_bind_v5")
+            )? = library.function("mosquitto_connect_bind_v5")
         let connectBindAsync:
-            (@convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?) -> Int32)? = symbol(
-                "mosquitto_connect_bind_async"
-            )
-        let disconnect: (@convention(c) (Client?) -> Int32)? = symbol("mosquitto_disconnect")
+            (@convention(c) (Client?, UnsafePointer<CChar>?, Int32, Int32, UnsafePointer<CChar>?) -> Int32)? =
+                library.function(
+                    "mosquitto_connect_bind_async"
+                )
+        let disconnect: (@convention(c) (Client?) -> Int32)? = library.function("mosquitto_disconnect")
         let publishV5:
             (
                 @convention(c) (
                     Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32, UnsafeRawPointer?, Int32, Bool,
                     Properties?
                 ) -> Int32
-            )? = symbol("mosquitto_publish_v5")
-        let loop: (@convention(c) (Client?, Int32, Int32) -> Int32)? = symbol("mosquitto_loop")
-        let socket: (@convention(c) (Client?) -> Int32)? = symbol("mosquitto_socket")
-        let connectV5CallbackSet: (@convention(c) (Client?, ConnectCallback?) -> Void)? = symbol(
+            )? = library.function("mosquitto_publish_v5")
+        let loop: (@convention(c) (Client?, Int32, Int32) -> Int32)? = library.function("mosquitto_loop")
+        let socket: (@convention(c) (Client?) -> Int32)? = library.function("mosquitto_socket")
+        let connectV5CallbackSet: (@convention(c) (Client?, ConnectCallback?) -> Void)? = library.function(
             "mosquitto_connect_v5_callback_set"
         )
-        let publishV5CallbackSet: (@convention(c) (Client?, PublishCallback?) -> Void)? = symbol(
+        let publishV5CallbackSet: (@convention(c) (Client?, PublishCallback?) -> Void)? = library.function(
             "mosquitto_publish_v5_callback_set"
         )
-        let disconnectV5CallbackSet: (@convention(c) (Client?, DisconnectCallback?) -> Void)? = symbol(
+        let disconnectV5CallbackSet: (@convention(c) (Client?, DisconnectCallback?) -> Void)? = library.function(
             "mosquitto_disconnect_v5_callback_set"
         )
         let propertyAddStringPair:
             (
                 @convention(c) (UnsafeMutablePointer<Properties?>?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?)
                     -> Int32
-            )? = symbol("mosquitto_property_add_string_pair")
-        let propertyFreeAll: (@convention(c) (UnsafeMutablePointer<Properties?>?) -> Void)? = symbol(
+            )? = library.function("mosquitto_property_add_string_pair")
+        let propertyFreeAll: (@convention(c) (UnsafeMutablePointer<Properties?>?) -> Void)? = library.function(
             "mosquitto_property_free_all"
         )
-        let strerror: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_strerror")
-        let reasonString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_reason_string")
-        let connackString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = symbol("mosquitto_connack_string")
+        let strerror: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = library.function("mosquitto_strerror")
+        let reasonString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = library.function(
+            "mosquitto_reason_string"
+        )
+        let connackString: (@convention(c) (Int32) -> UnsafePointer<CChar>?)? = library.function(
+            "mosquitto_connack_string"
+        )
         guard let libInit, let new, let destroy, let intOption, let usernamePasswordSet, let tlsSet, let connectBindV5,
             let connectBindAsync, let disconnect, let publishV5, let loop, let socket, let connectV5CallbackSet,
             let publishV5CallbackSet,
             let disconnectV5CallbackSet, let propertyAddStringPair, let propertyFreeAll, let strerror, let reasonString,
             let connackString
         else {
-            dlclose(handle)
+            library.close()
             return .failure(
                 MQTTError(
                     .configuration,
-                    "the installed libmosquitto lacks \(missing.joined(separator: ", ")): the mqtt sink needs libmosquitto 2.0 or later"
+                    "the installed libmosquitto lacks \(library.missing.joined(separator: ", ")): the mqtt sink needs libmosquitto 2.0 or later"
                 )
             )
         }

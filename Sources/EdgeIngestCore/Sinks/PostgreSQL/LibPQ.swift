@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -55,19 +53,12 @@ struct LibPQ: @unchecked Sendable {
     /// The library, loaded on first use. A failure is not kept: once the
     /// operator installs libpq5, the next connection attempt finds it.
     static func shared() throws(PostgresError) -> LibPQ {
-        try loaded.withLock { (cached: inout LibPQ?) throws(PostgresError) -> LibPQ in
-            if let cached { return cached }
-            let library = try load(names: ["libpq.so.5", "libpq.so"]).get()
-            cached = library
-            return library
-        }
+        try loaded.get()
     }
-    private static let loaded = Mutex<LibPQ?>(nil)
+    private static let loaded = LoadedOnFirstUse<LibPQ, PostgresError> { load(names: ["libpq.so.5", "libpq.so"]) }
 
     static func load(names: [String]) -> Swift.Result<LibPQ, PostgresError> {
-        var handle: UnsafeMutableRawPointer?
-        for name in names where handle == nil { handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) }
-        guard let handle else {
+        guard var library = DynamicLibrary.open(firstOf: names) else {
             return .failure(
                 PostgresError(
                     kind: .configuration,
@@ -76,24 +67,16 @@ struct LibPQ: @unchecked Sendable {
                 )
             )
         }
-        var missing: [String] = []
-        func symbol<F>(_ name: String, as _: F.Type = F.self) -> F? {
-            guard let pointer = dlsym(handle, name) else {
-                missing.append(name)
-                return nil
-            }
-            return unsafeBitCast(pointer, to: F.self)
-        }
-        let connectdbParams: (@convention(c) (CStrings?, CStrings?, Int32) -> Connection?)? = symbol(
+        let connectdbParams: (@convention(c) (CStrings?, CStrings?, Int32) -> Connection?)? = library.function(
             "PQconnectdbParams"
         )
-        let status: (@convention(c) (Connection?) -> Int32)? = symbol("PQstatus")
-        let errorMessage: (@convention(c) (Connection?) -> CText?)? = symbol("PQerrorMessage")
-        let finish: (@convention(c) (Connection?) -> Void)? = symbol("PQfinish")
-        let socket: (@convention(c) (Connection?) -> Int32)? = symbol("PQsocket")
+        let status: (@convention(c) (Connection?) -> Int32)? = library.function("PQstatus")
+        let errorMessage: (@convention(c) (Connection?) -> CText?)? = library.function("PQerrorMessage")
+        let finish: (@convention(c) (Connection?) -> Void)? = library.function("PQfinish")
+        let socket: (@convention(c) (Connection?) -> Int32)? = library.function("PQsocket")
         let setNoticeProcessor:
             (@convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> OpaquePointer?)? =
-                symbol("PQsetNoticeProcessor")
+                library.function("PQsetNoticeProcessor")
         let sendQueryParams:
             (
                 @convention(c) (
@@ -101,27 +84,28 @@ struct LibPQ: @unchecked Sendable {
                     UnsafePointer<Int32>?,
                     Int32
                 ) -> Int32
-            )? = symbol("PQsendQueryParams")
-        let consumeInput: (@convention(c) (Connection?) -> Int32)? = symbol("PQconsumeInput")
-        let isBusy: (@convention(c) (Connection?) -> Int32)? = symbol("PQisBusy")
-        let getResult: (@convention(c) (Connection?) -> Result?)? = symbol("PQgetResult")
-        let resultStatus: (@convention(c) (Result?) -> Int32)? = symbol("PQresultStatus")
-        let resultErrorField: (@convention(c) (Result?, Int32) -> CText?)? = symbol("PQresultErrorField")
-        let cmdTuples: (@convention(c) (Result?) -> CText?)? = symbol("PQcmdTuples")
-        let ntuples: (@convention(c) (Result?) -> Int32)? = symbol("PQntuples")
-        let getvalue: (@convention(c) (Result?, Int32, Int32) -> CText?)? = symbol("PQgetvalue")
-        let clear: (@convention(c) (Result?) -> Void)? = symbol("PQclear")
+            )? = library.function("PQsendQueryParams")
+        let consumeInput: (@convention(c) (Connection?) -> Int32)? = library.function("PQconsumeInput")
+        let isBusy: (@convention(c) (Connection?) -> Int32)? = library.function("PQisBusy")
+        let getResult: (@convention(c) (Connection?) -> Result?)? = library.function("PQgetResult")
+        let resultStatus: (@convention(c) (Result?) -> Int32)? = library.function("PQresultStatus")
+        let resultErrorField: (@convention(c) (Result?, Int32) -> CText?)? = library.function("PQresultErrorField")
+        let cmdTuples: (@convention(c) (Result?) -> CText?)? = library.function("PQcmdTuples")
+        let ntuples: (@convention(c) (Result?) -> Int32)? = library.function("PQntuples")
+        let getvalue: (@convention(c) (Result?, Int32, Int32) -> CText?)? = library.function("PQgetvalue")
+        let clear: (@convention(c) (Result?) -> Void)? = library.function("PQclear")
         guard let connectdbParams, let status, let errorMessage, let finish, let socket, let setNoticeProcessor,
             let sendQueryParams,
             let consumeInput, let isBusy, let getResult, let resultStatus, let resultErrorField, let cmdTuples,
             let ntuples, let getvalue,
             let clear
         else {
+            library.close()
             return .failure(
                 PostgresError(
                     kind: .configuration,
                     message:
-                        "libpq.so.5 lacks \(missing.joined(separator: ", ")): install libpq5 from PostgreSQL 12 or later"
+                        "libpq.so.5 lacks \(library.missing.joined(separator: ", ")): install libpq5 from PostgreSQL 12 or later"
                 )
             )
         }

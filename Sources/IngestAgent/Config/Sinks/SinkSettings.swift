@@ -8,17 +8,17 @@ import EdgeIngestCore
 /// sink = "sqlite"                            # the embedded default backend
 /// path = "/var/lib/ingestd/archive.sqlite"
 /// ```
-public struct SinkSettings: Sendable {
+package struct SinkSettings: Sendable {
     /// The sink's own settings; its type says which sink it is.
     let configuration: any SinkConfiguration
 
     init(_ configuration: any SinkConfiguration) { self.configuration = configuration }
 
     /// The ingest protocol over HTTP to `upload.url` (the default).
-    public static let ingestProtocol = SinkSettings(IngestSinkConfiguration())
+    package static let ingestProtocol = SinkSettings(IngestSinkConfiguration())
 
     /// Its name in `upload.sink`: `ingest`, `sqlite`, `clickhouse`, `postgresql`, `influxdb` or `mqtt`.
-    public var name: String { type(of: configuration).name }
+    package var name: String { type(of: configuration).name }
 
     /// Every sink, in the order errors list them.
     static let kinds: [any SinkConfiguration.Type] = [
@@ -54,7 +54,7 @@ public struct SinkSettings: Sendable {
 extension AgentConfiguration {
     /// The SQLite archive sink's file: `upload.path`, relative to the state
     /// directory unless absolute. Nil for other sinks.
-    public var resolvedArchivePath: String? {
+    package var resolvedArchivePath: String? {
         (sink.configuration as? SQLiteSinkConfiguration).map { $0.resolvedPath(stateDirectory: stateDirectory) }
     }
 
@@ -64,7 +64,7 @@ extension AgentConfiguration {
     }
 
     /// `check-config`'s line about the upload, after "upload: ".
-    public var uploadSummary: String {
+    package var uploadSummary: String {
         guard let upload else { return "none (readings stay queued)" }
         return sink.configuration.summary(self, upload: upload)
     }
