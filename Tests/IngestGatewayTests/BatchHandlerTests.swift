@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Testing
 
+@testable import EdgeIngestCore
 @testable import IngestGateway
 
 /// Every exit of the gateway's batch handler (``IngestServer``'s pipeline,
@@ -242,9 +243,26 @@ import Testing
         #expect(try h.stored() == [#"{"_id":"65f1c2a9e1b2c3d4e5f60001","v":1,"owner":"key-gw-1"}"#])
     }
 
+    /// A full disk (here: SQLite told the queue file may not grow, which
+    /// it answers SQLITE_FULL as ENOSPC makes it) is 503 `disk_full` with
+    /// Retry-After, and nothing of the batch is stored. (The binary's
+    /// behaviour on a really full file system: the fault suite.)
+    @Test func aFullDiskIs503AndStoresNothing() throws {
+        let h = try Harness(maxBodyBytes: 1 << 20)
+        #expect(h.post(Self.line(1)).status == 200)
+        let store = h.queue.state.withLock { $0.store }
+        let db = try #require(store).db
+        // Touched outside the queue's lock: nothing else uses this queue now.
+        try db.execute("PRAGMA max_page_count = \(try db.integer("PRAGMA page_count"))")
+        let big = (2...400).map { Self.line($0, extra: #","owner":"\#(String(repeating: "x", count: 200))""#) }.joined()
+        let answer = h.post(big)
+        #expect(answer.status == 503 && Self.json(answer)["error"] as? String == "disk_full")
+        #expect(Self.header(answer, "Retry-After") == "10")
+        #expect(try h.stored() == [String(Self.line(1).dropLast())])
+    }
+
     /// A queue that cannot store (here: closed) is the server's fault: 500,
-    /// nothing said about the cause. (A full disk's 503 `disk_full` needs a
-    /// real full file system: that exit has no in-process test.)
+    /// nothing said about the cause.
     @Test func aQueueThatCannotStoreIs500() throws {
         let h = try Harness()
         h.queue.close()
