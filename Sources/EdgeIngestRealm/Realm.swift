@@ -33,7 +33,7 @@ public final class Realm: Sendable, CustomStringConvertible {
     /// shares them, as Realm's instances of one file on one thread are one).
     private static let transactions = PlainMutex<[ObjectIdentifier: OpenTransaction]>([:])
     /// Serializes write blocks on one file, as a Realm write transaction does.
-    private static let writers = PlainMutex<[ObjectIdentifier: NSLock]>([:])
+    private static let writers = PlainMutex<[ObjectIdentifier: PlainLock]>([:])
 
     /// The write block running now: its thread and the records it created.
     // Unchecked: `thread` is a plain value; `steps` is touched only by that thread.
@@ -165,7 +165,7 @@ public final class Realm: Sendable, CustomStringConvertible {
         let file = self.file
         let writer = Realm.writers.withLock { writers in
             if let lock = writers[file] { return lock }
-            let lock = NSLock()
+            let lock = PlainLock()
             writers[file] = lock
             return lock
         }

@@ -86,10 +86,12 @@ final class ReceivedIDs {
     init(store: QueueStore, now: Int64) throws {
         self.store = store
         let db = store.db
-        // A gateway looks up and inserts ids at keys spread over the whole
-        // table: the queue's 256 KiB page cache (enough for its appends)
-        // missed on nearly every one. 16 MiB: ~17 % less gateway CPU with
-        // random ids, ~18 MB more peak RSS (docs/BENCHMARKS.md, "Random ids").
+        // Opened by a gateway (or an MQTT input with a dedup window): ids
+        // are looked up and inserted at keys spread over the table, and the
+        // queue's 256 KiB page cache (enough for its appends) missed on most
+        // of them. 16 MiB (filled only as pages are read): 14–22 % less
+        // gateway CPU with random ids, ~18 MB more peak RSS there
+        // (docs/BENCHMARKS.md, "Random ids at a gateway").
         try db.execute("PRAGMA cache_size = -16384")
         insertGroup = try (0..<2).map {
             try db.prepare(

@@ -8,9 +8,8 @@ import Darwin
 /// slow work and for state that threads wait on (with ``PlainCondition``).
 /// A waiter sleeps; `Synchronization.Mutex` (a priority-inheritance futex
 /// on Linux) made waiters spin in the kernel for as long as the holder ran
-/// (``PlainMutex``'s note). Every lock in the agent is this type, or
-/// ``PlainMutex`` (a value behind one), or `Synchronization.Mutex` for
-/// state held for a few instructions.
+/// (``PlainMutex``'s note). Every lock in the codebase is this type or
+/// ``PlainMutex`` (a value behind one).
 ///
 /// Use ``PlainMutex`` when the state is one value. Use this when the state
 /// is spread over several properties that threads wait on: the owner keeps

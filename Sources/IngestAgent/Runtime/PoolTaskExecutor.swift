@@ -21,7 +21,7 @@ import Glibc
 ///
 /// Timers (`Task.sleep`) are served by the same threads: one idle thread
 /// waits for the earliest deadline.
-// Unchecked: its state is the `JobLoop` (its own lock) and a `Mutex`; no other var.
+// Unchecked: its state is the `JobLoop` (its own lock) and a `PlainMutex`; no other var.
 package final class PoolTaskExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
     /// How long work may wait behind threads that all are busy before
     /// another thread is added.

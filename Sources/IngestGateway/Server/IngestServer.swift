@@ -11,7 +11,6 @@ import Logging
 /// - `GET /healthz`: 200 while the agent runs.
 package final class IngestServer: HTTPHandler {
     let context: GatewayContext
-    let settings: GatewaySettings
     let accounts: ServerAccounts
     let tokens: TokenSigner
     let decoder: BatchDecoder
@@ -24,7 +23,7 @@ package final class IngestServer: HTTPHandler {
 
     package init(context: GatewayContext, accounts: ServerAccounts, tokens: TokenSigner) {
         self.context = context
-        settings = context.settings
+        let settings = context.settings
         quotas = AccountQuotas(
             limits: .init(
                 recordsPerSecond: settings.quotaRecordsPerSecond.map(Double.init),
@@ -38,6 +37,7 @@ package final class IngestServer: HTTPHandler {
         self.tokens = tokens
     }
 
+    var settings: GatewaySettings { context.settings }
     var inputName: String { context.name }
     var observer: any GatewayObserver { context.observer }
     var logger: Logger { context.logger }
