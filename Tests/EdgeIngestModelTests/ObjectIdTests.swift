@@ -73,6 +73,24 @@ import Testing
         }
     }
 
+    /// Every byte, in every position's place: a hexadecimal digit of
+    /// either case parses to its value, anything else refuses the text.
+    @Test func everyByteIsReadAsTheDigitItIsOrRefused() {
+        for c in UInt8.min...UInt8.max {
+            for position in [0, 1, 23] {
+                var text = [UInt8](repeating: UInt8(ascii: "0"), count: 24)
+                text[position] = c
+                let id = text.withUnsafeBytes { ObjectId(hexUTF8: $0) }
+                guard let value = hexDigitValue(c) else {
+                    #expect(id == nil, "byte \(c) at \(position)")
+                    continue
+                }
+                let byte = id.map { id in withUnsafeBytes(of: id.bytes) { $0[position / 2] } }
+                #expect(byte == (position % 2 == 0 ? value << 4 : value), "byte \(c) at \(position)")
+            }
+        }
+    }
+
     @Test func zeroIdIsZero() {
         #expect(ObjectId().isZero)
         #expect(ObjectId().hexString == "000000000000000000000000")

@@ -280,13 +280,16 @@ extension DurableQueue {
         var duplicates = 0
         var conflicts: [Int] = []
         var contents: [Int64] = []
+        var sorted: (list: ReceivedIDList, hashes: [ReceivedIDFilter.Hashes])?
         // Records received from another client: refused for a stale
         // session (throws StaleSession), re-sent ones and conflicting
         // ones (same `_id`, other content) left out.
         if let receipt = request.receipt, let received {
             let repeated = try received.repeated(in: batch, receipt: receipt, now: now)
             contents = repeated.contents
+            sorted = (repeated.sorted, repeated.hashes)
             if !repeated.resent.isEmpty || !repeated.conflicts.isEmpty {
+                sorted = nil  // indices change
                 duplicates = repeated.resent.count
                 conflicts = repeated.conflicts
                 let removed = (repeated.resent + repeated.conflicts).sorted()
@@ -336,7 +339,8 @@ extension DurableQueue {
                 kept,
                 contents: contents.isEmpty ? [] : Array(contents[plan.acceptFrom..<plan.acceptTo]),
                 receipt: receipt,
-                now: now
+                now: now,
+                sorted: plan.acceptFrom == 0 && plan.acceptTo == batch.count ? sorted : nil
             )
         }
         queued.records += Int64(accepted) - plan.droppedStoredRecords

@@ -376,6 +376,7 @@ public final class DurableQueue: Sendable {
         let (waiters, fd) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Int32) in
             // Release the connection before the flock descriptor: closing any
             // descriptor of the file drops SQLite's POSIX locks on it.
+            try? state.store?.foldReceivedIDs()
             state.store = nil
             let waiting = Array(state.waiters.values)
             state.waiters = [:]

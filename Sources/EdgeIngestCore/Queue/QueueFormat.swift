@@ -49,9 +49,19 @@
 // Format 4 (one migration for the gateway's memory, the clock and several
 // sinks; docs/QUEUE.md "The format (version 4)"):
 // received_groups_0, received_groups_1, received_sessions — a gateway's
-//   received ids and its clients' sessions (``ReceivedIDs``). Format 3
-//   files had them outside the format (made when first used); the
-//   migration keeps their rows.
+//   received ids that share a 128-id bucket with others of their batch
+//   (``ReceivedIDs``), and its clients' sessions. Format 3 files had them
+//   outside the format (made when first used); the migration keeps their
+//   rows.
+// received_runs_0, received_runs_1 — received ids alone in their bucket, in runs
+//   (``ReceivedIDRun``): key = the account's name ‖ the id's first 5 bytes
+//   (unique); ids = the other 7 bytes of each id, ascending; contents = the
+//   CRC-32 of each one's line, 4 bytes little-endian. Rowid tables: a run
+//   holds up to thousands of ids, and in a WITHOUT ROWID table every
+//   b-tree level would hold (and compare) whole rows.
+// received_pending — such ids not yet folded into the runs, a row per
+//   stored batch (written in its transaction): tenant, ids (12 bytes
+//   each), contents (4 bytes each).
 // segments.boot              INTEGER  the boot the segment was accepted in:
 //                                     the first 8 bytes of the kernel's
 //                                     boot_id (``Acceptance``); NULL for a
@@ -156,6 +166,9 @@ enum QueueFormat {
         CREATE TABLE IF NOT EXISTS received_groups_0(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS received_groups_1(key BLOB PRIMARY KEY, members BLOB NOT NULL, contents BLOB) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS received_sessions(nonce TEXT PRIMARY KEY, epoch INTEGER NOT NULL, seen_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE received_runs_0(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, ids BLOB NOT NULL, contents BLOB NOT NULL);
+        CREATE TABLE received_runs_1(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, ids BLOB NOT NULL, contents BLOB NOT NULL);
+        CREATE TABLE received_pending(id INTEGER PRIMARY KEY, tenant BLOB NOT NULL, ids BLOB NOT NULL, contents BLOB NOT NULL);
         ALTER TABLE segments ADD COLUMN boot INTEGER;
         ALTER TABLE segments ADD COLUMN accepted_boottime INTEGER;
         ALTER TABLE segments ADD COLUMN clock INTEGER;
@@ -187,7 +200,8 @@ enum QueueFormat {
     /// and ``QueueSalvage`` rebuilds).
     static let tables = [
         "segments", "counters", "positions", "meta", "dead_letters", "quarantine", "received_groups_0",
-        "received_groups_1", "received_sessions", "boots", "sinks", "sink_progress",
+        "received_groups_1", "received_sessions", "received_runs_0", "received_runs_1", "received_pending", "boots",
+        "sinks", "sink_progress",
     ]
 
     /// The tables every format 3 file has.

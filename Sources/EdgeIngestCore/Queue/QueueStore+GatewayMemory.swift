@@ -1,5 +1,6 @@
-/// The gateway's memory in the queue file (format 4): the received-id
-/// groups and the client sessions (``ReceivedIDs``). They hold no
+/// The gateway's memory in the queue file (format 4): the received ids
+/// (format 3's groups, the runs and the pending ids) and the client
+/// sessions (``ReceivedIDs``). They hold no
 /// readings, so damage there loses none; it loses what the gateway knows:
 /// a batch received before may be stored again, a client restored from a
 /// backup may not be told to reset. ``DurableQueue/verify()`` checks every
@@ -26,6 +27,22 @@ extension QueueStore {
                 let problem = Self.groupDamage(key: key, members: members, contents: contents)
                 try body(problem.map { GatewayMemoryDamage(table: table, key: Array(key), problem: $0) })
             }
+        }
+        for generation in 0..<2 {
+            let table = "received_runs_\(generation)"
+            let rows = try db.prepare("SELECT key, ids, contents FROM \(table)")
+            while try rows.step() {
+                let key = rows.blob(0)
+                let problem = ReceivedIDRun.damage(key: key, ids: rows.blob(1), contents: rows.blob(2))
+                try body(problem.map { GatewayMemoryDamage(table: table, key: Array(key), problem: $0) })
+            }
+        }
+        let pending = try db.prepare("SELECT id, ids, contents FROM received_pending")
+        while try pending.step() {
+            let problem = ReceivedIDRun.pendingDamage(ids: pending.blob(1), contents: pending.blob(2))
+            var rowID: [UInt8] = []
+            withUnsafeBytes(of: pending.int64(0).bigEndian) { rowID.append(contentsOf: $0) }
+            try body(problem.map { GatewayMemoryDamage(table: "received_pending", key: rowID, problem: $0) })
         }
         let sessions = try db.prepare(
             "SELECT CAST(nonce AS BLOB), typeof(nonce), epoch, seen_at FROM received_sessions"
@@ -66,6 +83,11 @@ extension QueueStore {
 
     /// Deletes one damaged row of the gateway's memory.
     func forget(_ damage: GatewayMemoryDamage) throws {
+        if damage.table == "received_pending" {
+            let delete = try db.prepare("DELETE FROM received_pending WHERE id = ?1")
+            delete.bind(1, damage.key.reduce(Int64(0)) { $0 << 8 | Int64($1) })
+            return try delete.run()
+        }
         let column = damage.table == "received_sessions" ? "CAST(nonce AS BLOB)" : "key"
         let delete = try db.prepare("DELETE FROM \(damage.table) WHERE \(column) = ?1")
         try damage.key.withUnsafeBytes { delete.bind(1, blob: $0) }

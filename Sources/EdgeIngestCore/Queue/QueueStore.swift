@@ -40,6 +40,20 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         return opened
     }
 
+    /// Folds the gateway's pending received ids into their runs, in a
+    /// transaction of its own (when the queue closes: they are durable
+    /// either way; folded, a restart need not read them back).
+    func foldReceivedIDs() throws {
+        guard let received else { return }
+        do {
+            try db.transaction { try received.fold() }
+            received.didCommit()
+        } catch {
+            received.didRollBack()
+            throw error
+        }
+    }
+
     /// Whether commits fsync (`synchronous=FULL`, durability power_loss_safe).
     let syncsEveryCommit: Bool
 

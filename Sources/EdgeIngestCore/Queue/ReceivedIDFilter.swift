@@ -4,10 +4,13 @@
 /// SQLite lookup (docs/BENCHMARKS.md, "A fleet through one gateway"). 8 bits and 6 probes per key: about 2.5 %
 /// false positives at capacity, and a false positive only costs the lookup.
 ///
-/// Full, it grows: a new layer of twice the last one's capacity takes the
-/// next keys, and a key is looked for in every layer (a scalable Bloom
-/// filter: each full layer adds ~2.5 % false positives; from the smallest
-/// start, 1 Mi, six layers reach the limit: ~15 % at the most), up to
+/// Full, it grows: a new layer of 4 times the last one's capacity takes
+/// the next keys, and a key is looked for in every layer (a scalable Bloom
+/// filter: each full layer adds ~2.5 % false positives, and costs a cache
+/// miss per key looked for: 4 times, not 2, so the filter of a gateway's
+/// first window, sized before its rate is known, has half the layers;
+/// from the smallest start, 1 Mi, four layers reach the limit: ~10 % at
+/// the most), up to
 /// `limit` keys in all (32 Mi: 32 MiB). Past
 /// that it is **saturated** and answers "maybe" for every key (the lookup
 /// is made, as without a filter); the next generation's filter starts
@@ -21,6 +24,8 @@
 /// ```
 struct ReceivedIDFilter {
     static let bitsPerKey = 8
+    /// How much larger each new layer is than the last.
+    static let growth = 4
     static let probes = 6
     /// Bounds for ``capacity(after:)`` and the default limit: 1 Mi keys
     /// (1 MiB) to 32 Mi (32 MiB).
@@ -98,10 +103,16 @@ struct ReceivedIDFilter {
     }
 
     mutating func insert(_ key: UnsafeRawBufferPointer) {
+        insert(hashes: Self.hashes(key))
+    }
+
+    /// ``insert(_:)`` with the key's ``hashes(_:)``, computed once for
+    /// several filters or calls.
+    mutating func insert(hashes: Hashes) {
         count += 1
         guard !isSaturated else { return }
         if layers[layers.count - 1].count == layers[layers.count - 1].capacity {
-            let next = min(2 * layers[layers.count - 1].capacity, limit - capacity)
+            let next = min(Self.growth * layers[layers.count - 1].capacity, limit - capacity)
             guard next > 0 else {
                 count = limit + 1  // no room to grow: saturated from here
                 return
@@ -109,27 +120,43 @@ struct ReceivedIDFilter {
             layers.append(Layer(capacity: next))
             capacity += next
         }
-        let (h1, h2) = Self.hashes(key)
-        layers[layers.count - 1].insert(h1, h2)
+        layers[layers.count - 1].insert(hashes.0, hashes.1)
     }
 
     /// false: the key was certainly not inserted; true: it may have been.
     func mightContain(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard count > 0 else { return false }  // empty: no memory touched
+        return mightContain(hashes: Self.hashes(key))
+    }
+
+    /// ``mightContain(_:)`` with the key's ``hashes(_:)``.
+    func mightContain(hashes: Hashes) -> Bool {
+        guard count > 0 else { return false }
         guard !isSaturated else { return true }
-        let (h1, h2) = Self.hashes(key)
-        for layer in layers where layer.mightContain(h1, h2) { return true }
+        for layer in layers where layer.mightContain(hashes.0, hashes.1) { return true }
         return false
     }
 
-    /// Two independent 64-bit hashes (FNV-1a, then two SplitMix64 finalizers):
+    typealias Hashes = (UInt64, UInt64)
+
+    /// Two 64-bit hashes (SplitMix64's finalizer over each word, then once more):
     /// ObjectIds share their leading timestamp bytes, so the mixing matters.
-    private static func hashes(_ key: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key {
-            h ^= UInt64(byte)
-            h = h &* 0x0000_0100_0000_01b3
+    static func hashes(_ key: UnsafeRawBufferPointer) -> Hashes {
+        // 8 bytes at a time (a key is an account's name and 12 id bytes:
+        // taken for every received id), each word mixed in.
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(key.count)
+        var offset = 0
+        while offset + 8 <= key.count {
+            h = mix(h ^ key.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            offset += 8
         }
-        return (mix(h), mix(h ^ 0x9e37_79b9_7f4a_7c15))
+        var tail: UInt64 = 0
+        while offset < key.count {
+            tail = tail << 8 | UInt64(key[offset])
+            offset += 1
+        }
+        h = mix(h ^ tail)
+        return (h, mix(h ^ 0x9e37_79b9_7f4a_7c15))
     }
 
     private static func mix(_ value: UInt64) -> UInt64 {

@@ -12,6 +12,11 @@ struct ReceivedID: Comparable {
         low = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
     }
 
+    init(high: UInt64, low: UInt32) {
+        self.high = high
+        self.low = low
+    }
+
     /// The last 7 bits: 0..<128.
     var member: UInt8 { UInt8(truncatingIfNeeded: low) & ReceivedIDs.memberBits }
 
@@ -45,13 +50,18 @@ struct ReceivedIDList {
         entries.append(Entry(id: ReceivedID(id), index: index))
     }
 
-    /// Calls `body` with each bucket's entries, buckets in ascending order.
-    /// Sorts only when the ids do not already ascend (an edge box's
-    /// ObjectIds in the order it read them do).
-    mutating func forEachBucket(_ body: (ArraySlice<Entry>) throws -> Void) rethrows {
+    /// Sorts the entries by id (copies of one id by index). Only when the
+    /// ids do not already ascend (an edge box's ObjectIds in the order it
+    /// read them do).
+    mutating func sort() {
         if !isInOrder() {
             entries.sort { $0.id != $1.id ? $0.id < $1.id : $0.index < $1.index }
         }
+    }
+
+    /// Calls `body` with each bucket's entries, buckets in ascending order.
+    mutating func forEachBucket(_ body: (ArraySlice<Entry>) throws -> Void) rethrows {
+        sort()
         var start = 0
         while start < entries.count {
             var end = start + 1
@@ -62,7 +72,12 @@ struct ReceivedIDList {
     }
 
     private func isInOrder() -> Bool {
-        for i in entries.indices.dropFirst() where entries[i].id < entries[i - 1].id { return false }
+        for i in entries.indices.dropFirst()
+        where entries[i].id < entries[i - 1].id
+            || (entries[i].id == entries[i - 1].id && entries[i].index < entries[i - 1].index)
+        {
+            return false
+        }
         return true
     }
 }
