@@ -55,24 +55,30 @@ struct ReceivedIDFilter {
             Int(h1.multipliedFullWidth(by: blockCount).high) &* 8
         }
 
+        // Through the words' buffer: one uniqueness check per key, not one
+        // per probe (taken per received id).
         mutating func insert(_ h1: UInt64, _ h2: UInt64) {
             count += 1
             let base = base(h1)
-            var bits = h2
-            for _ in 0..<ReceivedIDFilter.probes {
-                words[base &+ Int((bits >> 6) & 7)] |= 1 << (bits & 63)
-                bits >>= 9
+            words.withUnsafeMutableBufferPointer { words in
+                var bits = h2
+                for _ in 0..<ReceivedIDFilter.probes {
+                    words[base &+ Int((bits >> 6) & 7)] |= 1 << (bits & 63)
+                    bits >>= 9
+                }
             }
         }
 
         func mightContain(_ h1: UInt64, _ h2: UInt64) -> Bool {
             let base = base(h1)
-            var bits = h2
-            for _ in 0..<ReceivedIDFilter.probes {
-                if words[base &+ Int((bits >> 6) & 7)] & (1 << (bits & 63)) == 0 { return false }
-                bits >>= 9
+            return words.withUnsafeBufferPointer { words in
+                var bits = h2
+                for _ in 0..<ReceivedIDFilter.probes {
+                    if words[base &+ Int((bits >> 6) & 7)] & (1 << (bits & 63)) == 0 { return false }
+                    bits >>= 9
+                }
+                return true
             }
-            return true
         }
     }
 

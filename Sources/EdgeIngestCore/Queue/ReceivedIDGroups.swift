@@ -55,7 +55,14 @@ struct ReceivedIDList {
     /// read them do).
     mutating func sort() {
         if !isInOrder() {
-            entries.sort { $0.id != $1.id ? $0.id < $1.id : $0.index < $1.index }
+            // Two words per entry: the id's first 8 bytes, then its last 4
+            // above the index (a batch holds far fewer than 2³² records).
+            entries.sort {
+                $0.id.high != $1.id.high
+                    ? $0.id.high < $1.id.high
+                    : UInt64($0.id.low) << 32 | UInt64(truncatingIfNeeded: $0.index)
+                        < UInt64($1.id.low) << 32 | UInt64(truncatingIfNeeded: $1.index)
+            }
         }
     }
 
