@@ -2,6 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A gateway's memory — the ids it received and its clients' sessions —
 /// is part of the queue format (4): checked at open, by `verify`, kept by
 /// `repair` and by the repair `run` does by itself. Without it, a batch
@@ -51,6 +55,52 @@ import Testing
     static let batch = (0..<40).map {
         HTTPInputTests.line(String(format: "65f1c2a9e1b2c3d4e5f6%04x", $0), device: "M\($0)")
     }.joined()
+
+    /// Ids alone in their 128-id bucket (random ids) are pending for up to
+    /// a second before they are folded into runs: a kill -9 in that second
+    /// must not make the gateway forget them (they are in
+    /// `received_pending`, written with their batch).
+    @Test func randomIDsReceivedJustBeforeAKillAreRememberedAfterIt() throws {
+        let gateway = try HTTPInputTests.Gateway()
+        let url = gateway.base + "/ingest/v1/apps/weather/batches"
+        let batch = (0..<40).map { i in
+            HTTPInputTests.line(
+                "65f1c2a9" + String(format: "%02x", i % 4) + String(format: "%014x", i * 1_000_003),
+                device: "R\(i)"
+            )
+        }.joined()
+        let first = try httpRequest("POST", url, headers: Self.auth, body: Array(batch.utf8))
+        #expect(first.status == 200 && first.json["accepted"] as? Int == 40, "\(first.text)")
+        kill(gateway.agent.process.processIdentifier, SIGKILL)
+        gateway.agent.process.waitUntilExit()
+        let queue = gateway.fixture.stateDirectory + "/queue.sqlite"
+        #expect(try sqlite3(queue, "SELECT sum(length(ids)) / 12 FROM received_pending") == "40")
+
+        let config = try String(contentsOfFile: gateway.fixture.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "listen = \"127.0.0.1:0\"", with: "listen = \"127.0.0.1:\(gateway.port)\"")
+            .write(toFile: gateway.fixture.configPath, atomically: true, encoding: .utf8)
+        let again = try RunningAgent(
+            arguments: ["run", "--config", gateway.fixture.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: "/dev/null"
+        )
+        defer { _ = again.terminate() }
+        #expect(
+            eventually { (try? httpRequest("GET", gateway.base + "/healthz"))?.status == 200 },
+            "\(again.stderr.suffix(2000))"
+        )
+        // The client never saw its answer and sends the batch again: stored once.
+        let resent = try httpRequest("POST", url, headers: Self.auth, body: Array(batch.utf8))
+        #expect(
+            resent.json["accepted"] as? Int == 0 && resent.json["duplicate"] as? Int == 40,
+            "\(resent.text)"
+        )
+        #expect(gateway.waitUntilArchived(40), "\(again.stderr.suffix(2000))")
+        #expect(again.terminate() == 0)
+        // Closed: folded into runs.
+        #expect(try sqlite3(queue, "SELECT count(*) FROM received_pending") == "0")
+        #expect(try sqlite3(queue, "SELECT sum(length(ids)) / 7 FROM received_runs_0") == "40")
+    }
 
     @Test(arguments: Damage.allCases)
     func aRepairedQueueStillKnowsWhatItReceivedAndWhoSpokeToIt(_ damage: Damage) throws {
