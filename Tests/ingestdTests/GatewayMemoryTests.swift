@@ -60,6 +60,23 @@ import Glibc
     /// a second before they are folded into runs: a kill -9 in that second
     /// must not make the gateway forget them (they are in
     /// `received_pending`, written with their batch).
+    /// The gateway again, on the same port (its agent stopped), once it answers.
+    static func restart(_ gateway: HTTPInputTests.Gateway) throws -> RunningAgent {
+        let config = try String(contentsOfFile: gateway.fixture.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "listen = \"127.0.0.1:0\"", with: "listen = \"127.0.0.1:\(gateway.port)\"")
+            .write(toFile: gateway.fixture.configPath, atomically: true, encoding: .utf8)
+        let again = try RunningAgent(
+            arguments: ["run", "--config", gateway.fixture.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: "/dev/null"
+        )
+        #expect(
+            eventually { (try? httpRequest("GET", gateway.base + "/healthz"))?.status == 200 },
+            "\(again.stderr.suffix(2000))"
+        )
+        return again
+    }
+
     @Test func randomIDsReceivedJustBeforeAKillAreRememberedAfterIt() throws {
         let gateway = try HTTPInputTests.Gateway()
         let url = gateway.base + "/ingest/v1/apps/weather/batches"
@@ -76,19 +93,8 @@ import Glibc
         let queue = gateway.fixture.stateDirectory + "/queue.sqlite"
         #expect(try sqlite3(queue, "SELECT sum(length(ids)) / 12 FROM received_pending") == "40")
 
-        let config = try String(contentsOfFile: gateway.fixture.configPath, encoding: .utf8)
-        try config.replacingOccurrences(of: "listen = \"127.0.0.1:0\"", with: "listen = \"127.0.0.1:\(gateway.port)\"")
-            .write(toFile: gateway.fixture.configPath, atomically: true, encoding: .utf8)
-        let again = try RunningAgent(
-            arguments: ["run", "--config", gateway.fixture.configPath],
-            environment: IngestdBinary.environment,
-            stdinFile: "/dev/null"
-        )
+        let again = try Self.restart(gateway)
         defer { _ = again.terminate() }
-        #expect(
-            eventually { (try? httpRequest("GET", gateway.base + "/healthz"))?.status == 200 },
-            "\(again.stderr.suffix(2000))"
-        )
         // The client never saw its answer and sends the batch again: stored once.
         let resent = try httpRequest("POST", url, headers: Self.auth, body: Array(batch.utf8))
         #expect(
@@ -130,20 +136,8 @@ import Glibc
             #expect(repair.stdout.contains("put back the damaged definition of 1 tables"), "\(repair.stdout)")
         }
 
-        // The gateway again, on the same port.
-        let config = try String(contentsOfFile: gateway.fixture.configPath, encoding: .utf8)
-        try config.replacingOccurrences(of: "listen = \"127.0.0.1:0\"", with: "listen = \"127.0.0.1:\(gateway.port)\"")
-            .write(toFile: gateway.fixture.configPath, atomically: true, encoding: .utf8)
-        let again = try RunningAgent(
-            arguments: ["run", "--config", gateway.fixture.configPath],
-            environment: IngestdBinary.environment,
-            stdinFile: "/dev/null"
-        )
+        let again = try Self.restart(gateway)
         defer { _ = again.terminate() }
-        #expect(
-            eventually { (try? httpRequest("GET", gateway.base + "/healthz"))?.status == 200 },
-            "\(again.stderr.suffix(2000))"
-        )
         if damage == .zeroedHeader {
             #expect(again.stderr.contains("Repaired the damaged queue file"), "\(again.stderr.suffix(2000))")
         }
