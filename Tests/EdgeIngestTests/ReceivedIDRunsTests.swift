@@ -284,7 +284,8 @@ import Testing
         #expect(pending.content(tenant: a, id: ReceivedID(high: 4_999 &* 0x9E37_79B9, low: 4_999)) == 4_999)
         #expect(pending.content(tenant: a, id: ReceivedID(high: 0, low: 0)) == 0)
         #expect(pending.content(tenant: b, id: ReceivedID(high: 0, low: 0)) == nil)
-        let sorted = pending.sortedEntries()
+        var sorted: [PendingReceivedIDs.Entry] = []
+        pending.forEachRun { _, entries in sorted += entries }  // runs in key order, each ascending
         #expect(sorted.count == 5_000 && zip(sorted, sorted.dropFirst()).allSatisfy { $0.id < $1.id })
         pending.removeAll()
         #expect(pending.isEmpty && pending.since == nil)

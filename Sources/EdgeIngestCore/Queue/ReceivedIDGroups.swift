@@ -35,9 +35,8 @@ struct ReceivedID: Comparable {
     }
 }
 
-/// The ids of one batch with their indices in it, walked bucket by bucket
-/// in id order (copies of one id by index): what ``ReceivedIDs`` looks up
-/// and inserts a group at a time.
+/// The ids of one batch with their indices in it, sorted by id (copies of
+/// one id by index): what ``ReceivedIDs`` walks bucket by bucket.
 struct ReceivedIDList {
     struct Entry {
         let id: ReceivedID
@@ -63,18 +62,6 @@ struct ReceivedIDList {
                     : UInt64($0.id.low) << 32 | UInt64(truncatingIfNeeded: $0.index)
                         < UInt64($1.id.low) << 32 | UInt64(truncatingIfNeeded: $1.index)
             }
-        }
-    }
-
-    /// Calls `body` with each bucket's entries, buckets in ascending order.
-    mutating func forEachBucket(_ body: (ArraySlice<Entry>) throws -> Void) rethrows {
-        sort()
-        var start = 0
-        while start < entries.count {
-            var end = start + 1
-            while end < entries.count, entries[end].id.isInBucket(of: entries[start].id) { end += 1 }
-            try body(entries[start..<end])
-            start = end
         }
     }
 

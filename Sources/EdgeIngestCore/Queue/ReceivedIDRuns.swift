@@ -32,10 +32,6 @@ enum ReceivedIDRun {
     /// The id's last 7 bytes as an integer, ordered as the bytes are.
     static func suffix(_ id: ReceivedID) -> UInt64 { (id.high & 0xFF_FFFF) << 32 | UInt64(id.low) }
 
-    static func appendSuffix(_ suffix: UInt64, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: suffix.bigEndian) { bytes.append(contentsOf: $0.suffix(suffixBytes)) }
-    }
-
     static func suffix(in ids: UnsafeRawBufferPointer, at index: Int) -> UInt64 {
         var value: UInt64 = 0
         let start = index * suffixBytes
@@ -219,14 +215,6 @@ struct PendingReceivedIDs {
             runs[run].removeLast(runs[run].count - unique)
             try body(UInt32(truncatingIfNeeded: runKeys[run] >> 40), runs[run])
         }
-    }
-
-    /// Every pending id, by account number then id (for tests and checks).
-    mutating func sortedEntries() -> [(tenant: UInt32, id: ReceivedID, content: UInt32)] {
-        var all: [(tenant: UInt32, id: ReceivedID, content: UInt32)] = []
-        forEachRun { tenant, entries in all += entries.map { (tenant, $0.id, $0.content) } }
-        all.sort { $0.tenant != $1.tenant ? $0.tenant < $1.tenant : $0.id < $1.id }
-        return all
     }
 
     /// Empties the lists, and the accounts' numbers with them (so they

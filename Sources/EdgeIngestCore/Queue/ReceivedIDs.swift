@@ -214,7 +214,7 @@ final class ReceivedIDs {
                     var content: [UInt8]?
                     if !rows.isNull(1) {
                         var bytes: [UInt8] = []
-                        appendContent(rows.int64(1), to: &bytes)
+                        ReceivedIDRun.appendContent(UInt32(truncatingIfNeeded: rows.int64(1)), to: &bytes)
                         content = bytes
                     }
                     try addGroup(insert, key: key, members: [key[key.count - 1] & memberBits], contents: content)
@@ -241,11 +241,6 @@ final class ReceivedIDs {
                 }
             }
         }
-    }
-
-    /// A member's content checksum as stored: its CRC-32, 4 bytes little-endian.
-    private static func appendContent(_ content: Int64, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: UInt32(truncatingIfNeeded: content).littleEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Calls `body` with each record of `runs` whose id is remembered (all,
@@ -532,7 +527,7 @@ final class ReceivedIDs {
             memberContents.removeAll(keepingCapacity: true)
             for entry in entries[start..<end] {
                 members.append(entry.id.member)
-                Self.appendContent(contents[entry.index], to: &memberContents)
+                ReceivedIDRun.appendContent(UInt32(truncatingIfNeeded: contents[entry.index]), to: &memberContents)
             }
             setKey(&key, entries[start].id, tenant: tenantBytes)
             try Self.addGroup(insert, key: key, members: members, contents: memberContents)
