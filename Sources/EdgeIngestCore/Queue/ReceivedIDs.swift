@@ -106,11 +106,12 @@ final class ReceivedIDs {
         self.store = store
         let db = store.db
         // Opened by a gateway (or an MQTT input with a dedup window): groups
-        // and runs are looked up at keys spread over their tables, and the
-        // queue's 256 KiB page cache (enough for its appends) missed on most
-        // of them. 16 MiB (filled only as pages are read): 14–22 % less
-        // gateway CPU with random ids, ~18 MB more peak RSS there
-        // (docs/BENCHMARKS.md, "Random ids at a gateway").
+        // and runs are looked up at keys spread over their tables, past the
+        // queue's 256 KiB page cache (enough for its appends). 16 MiB
+        // (filled only as pages are read): with groups alone 14–22 % less
+        // CPU with random ids; with runs, 0.97 of it at the median of six
+        // pairs, for ~18 MB more peak RSS (docs/BENCHMARKS.md, "Random ids
+        // at a gateway").
         try db.execute("PRAGMA cache_size = -16384")
         insertGroup = try (0..<2).map {
             try db.prepare(
