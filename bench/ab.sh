@@ -20,6 +20,10 @@
 # (/var/tmp/edgeingest-ab-state) instead of tmpfs: fsync and the device
 # count then, as at the default durability in the field.
 #
+# A_EXTRA='TOML' appends those lines to A's configurations only (a setting
+# B does not know: e.g. '[delivery.WeatherSensor]' keys, to measure what
+# turning them on costs against the build before).
+#
 # REV is built in a git worktree under /tmp (its own scratch folder); the
 # receiver is Tests/Support/ingest-test-server.py --fast. A run counts only
 # if it exits 0.
@@ -51,8 +55,13 @@ start_receiver "$dir"
     printf '[upload]\nurl = "http://127.0.0.1:%s/ingest/v1/batches"\nshutdown_timeout_ms = 600000\nlinger_ms = 50\n' "$receiver_port"
     if [ "${GZIP:-0}" = 1 ]; then echo 'gzip = true'; fi
 } > "$dir/e2e.toml"
+for case in ingest e2e; do
+    cp "$dir/$case.toml" "$dir/A-$case.toml"
+    if [ -n "${A_EXTRA:-}" ]; then printf '\n%s\n' "$A_EXTRA" >> "$dir/A-$case.toml"; fi
+    cp "$dir/$case.toml" "$dir/B-$case.toml"
+done
 machine_line
-echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)'); B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings; state on $([ "${STATE_ON_DISK:-0}" = 1 ] && echo 'the real disk' || echo tmpfs)$([ "${GZIP:-0}" = 1 ] && echo '; gzip uploads')"
+echo "A: working tree at $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')${A_EXTRA:+ with A_EXTRA}; B: $rev; $pairs pairs per case; ${WORKLOAD:-light} readings; state on $([ "${STATE_ON_DISK:-0}" = 1 ] && echo 'the real disk' || echo tmpfs)$([ "${GZIP:-0}" = 1 ] && echo '; gzip uploads')"
 
 state=$dir
 if [ "${STATE_ON_DISK:-0}" = 1 ]; then
@@ -64,7 +73,7 @@ fi
 run() {
     rm -rf "$state/state-$1"
     sync
-    /usr/bin/time -f "%U %S %M %e" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$2.toml" --state-directory "$state/state-$1" < "$input"
+    /usr/bin/time -f "%U %S %M %e" -o "$dir/time.txt" "$dir/$1" run --config "$dir/$1-$2.toml" --state-directory "$state/state-$1" < "$input"
     awk '{ printf "%.3f %.1f %.3f\n", $1 + $2, $3 / 1024, $4 }' "$dir/time.txt" >> "$dir/$1-$2.txt"
 }
 

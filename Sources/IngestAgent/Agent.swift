@@ -33,6 +33,8 @@ package struct Agent: Sendable {
                 metadata: ["ingest.problems": "\(configuration.uploadHolds.map(\.description).joined(separator: "; "))"]
             )
         }
+        // Before the queue opens: its appends read the clock's state.
+        ClockSynchronisation.useFlagFile(configuration.clockSynchronisedFile)
         // The status file lives here even when the queue is elsewhere.
         try QueueFile.makeDirectories(configuration.stateDirectory)
         let queue = try QueueOpening.open(configuration, logger: logger)

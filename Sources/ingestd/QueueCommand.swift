@@ -32,7 +32,7 @@ enum QueueCommand {
         func run() throws {
             let (configuration, queue) = try openAgentQueue(options, readOnly: true)
             let s = try queue.statistics()
-            let age = s.oldestEnqueuedAt.map { ", oldest \(max(0, wallClockMilliseconds() - $0) / 1000) s" } ?? ""
+            let age = s.oldestAgeMilliseconds.map { ", oldest \(max(0, $0) / 1000) s" } ?? ""
             print("queue \(configuration.resolvedQueuePath): \(s.fileBytes) bytes on disk")
             print("  queued:       \(s.queuedRecords) readings, \(s.queuedBytes) bytes\(age)")
             print("  dead letters: \(s.deadLetterRecords)")

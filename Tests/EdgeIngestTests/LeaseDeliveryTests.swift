@@ -263,6 +263,7 @@ import Testing
             (1000, 100, 0, nil),  // full by count
             (10, 500_000, 0, nil),  // half the byte limit
             (10, 499_999, 0, 200),
+            (10, 100, -86_400_000, 200),  // the wall clock stepped back a day: one linger, not a day
         ] as [(Int, Int, Int64, Int?)]
     )
     func aPartialBatchLingersUntilItsOldestReadingIsOldEnough(records: Int, bytes: Int, age: Int64, wait: Int?) {

@@ -55,6 +55,11 @@ import Testing
         status.refreshMilliseconds = 5000
         status.quarantinedRecords = 7
         status.reloadRefused = "at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest"
+        status.clock = "synchronised"
+        status.clockForSeconds = 600
+        status.clockSinceBoot = true
+        status.clockJumpsTotal = 1
+        status.clockLastJumpMilliseconds = 50_492_160_000
         var latency = UploadLatency()
         latency.record(seconds: 0.02)
         latency.record(seconds: 1.5)
@@ -173,6 +178,7 @@ import Testing
                 "  received: ids or sessions lost to damage at 2026-11-28T08:00:00.000Z (repair): a batch received before and sent again within the deduplication window may be stored twice",
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  reload:   refused at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest",
+                "  clock:    synchronised; last jump +1.6 years",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full, 4 batches over an account's quota (429)"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"

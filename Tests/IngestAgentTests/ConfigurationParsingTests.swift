@@ -1,4 +1,6 @@
 import EdgeIngestCore
+import Foundation
+import TestSupport
 import Testing
 
 @testable import IngestAgent
@@ -264,5 +266,100 @@ import Testing
                 "[upload]\nsink = \"sqlite\"\npath = \"a\"\n[auth]\nprovider = \"anonymous\"\napp_id = \"x\"\nbase_url = \"http://h\"\n"
             ) == ["line 8: auth: only applies to sink = \"ingest\": a local sink needs no login"]
         )
+    }
+}
+
+/// `[clock]` and `[delivery.TYPE]`: how the agent knows the clock, and what
+/// each type's records carry of their acceptance time.
+@Suite struct ClockConfigurationTests {
+    @Test func deliveryFillsTheQueuesAcceptanceStampsAndTheSinksColumns() throws {
+        let c = try ConfigurationParsingTests.parse(
+            """
+            [clock]
+            synchronised_file = "/run/gps/locked"
+
+            [delivery.WeatherSensor]
+            accepted_at_field = "accepted_at"
+            clock_field = "accepted_clock"
+            hold_unsynchronised = true
+            """
+        )
+        #expect(c.clockSynchronisedFile == "/run/gps/locked")
+        #expect(
+            c.queueConfiguration.acceptanceStamps["WeatherSensor"]
+                == AcceptanceStamping(timeField: "accepted_at", clockField: "accepted_clock", holdUnsynchronised: true)
+        )
+        let delivered = try #require(c.deliveredTypes.first)
+        #expect(delivered.fields.suffix(2).map(\.name) == ["accepted_at", "accepted_clock"])
+        #expect(delivered.fields.suffix(2).map(\.type) == [.timestamp, .string])
+        #expect(c.types[0].fields.count == 3)
+        #expect(c.typeDelivery.isEmpty)
+    }
+
+    @Test func priorityDrainOrderAndMaximumAgeGoToTheQueue() throws {
+        let c = try ConfigurationParsingTests.parse(
+            """
+            [delivery.WeatherSensor]
+            priority = 5
+            drain_order = "newest_first"
+            max_age_s = 86400
+            share = 0.25
+            """
+        )
+        #expect(
+            c.queueConfiguration.typeDelivery["WeatherSensor"]
+                == TypeDelivery(priority: 5, drainOrder: .newestFirst, maxAgeMilliseconds: 86_400_000, share: 0.25)
+        )
+        #expect(c.acceptanceStamps.isEmpty)
+    }
+
+    @Test func mistakesAreNamedWithTheirLine() {
+        let problems = ConfigurationParsingTests.problems(
+            """
+            [clock]
+            synchronised_file = "relative/path"
+
+            [delivery.WeatherSensr]
+            accepted_at_field = "at"
+
+            [delivery.WeatherSensor]
+            accepted_at_field = "deviceId"
+            clock_field = "has\\"quote"
+            prio = 3
+            drain_order = "newest"
+            max_age_s = 0
+            share = 1.5
+            """
+        )
+        #expect(problems.contains { $0.contains("clock.synchronised_file") && $0.contains("absolute path") })
+        #expect(problems.contains { $0.contains("delivery.WeatherSensr") && $0.contains("WeatherSensor") })
+        #expect(problems.contains { $0.contains("accepted_at_field") && $0.contains("already a field") })
+        #expect(problems.contains { $0.contains("clock_field") && $0.contains("quotes") })
+        #expect(problems.contains { $0.contains("delivery.WeatherSensor.prio:") && $0.contains("unknown key") })
+        #expect(problems.contains { $0.contains("drain_order") && $0.contains("oldest_first or newest_first") })
+        #expect(problems.contains { $0.contains("max_age_s") && $0.contains("at least 1") })
+        #expect(problems.contains { $0.contains("share") && $0.contains("at most 1") })
+    }
+}
+
+extension ClockConfigurationTests {
+    /// The README's example of the section is a configuration that loads.
+    @Test func theReadmesExampleLoads() throws {
+        let readme = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("README.md"),
+            encoding: .utf8
+        )
+        let section = try #require(readme.range(of: "### Boxes without a real-time clock"))
+        let rest = readme[section.upperBound...]
+        let open = try #require(rest.range(of: "```toml\n"))
+        let close = try #require(rest[open.upperBound...].range(of: "```"))
+        let block = String(rest[open.upperBound..<close.lowerBound])
+        let c = try ConfigurationParsingTests.parse(
+            "[types.Alarm]\ndeviceId = \"string\"\n\n" + block
+        )
+        #expect(c.typeDelivery["Alarm"]?.priority == 10)
+        #expect(c.typeDelivery["WeatherSensor"]?.maxAgeMilliseconds == 604_800_000)
+        #expect(c.acceptanceStamps["WeatherSensor"]?.holdUnsynchronised == true)
+        #expect(c.clockSynchronisedFile == "/run/gps/locked")
     }
 }

@@ -34,6 +34,8 @@ import Testing
         ("[auth]", ConfigurationDecoder.authKeys), ("[client_reset]", ConfigurationDecoder.clientResetKeys),
         ("[[migrations]]", ConfigurationDecoder.migrationKeys),
         ("[metrics]", ConfigurationDecoder.metricsKeys),
+        ("[delivery.WeatherSensor]", ConfigurationDecoder.deliveryKeys),
+        ("[clock]", ConfigurationDecoder.clockKeys),
     ])
     func everyAcceptedKeyIsDocumented(section: String, accepted: Set<String>) {
         let documented = Self.keys(inSection: section)

@@ -37,7 +37,7 @@ import Testing
 
     @Test func aWedgedInputWithholdsTheWatchdog() throws {
         let wedged = InputCounters(name: "serial:/dev/ttyUSB0", kind: "serial")
-        wedged.update { $0.heartbeatAt = wallClockMilliseconds() - 120_000 }
+        wedged.update { $0.heartbeatAt = monotonicMilliseconds() - 120_000 }
         let reason = try service([InputCounters(name: "stdin", kind: "stdin"), wedged]).unhealthyReason()
         #expect(reason == "input 'serial:/dev/ttyUSB0' has shown no progress for 120 s")
     }
@@ -60,7 +60,7 @@ import Testing
         let upload = UploadState()
         upload.expectProgress(within: 60_000)  // e.g. a request with a 60 s timeout
         #expect(try service([], upload: upload).wedgedReason() == nil)
-        upload.update { $0.aliveUntil = wallClockMilliseconds() - 5_000 }
+        upload.update { $0.aliveUntil = monotonicMilliseconds() - 5_000 }
         let reason = try #require(try service([], upload: upload).wedgedReason())
         #expect(reason.hasPrefix("the uploader has shown no progress"))
         // A full disk is reported, but is no reason for a restart.

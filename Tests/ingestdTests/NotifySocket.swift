@@ -54,13 +54,26 @@ final class RunningAgent {
     let stdin = Pipe()
     let stderrURL: URL
 
-    /// - Parameter stdinFile: read stdin from this file instead of a pipe the
-    ///   test writes to (a paused agent must not block the test).
-    init(arguments: [String], environment: [String: String], stdinFile: String? = nil) throws {
+    /// - Parameters:
+    ///   - stdinFile: read stdin from this file instead of a pipe the test
+    ///     writes to (a paused agent must not block the test).
+    ///   - launcher: a program (and its arguments) that starts ingestd with
+    ///     the rest of the command line: `["/usr/bin/env"]`.
+    init(
+        arguments: [String],
+        environment: [String: String],
+        stdinFile: String? = nil,
+        launcher: [String] = []
+    ) throws {
         stderrURL = FileManager.default.temporaryDirectory.appendingPathComponent("ingestd-stderr-\(UUID())")
         FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        process.executableURL = IngestdBinary.url
-        process.arguments = arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = launcher.dropFirst() + [IngestdBinary.url.path] + arguments
+        } else {
+            process.executableURL = IngestdBinary.url
+            process.arguments = arguments
+        }
         process.environment = environment
         if let stdinFile {
             process.standardInput = FileHandle(forReadingAtPath: stdinFile)

@@ -80,7 +80,7 @@ struct BootIdentity: Hashable {
 }
 
 /// Milliseconds on `CLOCK_BOOTTIME`: since boot, through suspend.
-func bootTimeMilliseconds() -> Int64 {
+package func bootTimeMilliseconds() -> Int64 {
     var now = timespec()
     #if os(Linux)
     clock_gettime(CLOCK_BOOTTIME, &now)
@@ -93,12 +93,20 @@ func bootTimeMilliseconds() -> Int64 {
 /// Whether the system's wall clock is synchronised: the kernel's NTP
 /// status (`adjtimex`, read-only), else systemd-timesyncd's flag file.
 /// Under the packaged unit's `ProtectClock=` the kernel call is refused
-/// (EPERM); the flag file then decides, and without it the state is
-/// unknown. Read at most once a second.
-enum ClockSynchronisation {
+/// (EPERM); timesyncd's flag file then decides (present: synchronised;
+/// absent while its directory exists: not yet), and without timesyncd the
+/// state is unknown. A configured flag file (``useFlagFile(_:)``: GPS or
+/// chrony set-ups that signal through a file) replaces both. Read at most
+/// once a second.
+package enum ClockSynchronisation {
     private static let cache = PlainMutex((at: Int64?.none, state: Int64?.none))
+    private static let flagFile = PlainMutex(String?.none)
 
-    static func state() -> Int64? {
+    /// systemd-timesyncd's flag: present once it synchronised the clock.
+    static let timesyncdFlag = "/run/systemd/timesync/synchronized"
+
+    /// 1 synchronised, 0 not, nil unknown.
+    package static func state() -> Int64? {
         let now = bootTimeMilliseconds()
         return cache.withLock { cached in
             if let at = cached.at, now - at < 1_000 { return cached.state }
@@ -107,10 +115,19 @@ enum ClockSynchronisation {
         }
     }
 
+    /// From now on the clock counts as synchronised exactly while `path`
+    /// exists (nil: the kernel's status and timesyncd's flag, the default).
+    package static func useFlagFile(_ path: String?) {
+        flagFile.withLock { $0 = path }
+        cache.withLock { $0 = (nil, nil) }
+    }
+
     private static func read() -> Int64? {
+        if let path = flagFile.withLock({ $0 }) { return access(path, F_OK) == 0 ? 1 : 0 }
         let kernel = edgeingest_clock_synchronised()
         if kernel >= 0 { return Int64(kernel) }
-        if access("/run/systemd/timesync/synchronized", F_OK) == 0 { return 1 }
+        if access(timesyncdFlag, F_OK) == 0 { return 1 }
+        if access("/run/systemd/timesync", F_OK) == 0 { return 0 }
         return nil
     }
 }

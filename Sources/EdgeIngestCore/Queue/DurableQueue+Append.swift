@@ -176,7 +176,7 @@ extension DurableQueue {
                 try store.recordClockOffsetIfSynchronised(now: now)
                 let received = try requests.contains { $0.receipt != nil } ? store.receivedIDs(now: now) : nil
                 var queued = (records: state.queuedRecords, bytes: state.queuedBytes)
-                let leaseEnd = state.lease?.lastSegmentID ?? 0
+                let leased = state.lease?.segmentIDs ?? []
                 var staged: [Staged] = []
                 // The transaction begins at the first write: a batch that only
                 // waits for space, or comes from a stale session, writes nothing.
@@ -196,7 +196,7 @@ extension DurableQueue {
                                 received: received,
                                 now: now,
                                 limits: limits,
-                                leaseEnd: leaseEnd,
+                                leased: leased,
                                 queued: &queued,
                                 begin: begin
                             ) {
@@ -270,7 +270,7 @@ extension DurableQueue {
         received: ReceivedIDs?,
         now: Int64,
         limits: OverflowPlan.Limits,
-        leaseEnd: Int64,
+        leased: Set<Int64>,
         queued: inout (records: Int64, bytes: Int64),
         begin: () throws -> Void
     ) throws -> Staged? {
@@ -313,7 +313,12 @@ extension DurableQueue {
             queuedRecords: queued.records,
             queuedBytes: queued.bytes,
             incomingBytes: sizes,
-            droppable: { try store.segmentSizes(after: leaseEnd) }
+            droppable: {
+                OverflowPlan.dropOrder(
+                    try store.segmentSizes(after: 0).filter { !leased.contains($0.id) },
+                    reserved: configuration.reservedBytes
+                )
+            }
         )
         if plan.mustWait { return nil }
         try begin()

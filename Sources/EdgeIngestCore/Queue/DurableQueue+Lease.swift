@@ -19,7 +19,7 @@ extension DurableQueue {
     ///     schema version (the uploader sends one type per request).
     public func take(maxRecords: Int, maxBytes: Int = .max, singleType: Bool = false) throws -> QueueLease? {
         precondition(maxRecords > 0, "maxRecords must be positive")
-        return try state.withLock { state -> QueueLease? in
+        let (lease, waiters) = try state.withLock { state -> (QueueLease?, [CheckedContinuation<Void, Never>]) in
             let store = try state.openStore(configuration.location.description)
             if let lease = state.lease {
                 throw EdgeIngestError(
@@ -35,74 +35,128 @@ extension DurableQueue {
             ids.reserveCapacity(min(maxRecords, 4096))
             ends.reserveCapacity(min(maxRecords, 4096))
             var damaged: (id: Int64, problem: String)?
+            let stamps = configuration.acceptanceStamps
+            let offsets = stamps.isEmpty ? [:] : try store.bootOffsets()
+            let currentBoot = BootIdentity.current.key
+            // Segments waiting for the clock are passed over unread.
+            let held: ((String, Int64, Acceptance?) -> Bool)? =
+                stamps.values.contains(where: \.holdUnsynchronised)
+                ? { type, enqueuedAt, acceptance in
+                    guard let stamping = stamps[type], stamping.holdUnsynchronised else { return false }
+                    let time = AcceptanceTime.of(
+                        enqueuedAt: enqueuedAt,
+                        acceptance: acceptance,
+                        offsets: offsets,
+                        currentBoot: currentBoot,
+                        hold: true
+                    )
+                    return time == nil
+                }
+                : nil
+            let waiters = try expireIfDue(store, &state)
+            /// Takes what it can of `row`; false once the lease is full or
+            /// must end here.
+            func consume(_ row: QueueStore.SegmentRow) throws -> Bool {
+                if let problem = row.damage {
+                    damaged = (row.id, problem)
+                    return false
+                }
+                if singleType, let first = segments.first,
+                    first.type != row.type || first.schemaVersion != row.schemaVersion
+                {
+                    return false
+                }
+                // The acceptance fields this segment's records get, if any.
+                var prefix: [UInt8] = []
+                if let stamping = stamps[row.type],
+                    let time = AcceptanceTime.of(
+                        enqueuedAt: row.enqueuedAt,
+                        acceptance: row.acceptance,
+                        offsets: offsets,
+                        currentBoot: currentBoot,
+                        hold: false
+                    )
+                {
+                    prefix = stamping.prefix(milliseconds: time.milliseconds, clock: time.clock)
+                }
+                let available = Int(row.recordCount - row.consumed)
+                let room = maxRecords - ids.count
+                var take = 0
+                var cursor = Int(row.consumedBytes)
+                let base = payload.count
+                let start = cursor
+                while take < min(available, room) {
+                    guard let newline = firstOffset(of: UInt8(ascii: "\n"), in: row.payload, from: cursor) else {
+                        throw EdgeIngestError(
+                            .queueCorrupt,
+                            "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
+                        )
+                    }
+                    let next = newline + 1
+                    let end = base + (next - start) + (take + 1) * prefix.count
+                    if !ids.isEmpty || take > 0, end > maxBytes { break }
+                    ends.append(end)
+                    let idOffset = (Int(row.consumed) + take) * 12
+                    ids.append(
+                        ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
+                    )
+                    take += 1
+                    cursor = next
+                }
+                guard take > 0 else { return false }
+                if prefix.isEmpty {
+                    payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
+                } else {
+                    Self.appendStamped(row.payload[start..<cursor], prefix: prefix, to: &payload)
+                }
+                segments.append(
+                    QueueLease.Segment(
+                        type: row.type,
+                        schemaVersion: row.schemaVersion,
+                        enqueuedAt: row.enqueuedAt,
+                        recordCount: take
+                    )
+                )
+                parts.append(
+                    QueueLease.Part(
+                        segmentID: row.id,
+                        segmentRecordCount: row.recordCount,
+                        fromRecord: row.consumed,
+                        toRecord: row.consumed + Int64(take),
+                        fromByte: row.consumedBytes,
+                        addedBytesPerRecord: prefix.count
+                    )
+                )
+                // Continue only if this segment was taken whole and room remains.
+                return take == available && ids.count < maxRecords && payload.count < maxBytes
+            }
+            let order = configuration.segmentOrderSQL
             repeat {
                 if let found = damaged {
                     try quarantine(segment: found.id, problem: found.problem, &state)
                     damaged = nil
                 }
-                try store.scanSegments { row in
-                    if let problem = row.damage {
-                        damaged = (row.id, problem)
-                        return false
-                    }
-                    if singleType, let first = segments.first,
-                        first.type != row.type || first.schemaVersion != row.schemaVersion
-                    {
-                        return false
-                    }
-                    let available = Int(row.recordCount - row.consumed)
-                    let room = maxRecords - ids.count
-                    var take = 0
-                    var cursor = Int(row.consumedBytes)
-                    let base = payload.count
-                    let start = cursor
-                    while take < min(available, room) {
-                        guard let newline = firstOffset(of: UInt8(ascii: "\n"), in: row.payload, from: cursor) else {
-                            throw EdgeIngestError(
-                                .queueCorrupt,
-                                "Segment \(row.id) of the queue \(configuration.location) has fewer records than it declares. Export what is readable and move the file aside."
-                            )
+                if let order {
+                    // Priorities or newest first: the segments in that order, each read by id.
+                    for id in try store.segmentIDs(orderedBy: order, limit: maxRecords) {
+                        var more = true
+                        try store.scanSegments(from: id, skip: held) { row in
+                            if row.id == id { more = try consume(row) }
+                            return false
                         }
-                        let next = newline + 1
-                        if !ids.isEmpty || take > 0, base + (next - start) > maxBytes { break }
-                        ends.append(base + (next - start))
-                        let idOffset = (Int(row.consumed) + take) * 12
-                        ids.append(
-                            ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
-                        )
-                        take += 1
-                        cursor = next
+                        if !more { break }
                     }
-                    guard take > 0 else { return false }
-                    payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
-                    segments.append(
-                        QueueLease.Segment(
-                            type: row.type,
-                            schemaVersion: row.schemaVersion,
-                            enqueuedAt: row.enqueuedAt,
-                            recordCount: take
-                        )
-                    )
-                    parts.append(
-                        QueueLease.Part(
-                            segmentID: row.id,
-                            segmentRecordCount: row.recordCount,
-                            fromRecord: row.consumed,
-                            toRecord: row.consumed + Int64(take),
-                            fromByte: row.consumedBytes
-                        )
-                    )
-                    // Continue only if this segment was taken whole and room remains.
-                    return take == available && ids.count < maxRecords && payload.count < maxBytes
+                } else {
+                    try store.scanSegments(skip: held, consume)
                 }
             } while damaged != nil && ids.isEmpty
             if let found = damaged {
                 try quarantine(segment: found.id, problem: found.problem, &state)
             }
-            guard let first = ids.first, let lastPart = parts.last else { return nil }
+            guard let first = ids.first else { return (nil, waiters) }
             state.leaseSerial += 1
-            state.lease = Lease(serial: state.leaseSerial, lastSegmentID: lastPart.segmentID)
-            return QueueLease(
+            state.lease = Lease(serial: state.leaseSerial, segmentIDs: Set(parts.map(\.segmentID)))
+            let lease = QueueLease(
                 id: "\(first.hexString)-\(ids.count)",
                 payload: payload,
                 recordIDs: ids,
@@ -111,7 +165,10 @@ extension DurableQueue {
                 parts: parts,
                 serial: state.leaseSerial
             )
+            return (lease, waiters)
         }
+        waiters.forEach { $0.resume() }
+        return lease
     }
 
     /// Deletes the lease's first `count` records (all by default) in one
@@ -139,7 +196,9 @@ extension DurableQueue {
                         let inPart = min(remaining, part.toRecord - part.fromRecord)
                         let lastIndex = recordOffset + Int(inPart) - 1
                         let partStartByte = recordOffset == 0 ? 0 : lease.recordEnds[recordOffset - 1]
-                        let partBytes = Int64(lease.recordEnds[lastIndex] - partStartByte)
+                        let partBytes = Int64(
+                            lease.recordEnds[lastIndex] - partStartByte - Int(inPart) * part.addedBytesPerRecord
+                        )
                         let consumed = part.fromRecord + inPart
                         if consumed == part.segmentRecordCount {
                             try store.delete(segment: part.segmentID)
@@ -164,7 +223,7 @@ extension DurableQueue {
                             enqueuedAt: segment.enqueuedAt,
                             failedAt: now,
                             reason: reason,
-                            payload: lease.recordJSON(at: index)
+                            payload: lease.storedRecordJSON(at: index)[...]
                         )
                     }
                     try store.add(counter: "dead_lettered_total", dead)
@@ -206,6 +265,20 @@ extension DurableQueue {
                 .leaseMisuse,
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
             )
+        }
+    }
+}
+
+extension DurableQueue {
+    /// Appends `lines` (JSON objects, each ending in a newline) with
+    /// `prefix` put after each object's `{`.
+    static func appendStamped(_ lines: UnsafeRawBufferPointer.SubSequence, prefix: [UInt8], to payload: inout [UInt8]) {
+        var lineStart = lines.startIndex
+        for index in lines.indices where lines[index] == UInt8(ascii: "\n") {
+            payload.append(lines[lineStart])
+            payload.append(contentsOf: prefix)
+            payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: lines[(lineStart + 1)...index]))
+            lineStart = index + 1
         }
     }
 }

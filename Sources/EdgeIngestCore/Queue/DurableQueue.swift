@@ -42,7 +42,8 @@ public final class DurableQueue: Sendable {
 
     struct Lease {
         var serial: UInt64
-        var lastSegmentID: Int64
+        /// The segments it takes records of: never dropped while it is out.
+        var segmentIDs: Set<Int64>
     }
 
     struct State: ~Copyable {
@@ -64,6 +65,9 @@ public final class DurableQueue: Sendable {
         var lockDescriptor: Int32 = -1
         /// The recent `_id`s readings are checked against, once asked for.
         var recentIDs: RecentIDs?
+        /// When (monotonic ms) queued records were last checked against
+        /// their types' maximum age.
+        var expiredAt: Int64?
 
         func openStore(_ name: String) throws -> QueueStore {
             guard let store else {
@@ -399,7 +403,7 @@ public final class DurableQueue: Sendable {
         let snapshot = state.withLock { state in
             (
                 state.queuedRecords, state.queuedBytes, state.oldestEnqueuedAt, state.counters, state.store != nil,
-                state.gatewayMemoryForgottenAt
+                state.gatewayMemoryForgottenAt, state.oldestEnqueuedAt == nil ? nil : Self.oldestAge(state.store)
             )
         }
         guard snapshot.4 else {
@@ -426,8 +430,17 @@ public final class DurableQueue: Sendable {
             droppedByReason: dropped,
             fileBytes: fileBytes,
             counters: application,
-            gatewayMemoryForgottenAt: snapshot.5
+            gatewayMemoryForgottenAt: snapshot.5,
+            oldestAgeMilliseconds: snapshot.6
         )
+    }
+
+    /// How long the oldest queued record has waited (``QueueAge``: the
+    /// boot-time clock within its boot, else corrected times), or nil when
+    /// no clock can tell (or the head cannot be read).
+    private static func oldestAge(_ store: QueueStore?) -> Int64? {
+        guard let store, let head = try? store.head(), let offsets = try? store.bootOffsets() else { return nil }
+        return QueueAge.of(enqueuedAt: head.enqueuedAt, acceptance: head.acceptance, offsets: offsets, now: .current())
     }
 
     /// The committed position of every input (see ``SourcePosition``).

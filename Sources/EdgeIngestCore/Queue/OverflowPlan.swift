@@ -29,6 +29,30 @@ struct OverflowPlan: Equatable {
         var id: Int64
         var records: Int64
         var bytes: Int64
+        var type = ""
+    }
+
+    /// `segments` (oldest first) in the order `drop_oldest` deletes them
+    /// when types have shares (``TypeDelivery/share``): first what no
+    /// share protects — segments of types without one, and of a type the
+    /// oldest of what it holds beyond its share — oldest first; then, as a
+    /// last resort, the protected rest, oldest first. `reserved` is each
+    /// type's share in bytes.
+    static func dropOrder(_ segments: [StoredSegment], reserved: [String: Int64]) -> [StoredSegment] {
+        guard !reserved.isEmpty else { return segments }
+        var held: [String: Int64] = [:]
+        for segment in segments { held[segment.type, default: 0] += segment.bytes }
+        var first: [StoredSegment] = []
+        var protected: [StoredSegment] = []
+        for segment in segments {
+            if let share = reserved[segment.type], held[segment.type, default: 0] <= share {
+                protected.append(segment)
+            } else {
+                first.append(segment)
+                held[segment.type, default: 0] -= segment.bytes
+            }
+        }
+        return first + protected
     }
 
     /// - Parameters:

@@ -53,6 +53,8 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     /// ``DurableQueue/repair()``: SQLite lost the rows, or the counters
     /// were damaged).
     public static let damaged = DropReason(name: "damaged")
+    /// Older than its type's maximum age (``TypeDelivery/maxAgeMilliseconds``).
+    public static let expired = DropReason(name: "expired")
 
     public var description: String { name }
 }

@@ -88,6 +88,17 @@ public struct QueueConfiguration: Sendable {
     /// the agent, `debug` for a realm opened by an application.
     package var routineLogLevel: Logger.Level = .info
 
+    /// Per record type name: the acceptance time and clock fields added to
+    /// its records as they leave the queue, and whether records accepted
+    /// before the clock was synchronised wait for it
+    /// (``AcceptanceStamping``). The default is none.
+    public var acceptanceStamps: [String: AcceptanceStamping] = [:]
+
+    /// Per record type name: its priority, drain order and maximum age in
+    /// the queue (``TypeDelivery``). The default is none: every type at
+    /// priority 0, oldest first, kept until delivered.
+    public var typeDelivery: [String: TypeDelivery] = [:]
+
     /// Creates a configuration; see each property for its default.
     public init(location: Location, objectTypes: [RecordType]) {
         self.location = location
@@ -112,6 +123,65 @@ public struct QueueConfiguration: Sendable {
                 .invalidConfiguration,
                 "Record type '\(type.name)' is declared twice in the queue's object types."
             )
+        }
+        for (name, stamping) in acceptanceStamps {
+            guard let type = objectTypes.first(where: { $0.name == name }) else {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "Acceptance fields are set for '\(name)', which is not one of the queue's object types."
+                )
+            }
+            for field in [stamping.timeField, stamping.clockField].compactMap({ $0 }) {
+                if field.isEmpty || !field.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
+                    throw EdgeIngestError(
+                        .invalidConfiguration,
+                        "The acceptance field name '\(field)' of '\(name)' must be non-empty, without quotes, backslashes or control characters."
+                    )
+                }
+                if field == RecordType.primaryKey || type.fieldIndex(named: field) != nil
+                    || field == stamping.clockField && field == stamping.timeField
+                {
+                    throw EdgeIngestError(
+                        .invalidConfiguration,
+                        "The acceptance field '\(field)' of '\(name)' is already one of its fields: choose a name of its own."
+                    )
+                }
+            }
+        }
+        for (name, delivery) in typeDelivery {
+            guard objectTypes.contains(where: { $0.name == name }) else {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "Delivery settings are given for '\(name)', which is not one of the queue's object types."
+                )
+            }
+            if let share = delivery.share, !(share > 0 && share <= 1) {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "The share of '\(name)' must be above 0 and at most 1 (a part of max_bytes), got \(share)."
+                )
+            }
+            if let age = delivery.maxAgeMilliseconds, age < 1_000 {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "The maximum age of '\(name)' must be at least 1 s (1000 ms), got \(age) ms."
+                )
+            }
+        }
+        let shares = typeDelivery.values.compactMap(\.share)
+        if !shares.isEmpty {
+            if settings.maxBytes == nil {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "Type shares are parts of max_bytes, and the queue has no max_bytes: set one, or remove the shares."
+                )
+            }
+            if shares.reduce(0, +) > 1.000_001 {
+                throw EdgeIngestError(
+                    .invalidConfiguration,
+                    "The types' shares add up to \(shares.reduce(0, +)), more than the whole queue (1)."
+                )
+            }
         }
         if let maxRecords = settings.maxRecords, maxRecords < 1 {
             throw EdgeIngestError(.invalidConfiguration, "max_records must be at least 1, got \(maxRecords).")
@@ -155,6 +225,35 @@ extension QueueConfiguration {
         if mine.overflowPolicy != theirs.overflowPolicy { differing.append("overflow policy") }
         if mine.durability != theirs.durability { differing.append("durability") }
         if mine.compression != theirs.compression { differing.append("compression") }
+        if acceptanceStamps != other.acceptanceStamps { differing.append("acceptance stamps") }
+        if typeDelivery != other.typeDelivery { differing.append("type delivery") }
         return differing
+    }
+}
+
+extension QueueConfiguration {
+    /// The `ORDER BY` that puts segments in the order ``typeDelivery``
+    /// asks for — higher priority first; then each type's drain order
+    /// (newest-first types before oldest-first ones of the same priority)
+    /// — or nil when every type leaves oldest first at one priority (the
+    /// queue's own order, read without sorting).
+    var segmentOrderSQL: String? {
+        let reordering = typeDelivery.filter { $0.value.reorders }.sorted { $0.key < $1.key }
+        guard !reordering.isEmpty else { return nil }
+        let priorities = reordering.filter { $0.value.priority != 0 }
+            .map { "WHEN \(sqlStringLiteral($0.key)) THEN \($0.value.priority)" }
+        let newest = reordering.filter { $0.value.drainOrder == .newestFirst }.map { sqlStringLiteral($0.key) }
+        let position =
+            newest.isEmpty ? "id" : "CASE WHEN type IN (\(newest.joined(separator: ", "))) THEN -id ELSE id END"
+        guard !priorities.isEmpty else { return position }
+        return "CASE type \(priorities.joined(separator: " ")) ELSE 0 END DESC, \(position)"
+    }
+}
+
+extension QueueConfiguration {
+    /// Each type's share (``TypeDelivery/share``) in bytes of ``QueueSettings/maxBytes``.
+    var reservedBytes: [String: Int64] {
+        guard let maxBytes = settings.maxBytes else { return [:] }
+        return typeDelivery.compactMapValues { delivery in delivery.share.map { Int64(Double(maxBytes) * $0) } }
     }
 }

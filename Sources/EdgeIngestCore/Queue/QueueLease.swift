@@ -26,6 +26,9 @@ public struct QueueLease: Sendable {
         var fromRecord: Int64
         var toRecord: Int64
         var fromByte: Int64
+        /// Bytes of acceptance fields put into each of its records
+        /// (``AcceptanceStamping``): not stored, so not consumed.
+        var addedBytesPerRecord = 0
     }
 
     /// Stable for the same records across retries and restarts: the first
@@ -66,5 +69,22 @@ public struct QueueLease: Sendable {
     public func recordJSON(at index: Int) -> ArraySlice<UInt8> {
         let start = index == 0 ? 0 : recordEnds[index - 1]
         return payload[start..<(recordEnds[index] - 1)]
+    }
+
+    /// The JSON of record `index` as the queue stores it: without the
+    /// acceptance fields the lease added (what a dead letter keeps, so a
+    /// replay is stamped anew and not twice).
+    func storedRecordJSON(at index: Int) -> [UInt8] {
+        let json = recordJSON(at: index)
+        var base = 0
+        for (k, segment) in segments.enumerated() {
+            if index < base + segment.recordCount {
+                let added = parts[k].addedBytesPerRecord
+                guard added > 0, let open = json.first else { break }
+                return [open] + json.dropFirst(1 + added)
+            }
+            base += segment.recordCount
+        }
+        return Array(json)
     }
 }

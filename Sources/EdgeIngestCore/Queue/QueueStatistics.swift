@@ -25,6 +25,13 @@ public struct QueueStatistics: Sendable, Hashable {
     /// or sessions (ms since the epoch): a batch received before then and
     /// sent again within the deduplication window may be stored twice.
     public var gatewayMemoryForgottenAt: Int64?
+    /// How long the oldest waiting record has been queued (ms), on clocks
+    /// a box without a real-time clock can trust: the boot-time clock
+    /// within the boot that accepted it, else its corrected acceptance
+    /// time against the wall clock; nil when the queue is empty or no
+    /// clock can tell (accepted in an earlier boot that never learnt the
+    /// time). Unlike ``oldestEnqueuedAt``, a wall-clock jump leaves it true.
+    public var oldestAgeMilliseconds: Int64?
 
     /// Statistics of an empty queue with no history.
     public static let empty = QueueStatistics(

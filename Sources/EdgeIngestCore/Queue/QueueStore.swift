@@ -15,6 +15,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// Whether this boot's wall-clock offset is in `boots` (written once the
     /// clock is first seen synchronised: ``recordClockOffsetIfSynchronised(now:)``).
     private var bootOffsetRecorded = false
+    /// Each boot's wall-clock offset where `boots` knows it, read when first
+    /// asked for and again after this store records or copies one.
+    private var knownOffsets: [Int64: Int64]?
+    /// The statement of ``segmentIDs(orderedBy:limit:)``, for its order.
+    private var ordered: (sql: String, statement: SQLiteStatement)?
     /// Set when the queue was opened with an encryption key: payloads are
     /// sealed on the way in and opened on the way out; nothing else changes.
     var cipher: PayloadCipher?
@@ -119,7 +124,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
         )
         selectHeads = try db.prepare(
-            "SELECT id, record_count - consumed, payload_bytes - consumed_bytes FROM segments WHERE id > ?1 ORDER BY id"
+            "SELECT id, record_count - consumed, payload_bytes - consumed_bytes, type FROM segments WHERE id > ?1 ORDER BY id"
         )
         if !readOnly { try recordBoot(now: wallClockMilliseconds()) }
     }
@@ -207,6 +212,19 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         )
     }
 
+    /// The oldest segment's append time and acceptance, or nil when empty.
+    func head() throws -> (enqueuedAt: Int64, acceptance: Acceptance?)? {
+        let stmt = try db.prepare(
+            "SELECT enqueued_at, boot, accepted_boottime, clock FROM segments ORDER BY id LIMIT 1"
+        )
+        guard try stmt.step() else { return nil }
+        let acceptance =
+            stmt.isNull(1)
+            ? nil
+            : Acceptance(boot: stmt.int64(1), boottime: stmt.int64(2), clock: stmt.isNull(3) ? nil : stmt.int64(3))
+        return (stmt.int64(0), acceptance)
+    }
+
     func oldestEnqueuedAt() throws -> Int64? {
         let stmt = try db.prepare("SELECT enqueued_at FROM segments ORDER BY id LIMIT 1")
         return try stmt.step() ? stmt.int64(0) : nil
@@ -248,7 +266,58 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         selectHeads.bind(1, after)
         var out: [OverflowPlan.StoredSegment] = []
         while try selectHeads.step() {
-            out.append(.init(id: selectHeads.int64(0), records: selectHeads.int64(1), bytes: selectHeads.int64(2)))
+            out.append(
+                .init(
+                    id: selectHeads.int64(0),
+                    records: selectHeads.int64(1),
+                    bytes: selectHeads.int64(2),
+                    type: selectHeads.string(3)
+                )
+            )
+        }
+        return out
+    }
+
+    /// The ids of the first `limit` segments in the order `orderBy` (an
+    /// SQL `ORDER BY` over `segments`, from ``QueueConfiguration/segmentOrderSQL``).
+    func segmentIDs(orderedBy orderBy: String, limit: Int) throws -> [Int64] {
+        if ordered?.sql != orderBy {
+            ordered = (orderBy, try db.prepare("SELECT id FROM segments ORDER BY \(orderBy) LIMIT ?1"))
+        }
+        let select = ordered!.statement
+        defer { select.reset() }
+        select.bind(1, Int64(limit))
+        var ids: [Int64] = []
+        while try select.step() { ids.append(select.int64(0)) }
+        return ids
+    }
+
+    /// What the queue needs of each segment of `types` to age it: its
+    /// acceptance, and the records and bytes it still holds.
+    func segmentAges(
+        types: [String]
+    ) throws -> [(id: Int64, type: String, enqueuedAt: Int64, acceptance: Acceptance?, records: Int64, bytes: Int64)] {
+        let list = types.map(sqlStringLiteral).joined(separator: ", ")
+        let select = try db.prepare(
+            """
+            SELECT id, type, enqueued_at, boot, accepted_boottime, clock, record_count - consumed,
+                payload_bytes - consumed_bytes FROM segments WHERE type IN (\(list)) ORDER BY id
+            """
+        )
+        var out: [(id: Int64, type: String, enqueuedAt: Int64, acceptance: Acceptance?, records: Int64, bytes: Int64)] =
+            []
+        while try select.step() {
+            let acceptance =
+                select.isNull(3)
+                ? nil
+                : Acceptance(
+                    boot: select.int64(3),
+                    boottime: select.int64(4),
+                    clock: select.isNull(5) ? nil : select.int64(5)
+                )
+            out.append(
+                (select.int64(0), select.string(1), select.int64(2), acceptance, select.int64(6), select.int64(7))
+            )
         }
         return out
     }
@@ -298,10 +367,26 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     ///
     /// - Throws: ``EdgeIngestError/Code/queueFormatTooNew`` for a row stored
     ///   with a codec this version does not know (written by a newer one).
-    func scanSegments(from id: Int64 = 0, _ body: (SegmentRow) throws -> Bool) throws {
+    ///   - skip: rows for which it returns true (given the type, append time
+    ///     and acceptance) are passed over before anything else of them is
+    ///     read, checked or opened.
+    func scanSegments(
+        from id: Int64 = 0,
+        skip: ((String, Int64, Acceptance?) -> Bool)? = nil,
+        _ body: (SegmentRow) throws -> Bool
+    ) throws {
         defer { selectFrom.reset() }
         selectFrom.bind(1, id)
         while try selectFrom.step() {
+            let acceptance =
+                selectFrom.isNull(12)
+                ? nil
+                : Acceptance(
+                    boot: selectFrom.int64(12),
+                    boottime: selectFrom.int64(13),
+                    clock: selectFrom.isNull(14) ? nil : selectFrom.int64(14)
+                )
+            if let skip, skip(selectFrom.string(1), selectFrom.int64(3), acceptance) { continue }
             var row = SegmentRow(
                 id: selectFrom.int64(0),
                 type: selectFrom.string(1),
@@ -317,13 +402,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let codec = selectFrom.int64(10)
             let checksum = selectFrom.isNull(11) ? nil : selectFrom.int64(11)
             row.hasChecksum = checksum != nil
-            if !selectFrom.isNull(12) {
-                row.acceptance = Acceptance(
-                    boot: selectFrom.int64(12),
-                    boottime: selectFrom.int64(13),
-                    clock: selectFrom.isNull(14) ? nil : selectFrom.int64(14)
-                )
-            }
+            row.acceptance = acceptance
             if let checksum, verified[row.id] != checksum {
                 let computed = SegmentChecksum.of(
                     type: row.type,
@@ -494,6 +573,18 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         setBootOffset.bind(3, now)
         try setBootOffset.step()
         bootOffsetRecorded = true
+        knownOffsets = nil
+    }
+
+    /// Each boot's offset from its boot-time clock to the wall clock
+    /// (`boots.offset_ms`), for the boots that have one.
+    func bootOffsets() throws -> [Int64: Int64] {
+        if let knownOffsets { return knownOffsets }
+        let rows = try db.prepare("SELECT boot, offset_ms FROM boots WHERE offset_ms IS NOT NULL")
+        var offsets: [Int64: Int64] = [:]
+        while try rows.step() { offsets[rows.int64(0)] = rows.int64(1) }
+        knownOffsets = offsets
+        return offsets
     }
 
     /// Copies `source`'s `boots` rows that this file lacks (an offset it
@@ -516,6 +607,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             if !rows.isNull(4) { insert.bind(5, rows.int64(4)) }
             try insert.run()
         }
+        knownOffsets = nil
     }
 
     /// Inserts one segment — or replaces segment `id` — sealing the payload

@@ -235,7 +235,9 @@ package struct LeaseDelivery: Sendable {
 
     /// Whether a partial batch should wait for more readings first, and how
     /// long: a lease below both size limits whose oldest reading is younger
-    /// than the linger time waits out the rest of it.
+    /// than the linger time waits out the rest of it — never longer than the
+    /// linger time itself: the age comes from the wall clock, and after the
+    /// clock stepped back a reading can look younger than zero.
     package static func lingerMilliseconds(
         recordCount: Int,
         payloadBytes: Int,
@@ -247,7 +249,7 @@ package struct LeaseDelivery: Sendable {
         guard recordCount < maxRecords, payloadBytes < maxBytes / 2, oldestAgeMilliseconds < lingerMilliseconds else {
             return nil
         }
-        return Int(Int64(lingerMilliseconds) - oldestAgeMilliseconds)
+        return Int(Int64(lingerMilliseconds) - max(0, oldestAgeMilliseconds))
     }
 
     private mutating func split(_ range: Range<Int>) {

@@ -24,8 +24,8 @@ public final class UploadState: Sendable {
         public var latency = UploadLatency()
         /// Whether a batch was stored by the backend since the start.
         public var connected = false
-        /// When the uploader promised its next sign of life (ms since the
-        /// epoch): before each wait, request or queue call it sets this to
+        /// When the uploader promised its next sign of life (ms on the
+        /// monotonic clock, which no wall-clock jump moves): before each wait, request or queue call it sets this to
         /// the longest that step may take. Past it, the uploader is wedged
         /// and the watchdog ping is withheld.
         public var aliveUntil: Int64 = .max
@@ -44,7 +44,7 @@ public final class UploadState: Sendable {
 
     /// Promises the next sign of life within `milliseconds` (plus grace).
     package func expectProgress(within milliseconds: Int) {
-        let until = wallClockMilliseconds() + Int64(milliseconds) + UploadState.graceMilliseconds
+        let until = monotonicMilliseconds() + Int64(milliseconds) + UploadState.graceMilliseconds
         state.withLock { $0.aliveUntil = until }
     }
 }

@@ -33,3 +33,9 @@ package func quoted(_ text: some StringProtocol) -> String {
 package func sqlIdentifier(_ name: String) -> String {
     "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
 }
+
+/// An SQL string literal in single quotes, inner quotes doubled:
+/// `A'x` → `'A''x'`.
+package func sqlStringLiteral(_ text: String) -> String {
+    "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
+}

@@ -68,7 +68,8 @@ extension ConfigurationDecoder {
     /// The sections a configuration file may have; each is decoded by the
     /// file named after it (`ConfigurationDecoder+Queue.swift`, …).
     static let sections: Set<String> = [
-        "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations", "metrics",
+        "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations", "metrics", "clock",
+        "delivery",
     ]
 
     /// The whole file: every section, then the checks that span sections.
@@ -103,6 +104,19 @@ extension ConfigurationDecoder {
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
         c.metrics = decodeMetrics(table(root["metrics"], "metrics"))
+        c.clockSynchronisedFile = decodeClock(table(root["clock"], "clock"))
+        (c.acceptanceStamps, c.typeDelivery) = decodeDelivery(root["delivery"], types: types)
+        let shares = c.typeDelivery.values.compactMap(\.share)
+        if shares.reduce(0, +) > 1.000_001 {
+            problem(
+                root["delivery"],
+                "delivery",
+                "the types' shares add up to \(shares.reduce(0, +)): at most 1 (the whole queue.max_bytes)"
+            )
+        }
+        if !shares.isEmpty, c.queue.maxBytes == nil {
+            problem(root["delivery"], "delivery", "a share is a part of queue.max_bytes, which is not set: set it")
+        }
         if upload?["unhealthy_after_s"] == nil, let older = c.metrics?.readyMaxAgeSeconds {
             c.unhealthyAfterSeconds = older
             c.unhealthyAfterKey = "ready_max_age_s"

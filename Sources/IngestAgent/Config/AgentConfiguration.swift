@@ -17,6 +17,12 @@ package struct AgentConfiguration: Sendable {
     /// `[queue]`'s bounds, overflow policy, durability, schema version and
     /// encryption key (`queue.encryption_key_file`; never printed).
     package var queue = QueueSettings()
+    /// `[delivery.TYPE]`: acceptance fields and holding, per type name.
+    package var acceptanceStamps: [String: AcceptanceStamping] = [:]
+    /// `[delivery.TYPE]`: priority, drain order and maximum age, per type name.
+    package var typeDelivery: [String: TypeDelivery] = [:]
+    /// `[clock] synchronised_file`: the file whose presence says the clock is synchronised.
+    package var clockSynchronisedFile: String?
     /// How records of older schema versions change (`[[migrations]]`).
     package var migrations: [FieldMigration] = []
     /// Readings are committed in batches of at most this many. The default is 1000.
@@ -92,10 +98,26 @@ package struct AgentConfiguration: Sendable {
         return (environment["HOME"] ?? ".") + "/.local/state/ingestd"
     }
 
+    /// The record types as they leave the queue: each with the acceptance
+    /// fields `[delivery.TYPE]` adds (optional; the time a timestamp, the
+    /// clock a string), so a sink that makes columns from the types makes
+    /// them for these too.
+    package var deliveredTypes: [RecordType] {
+        types.map { type in
+            guard let stamping = acceptanceStamps[type.name] else { return type }
+            var fields = type.fields
+            if let name = stamping.timeField { fields.append(.init(name: name, type: .timestamp, isRequired: false)) }
+            if let name = stamping.clockField { fields.append(.init(name: name, type: .string, isRequired: false)) }
+            return (try? RecordType(name: type.name, fields: fields)) ?? type
+        }
+    }
+
     /// The queue configuration this agent configuration describes.
     package var queueConfiguration: QueueConfiguration {
         var q = QueueConfiguration(location: .file(path: resolvedQueuePath), objectTypes: types)
         q.settings = queue
+        q.acceptanceStamps = acceptanceStamps
+        q.typeDelivery = typeDelivery
         q.migrationBlock = migrations.isEmpty ? nil : FieldMigration.block(migrations)
         return q
     }

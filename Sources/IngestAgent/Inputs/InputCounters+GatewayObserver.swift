@@ -14,7 +14,7 @@ extension InputCounters: GatewayObserver {
                 s.rejected += n
                 s.rejectedByReason[reason, default: 0] += n
             }
-            s.heartbeatAt = wallClockMilliseconds()
+            s.heartbeatAt = monotonicMilliseconds()
         }
     }
 

@@ -14,7 +14,8 @@ package final class InputCounters: Sendable {
         package var position: String?
         /// File inputs: each followed file's committed byte offset, by path.
         package var files: [String: Int64]?
-        /// Milliseconds since the epoch of the last sign of life.
+        /// The last sign of life, ms on the monotonic clock (a wall-clock
+        /// jump must not make a live input look wedged, or hide a wedged one).
         package var heartbeatAt: Int64 = 0
         /// A commit of this input is in flight: the input waits for the
         /// queue (for space under backpressure, for disk space, or for the
@@ -40,7 +41,7 @@ package final class InputCounters: Sendable {
     private let state: PlainMutex<Snapshot>
 
     package init(name: String, kind: String) {
-        state = PlainMutex(Snapshot(name: name, kind: kind, heartbeatAt: wallClockMilliseconds()))
+        state = PlainMutex(Snapshot(name: name, kind: kind, heartbeatAt: monotonicMilliseconds()))
     }
 
     package var snapshot: Snapshot { state.withLock { $0 } }
@@ -50,7 +51,7 @@ package final class InputCounters: Sendable {
     }
 
     func heartbeat() {
-        let now = wallClockMilliseconds()
+        let now = monotonicMilliseconds()
         state.withLock { $0.heartbeatAt = now }
     }
 }

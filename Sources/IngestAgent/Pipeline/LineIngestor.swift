@@ -240,7 +240,7 @@ struct LineIngestor {
             } else if let position {
                 s.position = position
             }
-            s.heartbeatAt = wallClockMilliseconds()
+            s.heartbeatAt = monotonicMilliseconds()
         }
         batch = EncodedBatch(expectedRecords: commitMaxRecords)
         pendingRejections.removeAll(keepingCapacity: true)

@@ -148,6 +148,32 @@ extension AgentStatus {
                 ) { [.init(labels: [], value: $0.reloadRefused == nil ? 0 : 1)] }
             ]
         ),
+        Field(
+            key: K.clock.stringValue,
+            write: { $0.clock.map(JSONValue.string) },
+            read: { $0.clock = try $1.optionalString(K.clock.stringValue) },
+            text: { $0.clockLine },
+            metrics: [
+                MetricFamily(
+                    name: "ingestd_clock_synchronised",
+                    kind: .gauge,
+                    help:
+                        "1 while the wall clock is synchronised, 0 while it is not (absent when that cannot be known)."
+                ) { s in
+                    guard let clock = s.clock, clock != "unknown" else { return [] }
+                    return [.init(labels: [], value: clock == "synchronised" ? 1 : 0)]
+                }
+            ]
+        ),
+        .optionalInt(K.clockForSeconds.stringValue, \.clockForSeconds),
+        .bool(K.clockSinceBoot.stringValue, \.clockSinceBoot),
+        .optionalInt(K.clockJumpsTotal.stringValue, \.clockJumpsTotal)
+            .exported(
+                "ingestd_clock_jumps_total",
+                .counter,
+                help: "Jumps of the wall clock (a second or more at once) seen since the agent started."
+            ),
+        .optionalInt(K.clockLastJumpMilliseconds.stringValue, \.clockLastJumpMilliseconds),
         .optionalInt(K.uploadRequests.stringValue, \.uploadRequests)
             .exported("ingestd_upload_requests_total", .counter, help: "Batches sent to the sink, re-sends included."),
         .optionalInt(K.uploadResends.stringValue, \.uploadResends)
@@ -242,6 +268,23 @@ extension AgentStatus {
     init(json: JSONValue) throws {
         self.init(state: AgentState(rawValue: ""), statistics: .empty, inputs: [], pid: 1)
         try Self.fields.read(json, into: &self, place: "the status")
+    }
+
+    /// `clock:    unsynchronised since boot, 3 m`, or nil for a synchronised
+    /// clock that never jumped (nothing worth a line).
+    var clockLine: String? {
+        guard let clock else { return nil }
+        let jump = clockLastJumpMilliseconds.map { "; last jump \(ClockWatch.signedDuration($0))" } ?? ""
+        let span = clockForSeconds.map { ClockWatch.duration($0 * 1_000) }
+        switch clock {
+        case "synchronised":
+            return jump.isEmpty ? nil : "clock:    synchronised" + jump
+        case "unsynchronised":
+            let since = span.map { clockSinceBoot ? " since boot, \($0)" : " for \($0)" } ?? ""
+            return "clock:    unsynchronised\(since)\(jump) (readings are corrected once it is)"
+        default:
+            return "clock:    synchronisation unknown\(jump) ([clock] synchronised_file can tell)"
+        }
     }
 
     /// `ingestd status`'s lines under its first, indented by two spaces.

@@ -61,6 +61,19 @@ package struct AgentStatus: Codable, Sendable, Equatable {
     /// its time, while the agent runs on its previous configuration; nil
     /// once a reload succeeded or the agent restarted.
     package var reloadRefused: String?
+    /// The wall clock (``ClockWatch``): `synchronised`, `unsynchronised` or
+    /// `unknown`; nil in a file written before the agent watched it.
+    package var clock: String?
+    /// How long the clock has been so, in seconds: since boot when
+    /// ``clockSinceBoot``, else since the agent saw it change.
+    package var clockForSeconds: Int64?
+    /// Whether ``clock`` has been so since boot (as far as the agent knows:
+    /// it found it so when it started).
+    package var clockSinceBoot = false
+    /// Jumps of the wall clock seen since the agent started (a second or more at once).
+    package var clockJumpsTotal: Int64?
+    /// The last jump's size, ms (negative: backwards).
+    package var clockLastJumpMilliseconds: Int64?
 
     package struct LastUpload: Codable, Sendable, Equatable {
         package var at: String
@@ -93,6 +106,11 @@ package struct AgentStatus: Codable, Sendable, Equatable {
         case uploadLatency = "upload_latency"
         case refreshMilliseconds = "refresh_ms"
         case reloadRefused = "reload_refused"
+        case clock
+        case clockForSeconds = "clock_for_s"
+        case clockSinceBoot = "clock_since_boot"
+        case clockJumpsTotal = "clock_jumps_total"
+        case clockLastJumpMilliseconds = "clock_last_jump_ms"
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.
@@ -108,7 +126,7 @@ package struct AgentStatus: Codable, Sendable, Equatable {
         updatedAt = isoNow()
         queuedRecords = statistics.queuedRecords
         queuedBytes = statistics.queuedBytes
-        oldestAgeSeconds = statistics.oldestEnqueuedAt.map { Double(wallClockMilliseconds() - $0) / 1000 }
+        oldestAgeSeconds = statistics.oldestAgeMilliseconds.map { Double($0) / 1000 }
         acceptedTotal = statistics.appendedTotal
         var rejected: [String: Int64] = [:]
         for (name, value) in statistics.counters where name.hasPrefix("rejected.") {

@@ -29,6 +29,8 @@ struct StatusService: Service {
     var unhealthyAfter: (seconds: Int64, key: String) = (300, "upload.unhealthy_after_s")
     /// Whether the last status write failed (logged once per streak).
     private let writeFailing = WriteFailures()
+    /// The wall clock's synchronisation and jumps, looked at every round.
+    var clockWatch = ClockWatch()
 
     func run() async throws {
         notifier.ready()
@@ -45,6 +47,7 @@ struct StatusService: Service {
         var lastActivity: Activity? = nil
         var quietRounds = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            watchClock()
             let status = liveStatus()
             writeStatus(status)
             notifier.status(status.summary)
@@ -76,6 +79,28 @@ struct StatusService: Service {
         if reload?.acceptedConfiguration == nil { notifier.stopping() }
     }
 
+    /// Looks at the clock and logs what changed. When it became
+    /// synchronised, the queue records this boot's offset at once, so
+    /// readings accepted before leave corrected (and held ones go).
+    func watchClock() {
+        for change in clockWatch.look() {
+            switch change {
+            case .startedUnsynchronised, .lost: logger.warning("\(change)")
+            case .synchronised:
+                logger.notice("\(change)")
+                do {
+                    try queue.recordClockOffsetIfSynchronised()
+                } catch {
+                    logger.warning(
+                        "Could not record the clock's offset in the queue; the next commit records it",
+                        metadata: ["error": "\(error)"]
+                    )
+                }
+            case .startedUnknown, .jumped: logger.notice("\(change)")
+            }
+        }
+    }
+
     /// The status file's cadence while nothing changes (capped by the
     /// watchdog's ping interval): `ingestd status` may then show counters up
     /// to this old, which is harmless as none moved.
@@ -93,6 +118,7 @@ struct StatusService: Service {
             var still = status
             still.updatedAt = ""
             still.oldestAgeSeconds = nil
+            still.clockForSeconds = nil
             for i in still.inputs.indices { still.inputs[i].heartbeatAt = 0 }
             self.status = still
         }
@@ -132,6 +158,12 @@ struct StatusService: Service {
                 if status.problem == nil { status.problem = deliveryProblem(status) }
             }
             status.refreshMilliseconds = Int64(refreshMilliseconds)
+            let watched = clockWatch.snapshot
+            status.clock = watched.state.rawValue
+            status.clockForSeconds = (bootTimeMilliseconds() - watched.since) / 1_000
+            status.clockSinceBoot = watched.since == 0
+            status.clockJumpsTotal = watched.jumps
+            status.clockLastJumpMilliseconds = watched.lastJump?.milliseconds
             if let refusal = reload?.refusal {
                 status.reloadRefused = refusal
                 if status.problem == nil {
@@ -191,7 +223,7 @@ struct StatusService: Service {
     /// deadline it promised for its current step.
     func wedgedReason() -> String? {
         let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
-        let now = wallClockMilliseconds()
+        let now = monotonicMilliseconds()
         if let upload = upload?.snapshot, now > upload.aliveUntil {
             return
                 "the uploader has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"

@@ -81,7 +81,7 @@ struct InfluxDBSinkConfiguration: SinkConfiguration {
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
         let http = upload.http
-        let (types, measurement, tags, timestamp) = (configuration.types, measurement, tags, timestamp)
+        let (types, measurement, tags, timestamp) = (configuration.deliveredTypes, measurement, tags, timestamp)
         return {
             try LineProtocolSink(
                 settings: http,

@@ -55,7 +55,7 @@ struct PostgreSQLSinkConfiguration: SinkConfiguration {
     }
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
-        let (settings, types) = (settings, configuration.types)
+        let (settings, types) = (settings, configuration.deliveredTypes)
         // A gateway's owner field keys the tables with _id (tenants may share _ids).
         let ownerField = configuration.inputs.lazy.compactMap(\.http?.ownerField).first
         return { PostgresSink(settings: settings, types: types, ownerField: ownerField) }

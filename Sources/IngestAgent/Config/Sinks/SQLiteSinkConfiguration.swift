@@ -36,7 +36,7 @@ struct SQLiteSinkConfiguration: SinkConfiguration {
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
         let path = resolvedPath(stateDirectory: configuration.stateDirectory)
-        let types = configuration.types
+        let types = configuration.deliveredTypes
         // A gateway's owner field keys the tables with _id (tenants may share _ids).
         let ownerField = configuration.inputs.lazy.compactMap(\.http?.ownerField).first
         return { SQLiteArchiveSink(path: path, types: types, ownerField: ownerField) }
