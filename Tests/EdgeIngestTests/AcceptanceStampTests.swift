@@ -127,6 +127,27 @@ import Testing
         )
     }
 
+    /// A reboot between acceptance and upload: the boot that accepted
+    /// these never learnt the time (no offset), so nothing can correct
+    /// them — they leave at once, marked, even for a type that holds.
+    @Test func readingsOfAnEarlierBootThatNeverLearntTheTimeLeaveMarked() async throws {
+        let dir = try TemporaryDirectory()
+        var configuration = try fileConfiguration(dir)
+        var holding = Self.stamping
+        holding.holdUnsynchronised = true
+        configuration.acceptanceStamps["WeatherSensor"] = holding
+        configuration.compression = .none
+        let queue = try DurableQueue.open(configuration)
+        defer { queue.close() }
+        try await queue.append(try weatherRecords(2))
+        try restampSegments(dir.file("queue.sqlite"), boot: 77, boottime: 3_000, clock: 0)
+        let lease = try #require(try queue.take(maxRecords: 10))
+        #expect(lease.recordCount == 2)
+        let text = String(decoding: lease.payload, as: UTF8.self)
+        #expect(text.split(separator: "\n").allSatisfy { $0.contains(#""accepted_clock":"unsynchronised""#) })
+        try queue.acknowledge(lease)
+    }
+
     @Test func aStampedFieldMustNotBeADeclaredOne() throws {
         let dir = try TemporaryDirectory()
         var configuration = try fileConfiguration(dir)

@@ -19,7 +19,13 @@ extension DurableQueue {
     ///     schema version (the uploader sends one type per request).
     public func take(maxRecords: Int, maxBytes: Int = .max, singleType: Bool = false) throws -> QueueLease? {
         precondition(maxRecords > 0, "maxRecords must be positive")
-        let (lease, waiters) = try state.withLock { state -> (QueueLease?, [CheckedContinuation<Void, Never>]) in
+        // Expiry first, in its own turn of the lock: the producers it frees
+        // space for are resumed outside it, whatever the take does then.
+        let waiters = try state.withLock { state in
+            try expireIfDue(try state.openStore(configuration.location.description), &state)
+        }
+        waiters.forEach { $0.resume() }
+        return try state.withLock { state -> QueueLease? in
             let store = try state.openStore(configuration.location.description)
             if let lease = state.lease {
                 throw EdgeIngestError(
@@ -53,7 +59,6 @@ extension DurableQueue {
                     return time == nil
                 }
                 : nil
-            let waiters = try expireIfDue(store, &state)
             /// Takes what it can of `row`; false once the lease is full or
             /// must end here.
             func consume(_ row: QueueStore.SegmentRow) throws -> Bool {
@@ -153,10 +158,10 @@ extension DurableQueue {
             if let found = damaged {
                 try quarantine(segment: found.id, problem: found.problem, &state)
             }
-            guard let first = ids.first else { return (nil, waiters) }
+            guard let first = ids.first else { return nil }
             state.leaseSerial += 1
             state.lease = Lease(serial: state.leaseSerial, segmentIDs: Set(parts.map(\.segmentID)))
-            let lease = QueueLease(
+            return QueueLease(
                 id: "\(first.hexString)-\(ids.count)",
                 payload: payload,
                 recordIDs: ids,
@@ -165,10 +170,7 @@ extension DurableQueue {
                 parts: parts,
                 serial: state.leaseSerial
             )
-            return (lease, waiters)
         }
-        waiters.forEach { $0.resume() }
-        return lease
     }
 
     /// Deletes the lease's first `count` records (all by default) in one
