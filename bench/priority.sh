@@ -21,11 +21,13 @@ mkdir -p "$dir"
 swift build -c release --product ingestd >/dev/null
 binary=.build/release/ingestd
 make_realistic_input "$dir/in.ndjson" 1000000
-echo '{"_type":"Alarm","deviceId":"pump-3","level":2}' > "$dir/alarm.ndjson"
+echo '{"deviceId":"pump-3","level":2}' > "$dir/alarm.ndjson"
 
-# config PRIORITY UPLOAD: the agent's configuration, with a sink or without.
+# config PRIORITY UPLOAD TYPE: the agent's configuration, with a sink or
+# without, reading TYPE from stdin.
 config() {
     realistic_config | sed 's/^\[types.WeatherSensor\]/[types.Alarm]\ndeviceId = "string"\nlevel = "int"\n\n[types.WeatherSensor]/'
+    printf '\n[[inputs]]\nkind = "stdin"\ntype = "%s"\n' "${3:-WeatherSensor}"
     printf '\n[delivery.Alarm]\npriority = %s\n' "$1"
     if [ "$2" = upload ]; then
         printf '\n[upload]\nsink = "sqlite"\npath = "%s/archive.sqlite"\nshutdown_timeout_ms = 600000\n' "$dir"
@@ -38,9 +40,10 @@ for run in $(seq "$runs"); do
     for priority in 10 0; do
         rm -rf "$dir/state" "$dir/archive.sqlite"*
         config "$priority" none > "$dir/offline.toml"
+        config "$priority" none Alarm > "$dir/alarm.toml"
         config "$priority" upload > "$dir/online.toml"
         "$binary" run --config "$dir/offline.toml" --state-directory "$dir/state" < "$dir/in.ndjson"
-        "$binary" run --config "$dir/offline.toml" --state-directory "$dir/state" < "$dir/alarm.ndjson"
+        "$binary" run --config "$dir/alarm.toml" --state-directory "$dir/state" < "$dir/alarm.ndjson"
         sqlite3 "$dir/archive.sqlite" <<'SQL'
 CREATE TABLE arrivals(type TEXT NOT NULL, at REAL NOT NULL);
 CREATE TABLE "WeatherSensor"("_id" TEXT NOT NULL, PRIMARY KEY ("_id"));

@@ -63,6 +63,32 @@ import Testing
         #expect(try queue.statistics().queuedRecords == 0 && queue.statistics().queuedBytes == 0)
     }
 
+    /// The order is kept between takes and made anew when a segment is
+    /// added: what arrives during the drain still goes first.
+    @Test func aReadingAddedDuringTheDrainOvertakesTheBacklog() async throws {
+        let dir = try TemporaryDirectory()
+        var configuration = try Self.configuration(dir)
+        configuration.typeDelivery["WeatherSensor"] = TypeDelivery(drainOrder: .newestFirst)
+        let queue = try DurableQueue.open(configuration)
+        defer { queue.close() }
+        for start in [0, 3] { try await queue.append(try weatherRecords(3, start: start)) }
+        var order: [Int] = []
+        func takeOne() throws {
+            let lease = try #require(try queue.take(maxRecords: 3))
+            for line in String(decoding: lease.payload, as: UTF8.self).split(separator: "\n") {
+                let record = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+                order.append(record["windSpeedInMph"] as! Int)
+            }
+            try queue.acknowledge(lease)
+        }
+        try takeOne()
+        try await queue.append(try weatherRecords(3, start: 6))
+        try takeOne()
+        try takeOne()
+        #expect(order == [3, 4, 5, 6, 7, 8, 0, 1, 2])
+        #expect(try queue.take(maxRecords: 3) == nil)
+    }
+
     /// With newest first, a lease is not the head of the queue: drop_oldest
     /// must still never drop what a lease holds, and may drop what is older.
     @Test func dropOldestNeverDropsALeasedSegmentThatIsNotTheHead() async throws {

@@ -45,9 +45,9 @@ extension DurableQueue {
             let offsets = stamps.isEmpty ? [:] : try store.bootOffsets()
             let currentBoot = BootIdentity.current.key
             // Segments waiting for the clock are passed over unread.
-            let held: ((String, Int64, Acceptance?) -> Bool)? =
+            let held: ((Int64, String, Int64, Acceptance?) -> Bool)? =
                 stamps.values.contains(where: \.holdUnsynchronised)
-                ? { type, enqueuedAt, acceptance in
+                ? { _, type, enqueuedAt, acceptance in
                     guard let stamping = stamps[type], stamping.holdUnsynchronised else { return false }
                     let time = AcceptanceTime.of(
                         enqueuedAt: enqueuedAt,
@@ -143,14 +143,31 @@ extension DurableQueue {
                 }
                 if let order {
                     // Priorities or newest first: the segments in that order, each read by id.
-                    for id in try store.segmentIDs(orderedBy: order, limit: maxRecords) {
-                        var more = true
-                        try store.scanSegments(from: id, skip: held) { row in
-                            if row.id == id { more = try consume(row) }
-                            return false
+                    // Ids at the front whose segments are gone (delivered,
+                    // dropped) are forgotten; a take that found only such
+                    // ids looks further.
+                    var gone = 0
+                    repeat {
+                        gone = 0
+                        var leading = true
+                        for id in try store.segmentIDs(orderedBy: order, limit: maxRecords + 64) {
+                            var exists = false
+                            var more = true
+                            try store.scanSegments(
+                                from: id,
+                                skip: { rowID, type, enqueuedAt, acceptance in
+                                    if rowID == id { exists = true }
+                                    return held?(rowID, type, enqueuedAt, acceptance) ?? false
+                                }
+                            ) { row in
+                                if row.id == id { more = try consume(row) }
+                                return false
+                            }
+                            if !exists, leading { gone += 1 } else { leading = false }
+                            if !more { break }
                         }
-                        if !more { break }
-                    }
+                        store.forgetOrderedSegments(gone)
+                    } while gone > 0 && ids.isEmpty && damaged == nil
                 } else {
                     try store.scanSegments(skip: held, consume)
                 }
