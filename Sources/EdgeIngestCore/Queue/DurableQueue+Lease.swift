@@ -101,6 +101,12 @@ extension DurableQueue {
                     let end = base + (next - start) + (take + 1) * prefix.count
                     if !ids.isEmpty || take > 0, end > maxBytes { break }
                     ends.append(end)
+                    if !prefix.isEmpty {
+                        // The record with the acceptance fields after its `{`.
+                        payload.append(row.payload[cursor])
+                        payload.append(contentsOf: prefix)
+                        payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[(cursor + 1)..<next]))
+                    }
                     let idOffset = (Int(row.consumed) + take) * 12
                     ids.append(
                         ObjectId(unsafeBytes: UnsafeRawBufferPointer(rebasing: row.ids[idOffset..<idOffset + 12]))
@@ -111,8 +117,6 @@ extension DurableQueue {
                 guard take > 0 else { return false }
                 if prefix.isEmpty {
                     payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: row.payload[start..<cursor]))
-                } else {
-                    Self.appendStamped(row.payload[start..<cursor], prefix: prefix, to: &payload)
                 }
                 segments.append(
                     QueueLease.Segment(
@@ -284,20 +288,6 @@ extension DurableQueue {
                 .leaseMisuse,
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
             )
-        }
-    }
-}
-
-extension DurableQueue {
-    /// Appends `lines` (JSON objects, each ending in a newline) with
-    /// `prefix` put after each object's `{`.
-    static func appendStamped(_ lines: UnsafeRawBufferPointer.SubSequence, prefix: [UInt8], to payload: inout [UInt8]) {
-        var lineStart = lines.startIndex
-        for index in lines.indices where lines[index] == UInt8(ascii: "\n") {
-            payload.append(lines[lineStart])
-            payload.append(contentsOf: prefix)
-            payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: lines[(lineStart + 1)...index]))
-            lineStart = index + 1
         }
     }
 }
