@@ -34,7 +34,7 @@ package struct Agent: Sendable {
             )
         }
         // Before the queue opens: its appends read the clock's state.
-        ClockSynchronisation.useFlagFile(configuration.clockSynchronisedFile)
+        ClockSynchronisation.use(configuration.clockSource)
         // The status file lives here even when the queue is elsewhere.
         try QueueFile.makeDirectories(configuration.stateDirectory)
         let queue = try QueueOpening.open(configuration, logger: logger)

@@ -1,4 +1,5 @@
 import EdgeIngestCore
+import Logging
 import Testing
 
 @testable import IngestAgent
@@ -97,5 +98,33 @@ import Testing
         #expect(status.prometheusText.contains("ingestd_clock_synchronised 1\n"))
         let decoded = try AgentStatus.decode(status.json())
         #expect(decoded == status)
+    }
+}
+
+extension ClockWatchTests {
+    /// An operator whose backlog does not leave is told why, when the
+    /// reason is the clock.
+    @Test func aBacklogHeldForTheClockSaysSo() throws {
+        let type = try RecordType(name: "T", fields: [.init(name: "v", type: .int)])
+        var configuration = QueueConfiguration(
+            location: .inMemory(identifier: "held-\(wallClockMilliseconds())"),
+            objectTypes: [type]
+        )
+        configuration.acceptanceStamps["T"] = AcceptanceStamping(timeField: "at", holdUnsynchronised: true)
+        let service = StatusService(
+            queue: try DurableQueue.open(configuration),
+            inputs: [],
+            statusPath: "/dev/null",
+            notifier: SystemdNotifier(),
+            statusIntervalMilliseconds: 1000,
+            statsIntervalSeconds: 0,
+            logger: Logger(label: "test")
+        )
+        var status = AgentStatus(state: .idle, statistics: .empty, inputs: [], pid: 1)
+        status.oldestAgeSeconds = 900
+        status.clock = "unsynchronised"
+        #expect(service.deliveryProblem(status)?.contains("wait for the clock to be synchronised") == true)
+        status.clock = "synchronised"
+        #expect(service.deliveryProblem(status)?.contains("wait for the clock") == false)
     }
 }

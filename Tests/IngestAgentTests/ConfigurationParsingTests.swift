@@ -284,7 +284,7 @@ import Testing
             hold_unsynchronised = true
             """
         )
-        #expect(c.clockSynchronisedFile == "/run/gps/locked")
+        #expect(c.clockSource == .flagFile("/run/gps/locked"))
         #expect(
             c.queueConfiguration.acceptanceStamps["WeatherSensor"]
                 == AcceptanceStamping(timeField: "accepted_at", clockField: "accepted_clock", holdUnsynchronised: true)
@@ -294,6 +294,16 @@ import Testing
         #expect(delivered.fields.suffix(2).map(\.type) == [.timestamp, .string])
         #expect(c.types[0].fields.count == 3)
         #expect(c.typeDelivery.isEmpty)
+    }
+
+    @Test func aClockTheOperatorVouchesForIsAlwaysSynchronised() throws {
+        let c = try ConfigurationParsingTests.parse("[clock]\nassume_synchronised = true\n")
+        #expect(c.clockSource == .always)
+        #expect(try ConfigurationParsingTests.parse("").clockSource == .automatic)
+        let both = ConfigurationParsingTests.problems(
+            "[clock]\nsynchronised_file = \"/run/x\"\nassume_synchronised = true\n"
+        )
+        #expect(both.contains { $0.contains("clock.assume_synchronised") && $0.contains("keep one") })
     }
 
     @Test func priorityDrainOrderAndMaximumAgeGoToTheQueue() throws {
@@ -360,6 +370,6 @@ extension ClockConfigurationTests {
         #expect(c.typeDelivery["Alarm"]?.priority == 10)
         #expect(c.typeDelivery["WeatherSensor"]?.maxAgeMilliseconds == 604_800_000)
         #expect(c.acceptanceStamps["WeatherSensor"]?.holdUnsynchronised == true)
-        #expect(c.clockSynchronisedFile == "/run/gps/locked")
+        #expect(c.clockSource == .flagFile("/run/gps/locked"))
     }
 }

@@ -95,12 +95,22 @@ package func bootTimeMilliseconds() -> Int64 {
 /// Under the packaged unit's `ProtectClock=` the kernel call is refused
 /// (EPERM); timesyncd's flag file then decides (present: synchronised;
 /// absent while its directory exists: not yet), and without timesyncd the
-/// state is unknown. A configured flag file (``useFlagFile(_:)``: GPS or
-/// chrony set-ups that signal through a file) replaces both. Read at most
-/// once a second.
+/// state is unknown. ``use(_:)`` replaces both: a flag file (GPS or chrony
+/// set-ups that signal through a file), or "always" (a battery-backed
+/// clock, a VM whose host keeps its time). Read at most once a second.
 package enum ClockSynchronisation {
+    /// Where the state comes from.
+    package enum Source: Sendable, Equatable {
+        /// The kernel's NTP status, else systemd-timesyncd's flag (the default).
+        case automatic
+        /// Synchronised exactly while this file exists.
+        case flagFile(String)
+        /// Always synchronised.
+        case always
+    }
+
     private static let cache = PlainMutex((at: Int64?.none, state: Int64?.none))
-    private static let flagFile = PlainMutex(String?.none)
+    private static let source = PlainMutex(Source.automatic)
 
     /// systemd-timesyncd's flag: present once it synchronised the clock.
     static let timesyncdFlag = "/run/systemd/timesync/synchronized"
@@ -115,19 +125,26 @@ package enum ClockSynchronisation {
         }
     }
 
-    /// From now on the clock counts as synchronised exactly while `path`
-    /// exists (nil: the kernel's status and timesyncd's flag, the default).
-    package static func useFlagFile(_ path: String?) {
-        flagFile.withLock { $0 = path }
+    /// From now on the state comes from `source`.
+    package static func use(_ source: Source) {
+        self.source.withLock { $0 = source }
         cache.withLock { $0 = (nil, nil) }
     }
 
+    /// Shorthand: the clock counts as synchronised exactly while `path`
+    /// exists (nil: ``Source/automatic``).
+    package static func useFlagFile(_ path: String?) { use(path.map(Source.flagFile) ?? .automatic) }
+
     private static func read() -> Int64? {
-        if let path = flagFile.withLock({ $0 }) { return access(path, F_OK) == 0 ? 1 : 0 }
-        let kernel = edgeingest_clock_synchronised()
-        if kernel >= 0 { return Int64(kernel) }
-        if access(timesyncdFlag, F_OK) == 0 { return 1 }
-        if access("/run/systemd/timesync", F_OK) == 0 { return 0 }
-        return nil
+        switch source.withLock({ $0 }) {
+        case .always: return 1
+        case .flagFile(let path): return access(path, F_OK) == 0 ? 1 : 0
+        case .automatic:
+            let kernel = edgeingest_clock_synchronised()
+            if kernel >= 0 { return Int64(kernel) }
+            if access(timesyncdFlag, F_OK) == 0 { return 1 }
+            if access("/run/systemd/timesync", F_OK) == 0 { return 0 }
+            return nil
+        }
     }
 }

@@ -104,7 +104,7 @@ extension ConfigurationDecoder {
         c.auth = decodeAuth(table(root["auth"], "auth"), environment: environment)
         c.clientReset = decodeClientReset(table(root["client_reset"], "client_reset"))
         c.metrics = decodeMetrics(table(root["metrics"], "metrics"))
-        c.clockSynchronisedFile = decodeClock(table(root["clock"], "clock"))
+        c.clockSource = decodeClock(table(root["clock"], "clock"))
         (c.acceptanceStamps, c.typeDelivery) = decodeDelivery(root["delivery"], types: types)
         let shares = c.typeDelivery.values.compactMap(\.share)
         if shares.reduce(0, +) > 1.000_001 {

@@ -21,8 +21,8 @@ package struct AgentConfiguration: Sendable {
     package var acceptanceStamps: [String: AcceptanceStamping] = [:]
     /// `[delivery.TYPE]`: priority, drain order and maximum age, per type name.
     package var typeDelivery: [String: TypeDelivery] = [:]
-    /// `[clock] synchronised_file`: the file whose presence says the clock is synchronised.
-    package var clockSynchronisedFile: String?
+    /// `[clock]`: where the clock's synchronisation state comes from.
+    package var clockSource = ClockSynchronisation.Source.automatic
     /// How records of older schema versions change (`[[migrations]]`).
     package var migrations: [FieldMigration] = []
     /// Readings are committed in batches of at most this many. The default is 1000.

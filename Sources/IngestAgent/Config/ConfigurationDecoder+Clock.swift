@@ -6,23 +6,37 @@ import EdgeIngestCore
 /// order and maximum age): docs/QUEUE.md, "Boxes without a real-time
 /// clock" and "Priority and age".
 extension ConfigurationDecoder {
-    static let clockKeys: Set<String> = ["synchronised_file"]
+    static let clockKeys: Set<String> = ["synchronised_file", "assume_synchronised"]
     static let deliveryKeys: Set<String> = [
         "accepted_at_field", "clock_field", "hold_unsynchronised", "priority", "drain_order", "max_age_s", "share",
     ]
 
-    /// `[clock] synchronised_file`: the clock counts as synchronised
-    /// exactly while this file exists (instead of the kernel's NTP status
-    /// and systemd-timesyncd's flag).
-    mutating func decodeClock(_ t: TOMLTable?) -> String? {
-        guard let t else { return nil }
+    /// `[clock]`: `synchronised_file` (the clock counts as synchronised
+    /// exactly while this file exists) or `assume_synchronised = true` (it
+    /// always is: a battery-backed clock, a VM whose host keeps the time);
+    /// without either, the kernel's NTP status and systemd-timesyncd's flag.
+    mutating func decodeClock(_ t: TOMLTable?) -> ClockSynchronisation.Source {
+        guard let t else { return .automatic }
         rejectUnknown(t, known: Self.clockKeys, prefix: "clock.")
-        guard let v = t["synchronised_file"], let path = string(v, "clock.synchronised_file") else { return nil }
-        guard path.hasPrefix("/") else {
-            problem(v, "clock.synchronised_file", "must be an absolute path, e.g. \"/run/gps/synchronised\"")
-            return nil
+        var source = ClockSynchronisation.Source.automatic
+        if let v = t["synchronised_file"], let path = string(v, "clock.synchronised_file") {
+            if path.hasPrefix("/") {
+                source = .flagFile(path)
+            } else {
+                problem(v, "clock.synchronised_file", "must be an absolute path, e.g. \"/run/gps/synchronised\"")
+            }
         }
-        return path
+        if let v = t["assume_synchronised"], bool(v, "clock.assume_synchronised") == true {
+            if case .flagFile = source {
+                problem(
+                    v,
+                    "clock.assume_synchronised",
+                    "and clock.synchronised_file both say where the state comes from: keep one"
+                )
+            }
+            source = .always
+        }
+        return source
     }
 
     /// `[delivery.TYPE]` for declared types: the acceptance fields, and

@@ -144,6 +144,12 @@ struct StatusService: Service {
                 pid: getpid(),
                 problem: unhealthyReason()
             )
+            let watched = clockWatch.snapshot
+            status.clock = watched.state.rawValue
+            status.clockForSeconds = (bootTimeMilliseconds() - watched.since) / 1_000
+            status.clockSinceBoot = watched.since == 0
+            status.clockJumpsTotal = watched.jumps
+            status.clockLastJumpMilliseconds = watched.lastJump?.milliseconds
             if let upload = upload?.snapshot {
                 if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
                 status.uploadReason = upload.reason
@@ -158,12 +164,6 @@ struct StatusService: Service {
                 if status.problem == nil { status.problem = deliveryProblem(status) }
             }
             status.refreshMilliseconds = Int64(refreshMilliseconds)
-            let watched = clockWatch.snapshot
-            status.clock = watched.state.rawValue
-            status.clockForSeconds = (bootTimeMilliseconds() - watched.since) / 1_000
-            status.clockSinceBoot = watched.since == 0
-            status.clockJumpsTotal = watched.jumps
-            status.clockLastJumpMilliseconds = watched.lastJump?.milliseconds
             if let refusal = reload?.refusal {
                 status.reloadRefused = refusal
                 if status.problem == nil {
@@ -191,7 +191,12 @@ struct StatusService: Service {
         }
         guard unhealthyAfter.seconds > 0, let age = status.oldestAgeWholeSeconds, age > unhealthyAfter.seconds
         else { return nil }
-        let why = status.uploadReason.map { ": \($0)" } ?? ""
+        var why = status.uploadReason.map { ": \($0)" } ?? ""
+        if why.isEmpty, status.clock != "synchronised",
+            queue.configuration.acceptanceStamps.values.contains(where: \.holdUnsynchronised)
+        {
+            why = ": readings of types with hold_unsynchronised wait for the clock to be synchronised"
+        }
         return
             "the oldest queued reading is \(age) s old (\(unhealthyAfter.key) = \(unhealthyAfter.seconds))\(why)"
     }
