@@ -85,7 +85,11 @@ struct StatusService: Service {
     func watchClock() {
         for change in clockWatch.look() {
             switch change {
-            case .startedUnsynchronised, .lost: logger.warning("\(change)")
+            // A box that starts before NTP answers is the usual case, not a
+            // fault: a notice (a start logs nothing at warning level). A
+            // clock that stops being synchronised is one.
+            case .startedUnsynchronised: logger.notice("\(change)")
+            case .lost: logger.warning("\(change)")
             case .synchronised:
                 logger.notice("\(change)")
                 do {
