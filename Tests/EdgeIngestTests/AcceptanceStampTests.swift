@@ -93,11 +93,7 @@ import Testing
 
     @Test func heldSegmentsWaitForTheOffsetAndLeaveCorrected() async throws {
         let dir = try TemporaryDirectory()
-        var configuration = try fileConfiguration(dir)
-        var holding = Self.stamping
-        holding.holdUnsynchronised = true
-        configuration.acceptanceStamps["WeatherSensor"] = holding
-        configuration.compression = .none
+        let configuration = try Self.holding(dir)
         let queue = try DurableQueue.open(configuration)
         defer { queue.close() }
         try await queue.append(try weatherRecords(2))
@@ -132,11 +128,7 @@ import Testing
     /// them — they leave at once, marked, even for a type that holds.
     @Test func readingsOfAnEarlierBootThatNeverLearntTheTimeLeaveMarked() async throws {
         let dir = try TemporaryDirectory()
-        var configuration = try fileConfiguration(dir)
-        var holding = Self.stamping
-        holding.holdUnsynchronised = true
-        configuration.acceptanceStamps["WeatherSensor"] = holding
-        configuration.compression = .none
+        let configuration = try Self.holding(dir)
         let queue = try DurableQueue.open(configuration)
         defer { queue.close() }
         try await queue.append(try weatherRecords(2))
@@ -155,6 +147,17 @@ import Testing
         #expect(throws: EdgeIngestError.self) { try DurableQueue.open(configuration) }
         configuration.acceptanceStamps = ["Nope": Self.stamping]
         #expect(throws: EdgeIngestError.self) { try DurableQueue.open(configuration) }
+    }
+
+    /// A plain (uncompressed) queue in `dir` whose WeatherSensor records
+    /// get both fields and wait for the clock.
+    static func holding(_ dir: TemporaryDirectory) throws -> QueueConfiguration {
+        var configuration = try fileConfiguration(dir)
+        var holding = Self.stamping
+        holding.holdUnsynchronised = true
+        configuration.acceptanceStamps["WeatherSensor"] = holding
+        configuration.compression = .none
+        return configuration
     }
 
     /// Closes `queue` and opens its file again (reads `boots` afresh).

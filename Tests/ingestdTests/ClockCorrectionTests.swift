@@ -60,23 +60,8 @@ import Testing
             inputs: "[[inputs]]\nkind = \"socket\"\n",
             types: Self.types
         )
-        var environment = IngestdBinary.environment
-        environment["LD_PRELOAD"] = library
-        environment["FAKETIME_TIMESTAMP_FILE"] = fakeTime
-        environment["FAKETIME_NO_CACHE"] = "1"
-        environment["DONT_FAKE_MONOTONIC"] = "1"
-        // Through env(1), itself under libfaketime: a Swift program whose
-        // parent is not sees an empty command line under libfaketime 0.9.10
-        // (the `faketime` command avoids it the same way).
-        let agent = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath],
-            environment: environment,
-            launcher: ["/usr/bin/env"]
-        )
-        try #require(
-            eventually { FileManager.default.fileExists(atPath: fixture.stateDirectory + "/ingestd.sock") },
-            "\(agent.stderr.suffix(3000))"
-        )
+        let environment = Self.fakedEnvironment(library: library, file: fakeTime, wallClockOnly: true)
+        let agent = try Self.startAgent(fixture, environment: environment)
 
         // Five held readings, one `send` each, timed by the true clock; two
         // bring their own _id.
@@ -144,6 +129,35 @@ import Testing
         )
         let status = try fixture.status()
         #expect(status["uploaded_total"] as? Int == 8 && status["queued_records"] as? Int == 0)
+    }
+
+    /// The agent's environment under libfaketime, its offset read from
+    /// `file` at every clock read; `wallClockOnly`: the monotonic and
+    /// boot-time clocks run true.
+    static func fakedEnvironment(library: String, file: String, wallClockOnly: Bool) -> [String: String] {
+        var environment = IngestdBinary.environment
+        environment["LD_PRELOAD"] = library
+        environment["FAKETIME_TIMESTAMP_FILE"] = file
+        environment["FAKETIME_NO_CACHE"] = "1"
+        if wallClockOnly { environment["DONT_FAKE_MONOTONIC"] = "1" }
+        return environment
+    }
+
+    /// `ingestd run` of `fixture` under `environment`, once its socket is there.
+    static func startAgent(_ fixture: AgentFixture, environment: [String: String]) throws -> RunningAgent {
+        // Through env(1), itself under libfaketime: a Swift program whose
+        // parent is not sees an empty command line under libfaketime 0.9.10
+        // (the `faketime` command avoids it the same way).
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: environment,
+            launcher: ["/usr/bin/env"]
+        )
+        try #require(
+            eventually { FileManager.default.fileExists(atPath: fixture.stateDirectory + "/ingestd.sock") },
+            "\(agent.stderr.suffix(3000))"
+        )
+        return agent
     }
 
     static func trueMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }

@@ -97,22 +97,11 @@ import Testing
                 max_age_s = 86400
                 """
         )
-        var environment = IngestdBinary.environment
-        environment["LD_PRELOAD"] = library
-        environment["FAKETIME_TIMESTAMP_FILE"] = fakeTime
-        environment["FAKETIME_NO_CACHE"] = "1"
-        /// Runs the agent at `offset` (libfaketime's "+60h"), sends `devices`, stops it.
+        let environment = ClockCorrectionTests.fakedEnvironment(library: library, file: fakeTime, wallClockOnly: false)
+        /// Runs the agent at `offset` (libfaketime's "+60h") and sends `devices`.
         func phase(_ offset: String, _ devices: [String]) throws -> RunningAgent {
             try "\(offset)\n".write(toFile: fakeTime, atomically: true, encoding: .utf8)
-            let agent = try RunningAgent(
-                arguments: ["run", "--config", fixture.configPath],
-                environment: environment,
-                launcher: ["/usr/bin/env"]
-            )
-            try #require(
-                eventually { FileManager.default.fileExists(atPath: fixture.stateDirectory + "/ingestd.sock") },
-                "\(agent.stderr.suffix(2000))"
-            )
+            let agent = try ClockCorrectionTests.startAgent(fixture, environment: environment)
             if !devices.isEmpty {
                 let lines = devices.enumerated().map { #"{"deviceId":"\#($1)","n":\#($0)}"# + "\n" }.joined()
                 #expect(try fixture.run(["send"], stdin: Data(lines.utf8)).status == 0)

@@ -219,11 +219,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "SELECT enqueued_at, boot, accepted_boottime, clock FROM segments ORDER BY id LIMIT 1"
         )
         guard try stmt.step() else { return nil }
-        let acceptance =
-            stmt.isNull(1)
-            ? nil
-            : Acceptance(boot: stmt.int64(1), boottime: stmt.int64(2), clock: stmt.isNull(3) ? nil : stmt.int64(3))
-        return (stmt.int64(0), acceptance)
+        return (stmt.int64(0), stmt.acceptance(at: 1))
     }
 
     func oldestEnqueuedAt() throws -> Int64? {
@@ -324,16 +320,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         var out: [(id: Int64, type: String, enqueuedAt: Int64, acceptance: Acceptance?, records: Int64, bytes: Int64)] =
             []
         while try select.step() {
-            let acceptance =
-                select.isNull(3)
-                ? nil
-                : Acceptance(
-                    boot: select.int64(3),
-                    boottime: select.int64(4),
-                    clock: select.isNull(5) ? nil : select.int64(5)
-                )
             out.append(
-                (select.int64(0), select.string(1), select.int64(2), acceptance, select.int64(6), select.int64(7))
+                (
+                    select.int64(0), select.string(1), select.int64(2), select.acceptance(at: 3), select.int64(6),
+                    select.int64(7)
+                )
             )
         }
         return out
@@ -395,14 +386,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         defer { selectFrom.reset() }
         selectFrom.bind(1, id)
         while try selectFrom.step() {
-            let acceptance =
-                selectFrom.isNull(12)
-                ? nil
-                : Acceptance(
-                    boot: selectFrom.int64(12),
-                    boottime: selectFrom.int64(13),
-                    clock: selectFrom.isNull(14) ? nil : selectFrom.int64(14)
-                )
+            let acceptance = selectFrom.acceptance(at: 12)
             if let skip, skip(selectFrom.int64(0), selectFrom.string(1), selectFrom.int64(3), acceptance) { continue }
             var row = SegmentRow(
                 id: selectFrom.int64(0),
@@ -944,5 +928,19 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         let live = try db.integer("PRAGMA page_count") - free
         guard live <= 2048, queueIsEmpty || free >= 19 * live else { return }
         try db.execute("VACUUM")
+    }
+}
+
+extension SQLiteStatement {
+    /// Columns `first`, `first + 1` and `first + 2` of a segment row
+    /// (`boot, accepted_boottime, clock`) as its acceptance: nil when
+    /// `boot` is NULL (a row written before format 4).
+    func acceptance(at first: Int32) -> Acceptance? {
+        guard !isNull(first) else { return nil }
+        return Acceptance(
+            boot: int64(first),
+            boottime: int64(first + 1),
+            clock: isNull(first + 2) ? nil : int64(first + 2)
+        )
     }
 }
