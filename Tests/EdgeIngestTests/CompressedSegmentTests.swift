@@ -132,42 +132,7 @@ import Testing
             queue.close()
         }
         // Codec 2 with its checksum recomputed, as a newer writer would store it.
-        let row = try sqlite3(
-            dir.file("queue.sqlite"),
-            "SELECT type, schema_version, enqueued_at, record_count, payload_bytes, hex(ids), hex(payload), boot, accepted_boottime, coalesce(clock, -1) FROM segments WHERE id = 1;"
-        ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map(String.init)
-        func bytes(_ hex: String) -> [UInt8] {
-            var out: [UInt8] = []
-            var i = hex.startIndex
-            while i < hex.endIndex {
-                let j = hex.index(i, offsetBy: 2)
-                out.append(UInt8(hex[i..<j], radix: 16)!)
-                i = j
-            }
-            return out
-        }
-        let ids = bytes(row[5])
-        let payload = bytes(row[6])
-        let checksum = ids.withUnsafeBytes { i in
-            payload.withUnsafeBytes { p in
-                SegmentChecksum.of(
-                    type: row[0],
-                    schemaVersion: Int64(row[1])!,
-                    enqueuedAt: Int64(row[2])!,
-                    recordCount: Int64(row[3])!,
-                    payloadBytes: Int64(row[4])!,
-                    codec: 2,
-                    acceptance: Acceptance(
-                        boot: Int64(row[7])!,
-                        boottime: Int64(row[8])!,
-                        clock: Int64(row[9]).flatMap { $0 < 0 ? nil : $0 }
-                    ),
-                    ids: i,
-                    payload: p
-                )
-            }
-        }
-        _ = try sqlite3(dir.file("queue.sqlite"), "UPDATE segments SET codec = 2, checksum = \(checksum) WHERE id = 1;")
+        try rewriteSegments(dir.file("queue.sqlite"), segment: "1") { $0.codec = 2 }
         let queue = try DurableQueue.open(try configuration(dir, .zstd))
         let error = try #require(throws: EdgeIngestError.self) { try queue.take(maxRecords: 10) }
         #expect(error.code == .queueFormatTooNew)
