@@ -6,14 +6,10 @@ extension DurableQueue {
     /// are released. Appends do this too; the agent calls it when its
     /// clock watch sees the clock become synchronised, so that an idle
     /// queue learns the offset as well.
-    ///
-    /// - Returns: whether this boot's offset is known now.
-    @discardableResult
-    package func recordClockOffsetIfSynchronised() throws -> Bool {
+    package func recordClockOffsetIfSynchronised() throws {
         try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
             try store.recordClockOffsetIfSynchronised(now: wallClockMilliseconds())
-            return try store.bootOffsets()[BootIdentity.current.key] != nil
         }
     }
 }
