@@ -47,33 +47,45 @@ package struct Agent: Sendable {
         let finiteInputs = FiniteInputs()
         let notifier = SystemdNotifier()
         let idleHeartbeat = InputContext.idleHeartbeat(watchdogMicroseconds: notifier.watchdogMicroseconds)
-        let uploadState = UploadState()
-        let committed = WakeSignal()
+        let sinks = configuration.deliveringSinks
+        let uploadStates = sinks.map { (name: $0.name, state: UploadState()) }
+        let uploadState = uploadStates.first?.state ?? UploadState()
+        // A commit wakes every sink's uploader.
+        let others = sinks.dropFirst().map { _ in WakeSignal() }
+        let committed = WakeSignal(alsoWaking: others)
         // Order matters: on shutdown the group stops services in reverse, so
         // the status service stops first (STOPPING=1), then the inputs commit
         // what they read, and the uploader, stopped last, drains the queue
         // for a bounded time.
-        if let upload = configuration.upload {
+        // One uploader per sink, each at its own cursor in the queue: a sink
+        // that is down or slow holds back only itself.
+        let wakes = [committed] + others
+        for (index, sink) in sinks.enumerated() {
             let hooks = AgentUploadHooks(configuration: configuration, queue: queue, logger: logger)
             let userAgent = "ingestd/\(EdgeIngestVersion.current)"
+            var sinkLogger = logger
+            if sinks.count > 1 { sinkLogger[metadataKey: "ingest.sink_name"] = "\(sink.name)" }
             let uploader = Uploader(
                 queue: queue,
-                settings: upload,
-                state: uploadState,
-                hooks: try hooks.make(app: try hooks.makeApp()),
+                settings: sink.upload,
+                state: uploadStates[index].state,
+                // [auth] and client resets belong to [upload]'s backend.
+                hooks: index == 0 && configuration.upload != nil
+                    ? try hooks.make(app: try hooks.makeApp()) : UploadHooks(),
                 userAgent: userAgent,
-                logger: logger,
+                logger: sinkLogger,
                 sink: configuration.heldUploads.isEmpty
-                    ? configuration.sinkFactory(for: upload, userAgent: userAgent)
+                    ? sink.sink.configuration.makeSink(configuration, upload: sink.upload, userAgent: userAgent)
                     : { [held = configuration.heldUploads] in
                         HeldSink(
                             reason: "the configuration holds uploads: "
                                 + held.map(\.description).joined(separator: "; ")
                                 + " (ingestd check-config)"
                         )
-                    }
+                    },
+                sinkName: sink.name
             )
-            services.append(.init(service: UploadService(uploader: uploader, wake: committed)))
+            services.append(.init(service: UploadService(uploader: uploader, wake: wakes[index])))
         }
         for settings in configuration.inputs {
             let inputCounters = InputCounters(name: settings.name, kind: settings.kind.rawValue)
@@ -88,7 +100,7 @@ package struct Agent: Sendable {
                 commitMaxRecords: configuration.commitMaxRecords,
                 commitIntervalMilliseconds: configuration.commitIntervalMilliseconds,
                 logger: logger,
-                committed: configuration.upload == nil ? nil : committed,
+                committed: sinks.isEmpty ? nil : committed,
                 idleHeartbeatMilliseconds: idleHeartbeat
             )
             let service: any Service
@@ -119,7 +131,8 @@ package struct Agent: Sendable {
         let status = StatusService(
             queue: queue,
             inputs: counters,
-            upload: configuration.upload == nil ? nil : uploadState,
+            upload: sinks.isEmpty ? nil : uploadState,
+            sinks: uploadStates,
             statusPath: configuration.statusPath,
             notifier: notifier,
             statusIntervalMilliseconds: configuration.statusIntervalMilliseconds,
@@ -165,7 +178,9 @@ package struct Agent: Sendable {
             logger.notice("Restarting the services with the new configuration")
             return .reload(next)
         }
-        if onlyFinite, finiteInputs.allEnded, configuration.upload != nil, let left = uploadState.snapshot.leftAtStop {
+        if onlyFinite, finiteInputs.allEnded, !sinks.isEmpty,
+            let left = uploadStates.lazy.compactMap({ $0.state.snapshot.leftAtStop }).first
+        {
             return .endedWithReadingsQueued(records: left.records, reason: left.reason)
         }
         return .stopped

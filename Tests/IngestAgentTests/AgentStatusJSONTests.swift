@@ -64,6 +64,19 @@ import Testing
         latency.record(seconds: 0.02)
         latency.record(seconds: 1.5)
         status.uploadLatency = latency
+        var sink = SinkSnapshot(name: "site")
+        sink.state = "backing_off"
+        sink.reason = "Could not connect to 127.0.0.1:9: connection refused"
+        sink.queuedRecords = 12
+        sink.queuedBytes = 2_048
+        sink.uploaded = 30
+        sink.deadLettered = 1
+        sink.dropped = ["sink_lagged": 4]
+        sink.lastUploadAt = "2026-11-28T05:00:00.000Z"
+        sink.lastOutcome = "stored 30"
+        var idle = SinkSnapshot(name: "upload")
+        idle.state = "idle"
+        status.sinks = [sink, idle]
         return status
     }
 
@@ -101,6 +114,7 @@ import Testing
         let status = Self.full()
         #expect(unset(status).isEmpty)
         #expect(unset(status.inputs[0]).isEmpty)
+        #expect(unset(status.sinks![0]).isEmpty)
     }
 
     @Test func membersAreSortedByName() throws {
@@ -183,6 +197,8 @@ import Testing
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full, 4 batches over an account's quota (429)"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"
                     + "\n  input stdin: 0 lines, 0 accepted, 0 rejected",
+                "  sink site: backing_off, 12 queued (2048 bytes), 30 uploaded, 1 dead letters, dropped (sink_lagged 4): Could not connect to 127.0.0.1:9: connection refused"
+                    + "\n  sink upload: idle, 0 queued (0 bytes), 0 uploaded",
             ]
         )
         let quiet = AgentStatus(state: .idle, statistics: .empty, inputs: [], pid: 1).textLines

@@ -140,6 +140,8 @@ extension DurableQueue {
         var acceptedBytes: Int64
         var droppedStoredBytes: Int64
         var incomingReason: DropReason
+        /// With several sinks: their counters and backlogs.
+        var sinks: SinkChange
     }
 
     /// Appends `requests` in **one** transaction (a group commit: one
@@ -176,7 +178,7 @@ extension DurableQueue {
                 try store.recordClockOffsetIfSynchronised(now: now)
                 let received = try requests.contains { $0.receipt != nil } ? store.receivedIDs(now: now) : nil
                 var queued = (records: state.queuedRecords, bytes: state.queuedBytes)
-                let leased = state.lease?.segmentIDs ?? []
+                let leased = state.leasedSegments
                 var staged: [Staged] = []
                 // The transaction begins at the first write: a batch that only
                 // waits for space, or comes from a stale session, writes nothing.
@@ -220,6 +222,7 @@ extension DurableQueue {
                     let (accepted, droppedIncoming, droppedStoredRecords) =
                         (done.result.accepted, done.result.droppedIncoming, done.result.droppedStored)
                     for (name, delta) in done.counters { state.counters["app." + name, default: 0] += delta }
+                    done.sinks.apply(&state)
                     state.queuedRecords += Int64(accepted) - droppedStoredRecords
                     state.queuedBytes += done.acceptedBytes - done.droppedStoredBytes
                     state.counters["appended_total", default: 0] += Int64(accepted + droppedIncoming)
@@ -328,11 +331,17 @@ extension DurableQueue {
         let accepted = plan.acceptTo - plan.acceptFrom
         let acceptedBytes = sizes[plan.acceptFrom..<plan.acceptTo].reduce(Int64(0)) { $0 + Int64($1) }
         // In the group's transaction: the records, the counters, the received ids and session.
-        for id in plan.dropSegments { try store.delete(segment: id) }
+        var sinks = SinkChange()
+        for id in plan.dropSegments {
+            try sinks.lose(segment: id, reason: DropReason.overflowDropOldest.name, store)
+            try store.delete(segment: id)
+        }
         try store.add(counter: "dropped." + DropReason.overflowDropOldest.name, plan.droppedStoredRecords)
         for run in kept {
             try store.insert(run, schemaVersion: configuration.schemaVersion, enqueuedAt: now)
+            sinks.route(run, store)
         }
+        try sinks.write(store)
         try store.add(counter: "dropped." + incomingReason.name, Int64(plan.droppedIncoming))
         // Readings dropped on arrival were accepted too, then dropped: one
         // definition for every policy (docs/QUEUE.md, invariant 2).
@@ -362,7 +371,8 @@ extension DurableQueue {
             counters: counters,
             acceptedBytes: acceptedBytes,
             droppedStoredBytes: plan.droppedStoredBytes,
-            incomingReason: incomingReason
+            incomingReason: incomingReason,
+            sinks: sinks
         )
     }
 

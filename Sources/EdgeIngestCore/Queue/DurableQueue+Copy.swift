@@ -33,7 +33,7 @@ extension DurableQueue {
         }
         let (copied, waiters) = try state.withLock { source -> (Int64, [CheckedContinuation<Void, Never>]) in
             let store = try source.openStore(configuration.location.description)
-            if discard != nil, source.lease != nil {
+            if discard != nil, !source.leases.isEmpty {
                 throw EdgeIngestError(
                     .leaseMisuse,
                     "The queue \(configuration.location) cannot discard records while a batch is being uploaded."
@@ -48,13 +48,14 @@ extension DurableQueue {
             for (id, problem) in damaged { try quarantine(segment: id, problem: problem, &source) }
             guard let discard else { return (records, []) }
             try store.db.transaction {
-                try store.db.execute("DELETE FROM segments")
+                try store.db.execute("DELETE FROM segments; DELETE FROM sink_progress")
                 try store.add(counter: "dropped." + discard.name, records)
             }
             source.counters["dropped." + discard.name, default: 0] += records
             source.queuedRecords -= records
             source.queuedBytes -= bytes
             source.oldestEnqueuedAt = nil
+            for sink in source.sinkQueued.keys { source.sinkQueued[sink] = (0, 0) }
             return (records, spaceFreed(&source))
         }
         waiters.forEach { $0.resume() }

@@ -12,6 +12,11 @@ public struct DeadLetter: Sendable, Hashable {
     public var reason: String
     /// The record as it was sent (one JSON object).
     public var payload: [UInt8]
+    /// The sink that refused it (``QueueRouting/Sink/name``); nil for a
+    /// sink the queue no longer has.
+    public var sink: String?
+    /// The sink's id in the file (0: the default sink).
+    var sinkID: Int = 0
 }
 
 extension DurableQueue {
@@ -20,11 +25,13 @@ extension DurableQueue {
         try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
             let stmt = try store.db.prepare(
-                "SELECT id, record_id, type, schema_version, enqueued_at, failed_at, reason, payload FROM dead_letters ORDER BY id LIMIT ?1"
+                "SELECT id, record_id, type, schema_version, enqueued_at, failed_at, reason, payload, coalesce(sink, 0) FROM dead_letters ORDER BY id LIMIT ?1"
             )
             stmt.bind(1, Int64(min(limit, Int(Int64.max))))
             var out: [DeadLetter] = []
+            let names = Dictionary(state.sinks.ids.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
             while try stmt.step() {
+                let sink = Int(stmt.int64(8))
                 out.append(
                     DeadLetter(
                         number: stmt.int64(0),
@@ -34,7 +41,10 @@ extension DurableQueue {
                         enqueuedAt: stmt.int64(4),
                         failedAt: stmt.int64(5),
                         reason: stmt.string(6),
-                        payload: try store.openDeadLetterPayload(stmt.blob(7), number: stmt.int64(0))
+                        payload: try store.openDeadLetterPayload(stmt.blob(7), number: stmt.int64(0)),
+                        sink: state.sinks.isSingle
+                            ? (sink == 0 ? QueueRouting.defaultSinkName : nil) : names[sink],
+                        sinkID: sink
                     )
                 )
             }
@@ -44,6 +54,9 @@ extension DurableQueue {
 
     /// Moves dead letters back into the queue (with their own `_id`s, so a
     /// deduplicating backend still stores each once), in one transaction.
+    /// With several sinks, each goes back to the sink that refused it (or,
+    /// if that sink is gone, to the sinks its type is routed to now) and is
+    /// counted as routed again, not taken off the queue's dead-letter count.
     ///
     /// - Parameter numbers: the dead letters to replay; nil replays all.
     /// - Returns: how many were replayed.
@@ -67,6 +80,8 @@ extension DurableQueue {
             let store = try state.openStore(configuration.location.description)
             let now = wallClockMilliseconds()
             var bytes: Int64 = 0
+            let several = !state.sinks.isSingle
+            var sinks = SinkChange()
             try store.db.transaction {
                 let delete = try store.db.prepare("DELETE FROM dead_letters WHERE id = ?1")
                 for letter in letters {
@@ -74,17 +89,39 @@ extension DurableQueue {
                     run.payload.append(UInt8(ascii: "\n"))
                     run.ends = [run.payload.count]
                     letter.recordID.appendBytes(to: &run.ids)
-                    try store.insert(run, schemaVersion: letter.schemaVersion, enqueuedAt: now)
+                    if several, state.sinks.byID[letter.sinkID] != nil {
+                        let mask = SinkTable.bit(letter.sinkID)
+                        try store.insert(
+                            run,
+                            schemaVersion: letter.schemaVersion,
+                            enqueuedAt: now,
+                            sinks: .some(mask == 1 ? nil : mask)
+                        )
+                        sinks.route(run, only: letter.sinkID, store)
+                    } else {
+                        try store.insert(run, schemaVersion: letter.schemaVersion, enqueuedAt: now)
+                        sinks.route(run, store)
+                    }
                     bytes += Int64(run.payload.count)
                     delete.bind(1, letter.number)
                     try delete.run()
                 }
-                try store.add(counter: "dead_lettered_total", -Int64(letters.count))
+                // One sink: the record left as a dead letter and comes back.
+                // Several: it left by its last sink's outcome (perhaps
+                // delivered elsewhere), so it arrives again.
+                let moved = several ? "appended_total" : "dead_lettered_total"
+                try store.add(counter: moved, several ? Int64(letters.count) : -Int64(letters.count))
                 try store.add(counter: "dead_letter_replayed_total", Int64(letters.count))
+                try sinks.write(store)
             }
+            sinks.apply(&state)
             state.queuedRecords += Int64(letters.count)
             state.queuedBytes += bytes
-            state.counters["dead_lettered_total", default: 0] -= Int64(letters.count)
+            if several {
+                state.counters["appended_total", default: 0] += Int64(letters.count)
+            } else {
+                state.counters["dead_lettered_total", default: 0] -= Int64(letters.count)
+            }
             state.counters["dead_letter_replayed_total", default: 0] += Int64(letters.count)
             if state.oldestEnqueuedAt == nil { state.oldestEnqueuedAt = now }
         }

@@ -308,7 +308,13 @@ extension DurableQueue {
     /// queue's numbers; logs it once, with where it was.
     func quarantine(segment id: Int64, problem: String, _ state: inout State) throws {
         let store = try state.openStore(configuration.location.description)
-        let (records, bytes) = try store.quarantine(segment: id, problem: problem, at: wallClockMilliseconds())
+        var sinks = SinkChange()
+        let (records, bytes) = try store.db.transactionIfNeeded {
+            try sinks.lose(segment: id, reason: "quarantined", store)
+            try sinks.write(store)
+            return try store.quarantine(segment: id, problem: problem, at: wallClockMilliseconds())
+        }
+        sinks.apply(&state)
         state.queuedRecords -= records
         state.queuedBytes -= bytes
         state.counters["quarantined_total", default: 0] += records

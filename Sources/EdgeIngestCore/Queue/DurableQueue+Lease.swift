@@ -3,8 +3,11 @@ extension DurableQueue {
     ///
     /// At most `maxRecords` records and about `maxBytes` bytes (always at
     /// least one record, so an oversized record can still leave). One lease
-    /// may be outstanding at a time: acknowledge or release it before taking
-    /// the next.
+    /// per sink may be outstanding at a time: acknowledge or release it
+    /// before taking the next for that sink. With several sinks
+    /// (``QueueConfiguration/routing``) each takes the records routed to it
+    /// from its own cursor: a sink that is slow or down holds back only
+    /// itself.
     ///
     /// - Returns: the lease, or nil when the queue is empty.
     /// A segment that fails its checks (checksum, structure; docs/QUEUE.md
@@ -17,7 +20,14 @@ extension DurableQueue {
     ///   finds the file damaged (run `ingestd repair`).
     ///   - singleType: take only records of the first record's type and
     ///     schema version (the uploader sends one type per request).
-    public func take(maxRecords: Int, maxBytes: Int = .max, singleType: Bool = false) throws -> QueueLease? {
+    ///   - sink: the sink the records are for (one of
+    ///     ``QueueConfiguration/routing``'s; the default sink by default).
+    public func take(
+        maxRecords: Int,
+        maxBytes: Int = .max,
+        singleType: Bool = false,
+        sink: String = QueueRouting.defaultSinkName
+    ) throws -> QueueLease? {
         precondition(maxRecords > 0, "maxRecords must be positive")
         // Expiry first, in its own turn of the lock: the producers it frees
         // space for are resumed outside it, whatever the take does then.
@@ -27,10 +37,13 @@ extension DurableQueue {
         waiters.forEach { $0.resume() }
         return try state.withLock { state -> QueueLease? in
             let store = try state.openStore(configuration.location.description)
-            if let lease = state.lease {
+            let sinkID = try sinkID(sink, state)
+            // With several sinks, only the segments routed to this one, at its cursor.
+            let routed: Int? = state.sinks.isSingle ? nil : sinkID
+            if let lease = state.leases[sinkID] {
                 throw EdgeIngestError(
                     .leaseMisuse,
-                    "A lease (\(lease.serial)) of the queue \(configuration.location) is still outstanding: acknowledge or release it before taking another."
+                    "A lease (\(lease.serial)) of the queue \(configuration.location) for sink '\(sink)' is still outstanding: acknowledge or release it before taking another."
                 )
             }
             var payload: [UInt8] = []
@@ -154,11 +167,12 @@ extension DurableQueue {
                     repeat {
                         gone = 0
                         var leading = true
-                        for id in try store.segmentIDs(orderedBy: order, limit: maxRecords + 64) {
+                        for id in try store.segmentIDs(orderedBy: order, limit: maxRecords + 64, sink: routed) {
                             var exists = false
                             var more = true
                             try store.scanSegments(
                                 from: id,
+                                sink: routed,
                                 skip: { rowID, type, enqueuedAt, acceptance in
                                     if rowID == id { exists = true }
                                     return held?(rowID, type, enqueuedAt, acceptance) ?? false
@@ -170,8 +184,24 @@ extension DurableQueue {
                             if !exists, leading { gone += 1 } else { leading = false }
                             if !more { break }
                         }
-                        store.forgetOrderedSegments(gone)
+                        store.forgetOrderedSegments(gone, sink: routed)
                     } while gone > 0 && ids.isEmpty && damaged == nil
+                } else if let routed {
+                    // From the first segment this sink may still be owed:
+                    // the others' backlog is not read again at every take.
+                    var first: Int64?
+                    try store.scanSegments(
+                        from: state.sinkScanFrom[routed] ?? 0,
+                        sink: routed,
+                        skip: { id, type, enqueuedAt, acceptance in
+                            if first == nil { first = id }
+                            return held?(id, type, enqueuedAt, acceptance) ?? false
+                        }
+                    ) { row in
+                        if first == nil { first = row.id }
+                        return try consume(row)
+                    }
+                    state.sinkScanFrom[routed] = try first ?? store.largestSegmentID().map { $0 + 1 }
                 } else {
                     try store.scanSegments(skip: held, consume)
                 }
@@ -181,7 +211,7 @@ extension DurableQueue {
             }
             guard let first = ids.first else { return nil }
             state.leaseSerial += 1
-            state.lease = Lease(serial: state.leaseSerial, segmentIDs: Set(parts.map(\.segmentID)))
+            state.leases[sinkID] = Lease(serial: state.leaseSerial, segmentIDs: Set(parts.map(\.segmentID)))
             return QueueLease(
                 id: "\(first.hexString)-\(ids.count)",
                 payload: payload,
@@ -189,7 +219,9 @@ extension DurableQueue {
                 recordEnds: ends,
                 segments: segments,
                 parts: parts,
-                serial: state.leaseSerial
+                serial: state.leaseSerial,
+                sink: sinkID,
+                sinkName: sink
             )
         }
     }
@@ -208,6 +240,10 @@ extension DurableQueue {
         let waiters = try state.withLock { state -> [CheckedContinuation<Void, Never>] in
             let store = try state.openStore(configuration.location.description)
             try checkOutstanding(lease, state)
+            guard state.sinks.isSingle else {
+                try acknowledgeForSink(lease, count: count, deadLetters: deadLetters, store, &state)
+                return spaceFreed(&state)
+            }
             let dead = Int64(deadLetters.keys.filter { $0 < count }.count)
             var remaining = Int64(count)
             var bytes: Int64 = 0
@@ -255,7 +291,7 @@ extension DurableQueue {
             }
             state.counters["dead_lettered_total", default: 0] += dead
             state.counters["acknowledged_total", default: 0] -= dead
-            state.lease = nil
+            state.leases[lease.sink] = nil
             state.queuedRecords -= Int64(count)
             state.queuedBytes -= bytes
             state.counters["acknowledged_total", default: 0] += Int64(count)
@@ -278,12 +314,12 @@ extension DurableQueue {
     public func release(_ lease: QueueLease) throws {
         try state.withLock { state in
             try checkOutstanding(lease, state)
-            state.lease = nil
+            state.leases[lease.sink] = nil
         }
     }
 
     private func checkOutstanding(_ lease: QueueLease, _ state: borrowing State) throws {
-        guard let current = state.lease, current.serial == lease.serial else {
+        guard let current = state.leases[lease.sink], current.serial == lease.serial else {
             throw EdgeIngestError(
                 .leaseMisuse,
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."

@@ -54,8 +54,18 @@ public final class DurableQueue: Sendable {
         var counters: [String: Int64]
         /// When repair last forgot damaged rows of the gateway's memory.
         var gatewayMemoryForgottenAt: Int64? = nil
-        var lease: Lease?
+        /// The leases out, by sink id (0 with one sink): one per sink.
+        var leases: [Int: Lease] = [:]
         var leaseSerial: UInt64 = 0
+        /// The sinks and each type's routing (``SinkTable``).
+        var sinks = SinkTable()
+        /// With several sinks, what each still owes: records and bytes.
+        var sinkQueued: [Int: (records: Int64, bytes: Int64)] = [:]
+        /// With several sinks, per sink: no segment before this id is routed
+        /// to it any more (where its next take starts reading).
+        var sinkScanFrom: [Int: Int64] = [:]
+        /// Every lease's segments: none is dropped while a lease has it.
+        var leasedSegments: Set<Int64> { leases.values.reduce(into: Set<Int64>()) { $0.formUnion($1.segmentIDs) } }
         /// Bumped whenever space is freed; producers waiting for space
         /// compare it to decide whether to sleep.
         var spaceGeneration: UInt64 = 0
@@ -181,6 +191,12 @@ public final class DurableQueue: Sendable {
             try DurableQueue.applyEncryption(store, configuration: configuration)
             try DurableQueue.checkSchemaVersion(store, configuration: configuration, logger: logger)
             try DurableQueue.compactIfAsked(store, configuration: configuration, logger: logger)
+            let sinks = try DurableQueue.openSinks(store, configuration: configuration, logger: logger)
+            store.sinkTable = sinks
+            var sinkQueued: [Int: (records: Int64, bytes: Int64)] = [:]
+            if !sinks.isSingle {
+                for id in sinks.byID.keys { sinkQueued[id] = try store.sinkBacklog(sink: id) }
+            }
             let totals = try store.totals()
             state = PlainMutex(
                 State(
@@ -190,6 +206,8 @@ public final class DurableQueue: Sendable {
                     oldestEnqueuedAt: totals.oldestEnqueuedAt,
                     counters: try store.counters(),
                     gatewayMemoryForgottenAt: try store.meta(DurableQueue.gatewayMemoryForgottenKey),
+                    sinks: sinks,
+                    sinkQueued: sinkQueued,
                     lockDescriptor: fd
                 )
             )

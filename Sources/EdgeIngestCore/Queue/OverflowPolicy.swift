@@ -55,6 +55,10 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     public static let damaged = DropReason(name: "damaged")
     /// Older than its type's maximum age (``TypeDelivery/maxAgeMilliseconds``).
     public static let expired = DropReason(name: "expired")
+    /// Waiting for one sink (of several) longer, or in greater bulk, than
+    /// its lag bound allows (``QueueRouting/Sink/maxLagBytes``): dropped
+    /// behind for that sink while the others still deliver it.
+    public static let sinkLagged = DropReason(name: "sink_lagged")
 
     public var description: String { name }
 }

@@ -99,6 +99,11 @@ public struct QueueConfiguration: Sendable {
     /// priority 0, oldest first, kept until delivered.
     public var typeDelivery: [String: TypeDelivery] = [:]
 
+    /// The sinks its records go to, and which types go to which
+    /// (``QueueRouting``). The default is ``QueueRouting/single``: one sink,
+    /// every type.
+    public var routing = QueueRouting.single
+
     /// Creates a configuration; see each property for its default.
     public init(location: Location, objectTypes: [RecordType]) {
         self.location = location
@@ -148,6 +153,7 @@ public struct QueueConfiguration: Sendable {
                 }
             }
         }
+        _ = try routing.validated(types: objectTypes)
         for (name, delivery) in typeDelivery {
             guard objectTypes.contains(where: { $0.name == name }) else {
                 throw EdgeIngestError(
@@ -227,6 +233,7 @@ extension QueueConfiguration {
         if mine.compression != theirs.compression { differing.append("compression") }
         if acceptanceStamps != other.acceptanceStamps { differing.append("acceptance stamps") }
         if typeDelivery != other.typeDelivery { differing.append("type delivery") }
+        if routing != other.routing { differing.append("sinks") }
         return differing
     }
 }

@@ -45,6 +45,10 @@ public struct QueueLease: Sendable {
 
     let parts: [Part]
     let serial: UInt64
+    /// The sink's id in the queue file (0 with one sink).
+    let sink: Int
+    /// The sink the records were taken for (``QueueRouting/Sink/name``).
+    public let sinkName: String
 
     /// Number of records.
     public var recordCount: Int { recordIDs.count }

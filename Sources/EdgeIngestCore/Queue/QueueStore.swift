@@ -20,7 +20,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private var knownOffsets: [Int64: Int64]?
     /// ``segmentIDs(orderedBy:limit:)``'s order: for which `ORDER BY` and
     /// largest id, every id in it, and how many of them are gone.
-    private var ordered: (sql: String, maxID: Int64, ids: [Int64], next: Int)?
+    /// Per sink of several (nil: the queue's one).
+    private var ordered: [Int?: (sql: String, maxID: Int64, ids: [Int64], next: Int)] = [:]
     /// `SELECT max(id)`, prepared once: asked at every ordered take.
     private var largestID: SQLiteStatement?
     /// Set when the queue was opened with an encryption key: payloads are
@@ -40,6 +41,18 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// linger) is checked once, not once per lease. Bounded: the head of
     /// the queue is all the uploader reads again.
     private var verified: [Int64: Int64] = [:]
+    /// Statements prepared once when first run (``cached(_:)``).
+    private var statements: [String: SQLiteStatement] = [:]
+    /// How new segments are routed to sinks (``SinkTable/storedMask(for:)``).
+    var sinkTable = SinkTable()
+
+    /// `sql`, prepared the first time it is asked for and kept: reset it after use.
+    func cached(_ sql: String) throws -> SQLiteStatement {
+        if let statement = statements[sql] { return statement }
+        let statement = try db.prepare(sql)
+        statements[sql] = statement
+        return statement
+    }
 
     func receivedIDs(now: Int64) throws -> ReceivedIDs {
         if let received { return received }
@@ -107,7 +120,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         insertSegment = try db.prepare(
             // ?9, the id: NULL for a new segment (the next id), or the id of
             // the segment a migration replaces in place (order kept).
-            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum, boot, accepted_boottime, clock) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8, ?11, ?12, ?13)"
+            "INSERT OR REPLACE INTO segments(id, type, schema_version, enqueued_at, record_count, payload_bytes, ids, payload, codec, checksum, boot, accepted_boottime, clock, sinks) VALUES(?9, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?10, ?8, ?11, ?12, ?13, ?14)"
         )
         setBootOffset = try db.prepare(
             "UPDATE boots SET offset_ms = ?2, synchronised_at = ?3 WHERE boot = ?1 AND offset_ms IS NULL"
@@ -124,7 +137,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             "SELECT id, type, schema_version, enqueued_at, record_count, consumed, consumed_bytes, ids, payload, payload_bytes, codec, checksum, boot, accepted_boottime, clock FROM segments WHERE id >= ?1 ORDER BY id"
         )
         insertDeadLetter = try db.prepare(
-            "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            "INSERT INTO dead_letters(record_id, type, schema_version, enqueued_at, failed_at, reason, payload, checksum, sink) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
         )
         selectHeads = try db.prepare(
             "SELECT id, record_count - consumed, payload_bytes - consumed_bytes, type FROM segments WHERE id > ?1 ORDER BY id"
@@ -285,27 +298,29 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// takes, and sorting it at each take cost O(n²) row visits, growing
     /// with the backlog. Ids deleted since are still listed: the caller passes
     /// over them and reports them with ``forgetOrderedSegments(_:)``.
-    func segmentIDs(orderedBy orderBy: String, limit: Int) throws -> [Int64] {
+    /// With `sink` (one of several), only the segments routed to it.
+    func segmentIDs(orderedBy orderBy: String, limit: Int, sink: Int? = nil) throws -> [Int64] {
         if largestID == nil { largestID = try db.prepare("SELECT max(id) FROM segments") }
         let largest = largestID!
         defer { largest.reset() }
         let maxID = try largest.step() && !largest.isNull(0) ? largest.int64(0) : 0
-        if ordered?.sql != orderBy || ordered?.maxID != maxID {
-            let select = try db.prepare("SELECT id FROM segments ORDER BY \(orderBy)")
+        if ordered[sink]?.sql != orderBy || ordered[sink]?.maxID != maxID {
+            let routed = sink.map { "WHERE (coalesce(sinks, 1) & \(SinkTable.bit($0))) != 0 " } ?? ""
+            let select = try db.prepare("SELECT id FROM segments \(routed)ORDER BY \(orderBy)")
             var ids: [Int64] = []
             while try select.step() { ids.append(select.int64(0)) }
-            ordered = (orderBy, maxID, ids, 0)
+            ordered[sink] = (orderBy, maxID, ids, 0)
         }
-        guard let order = ordered else { return [] }
+        guard let order = ordered[sink] else { return [] }
         return Array(order.ids[order.next..<min(order.ids.count, order.next + limit)])
     }
 
-    /// Passes over the first `count` ids ``segmentIDs(orderedBy:limit:)``
-    /// returned last: their segments are gone.
-    func forgetOrderedSegments(_ count: Int) {
-        guard count > 0, var order = ordered else { return }
+    /// Passes over the first `count` ids ``segmentIDs(orderedBy:limit:sink:)``
+    /// returned last: their segments are gone (for that sink).
+    func forgetOrderedSegments(_ count: Int, sink: Int? = nil) {
+        guard count > 0, var order = ordered[sink] else { return }
         order.next = min(order.ids.count, order.next + count)
-        ordered = order
+        ordered[sink] = order
     }
 
     /// What the queue needs of each segment of `types` to age it: its
@@ -371,6 +386,15 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         var pendingRecords: Int64 { max(0, recordCount - consumed) }
     }
 
+    /// ``scanSegments(from:sink:skip:_:)``'s rows for one sink of several.
+    static let selectForSink = """
+        SELECT s.id, s.type, s.schema_version, s.enqueued_at, s.record_count, coalesce(p.consumed, s.consumed),
+            coalesce(p.consumed_bytes, s.consumed_bytes), s.ids, s.payload, s.payload_bytes, s.codec, s.checksum,
+            s.boot, s.accepted_boottime, s.clock
+        FROM segments s LEFT JOIN sink_progress p ON p.sink = ?2 AND p.segment = s.id
+        WHERE s.id >= ?1 AND (coalesce(s.sinks, 1) & ?3) != 0 ORDER BY s.id
+        """
+
     /// Calls `body` for segments from the head on, until it returns false.
     /// Each row is checked first (docs/QUEUE.md "Integrity"): its checksum,
     /// then its structure; a damaged row comes with ``SegmentRow/damage``
@@ -381,13 +405,22 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     ///   - skip: rows for which it returns true (given the id, type, append
     ///     time and acceptance) are passed over before anything else of them is
     ///     read, checked or opened.
+    ///   - sink: only the segments routed to this sink (of several), each
+    ///     with `consumed` and `consumedBytes` at that sink's cursor; nil:
+    ///     every segment at its common prefix.
     func scanSegments(
         from id: Int64 = 0,
+        sink: Int? = nil,
         skip: ((Int64, String, Int64, Acceptance?) -> Bool)? = nil,
         _ body: (SegmentRow) throws -> Bool
     ) throws {
+        let selectFrom = try sink.map { _ in try cached(Self.selectForSink) } ?? self.selectFrom
         defer { selectFrom.reset() }
         selectFrom.bind(1, id)
+        if let sink {
+            selectFrom.bind(2, Int64(sink))
+            selectFrom.bind(3, SinkTable.bit(sink))
+        }
         while try selectFrom.step() {
             let acceptance = selectFrom.acceptance(at: 12)
             if let skip, skip(selectFrom.int64(0), selectFrom.string(1), selectFrom.int64(3), acceptance) { continue }
@@ -535,7 +568,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
 
     // MARK: Writes (call inside a transaction)
 
-    func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64) throws {
+    ///   - sinks: `segments.sinks` to store; nil: by the run's type (``sinkTable``).
+    func insert(_ run: EncodedBatch.Run, schemaVersion: Int64, enqueuedAt: Int64, sinks: Int64?? = nil) throws {
         let acceptance = Acceptance.now()
         try run.ids.withUnsafeBytes { ids in
             try run.payload.withUnsafeBytes { payload in
@@ -545,6 +579,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     enqueuedAt: enqueuedAt,
                     records: Int64(run.count),
                     acceptance: acceptance,
+                    sinks: sinks ?? sinkTable.storedMask(for: run.typeName),
                     ids: ids,
                     payload: payload
                 )
@@ -624,11 +659,13 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         enqueuedAt: Int64,
         records: Int64,
         acceptance: Acceptance?,
+        sinks: Int64?,
         ids: UnsafeRawBufferPointer,
         payload: UnsafeRawBufferPointer
     ) throws {
         defer { insertSegment.reset() }
         if let id { insertSegment.bind(9, id) }
+        if let sinks { insertSegment.bind(14, sinks) }
         if let acceptance {
             insertSegment.bind(11, acceptance.boot)
             insertSegment.bind(12, acceptance.boottime)
@@ -700,6 +737,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             enqueuedAt: row.enqueuedAt,
             records: records,
             acceptance: row.acceptance,
+            sinks: sinkTable.storedMask(for: row.type),
             ids: ids,
             payload: payload
         )
@@ -717,6 +755,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         ids: [UInt8],
         payload: [UInt8]
     ) throws {
+        // Its routing is kept; sinks that were ahead in it start again at
+        // its first pending record (the offsets changed): a re-send under
+        // the same `_id`s.
+        let routing = try segmentCursor(id)?.storedMask
+        try deleteProgress(segment: id)
         try ids.withUnsafeBytes { idBytes in
             try payload.withUnsafeBytes { payloadBytes in
                 try insertSegment(
@@ -726,6 +769,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                     enqueuedAt: enqueuedAt,
                     records: records,
                     acceptance: acceptance,
+                    sinks: routing,
                     ids: idBytes,
                     payload: payloadBytes
                 )
@@ -785,9 +829,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         enqueuedAt: Int64,
         failedAt: Int64,
         reason: String,
-        payload: ArraySlice<UInt8>
+        payload: ArraySlice<UInt8>,
+        sink: Int? = nil
     ) throws {
         defer { insertDeadLetter.reset() }
+        if let sink, sink != 0 { insertDeadLetter.bind(9, Int64(sink)) }
         var raw: [UInt8] = []
         id.appendBytes(to: &raw)
         try raw.withUnsafeBytes { idBytes in

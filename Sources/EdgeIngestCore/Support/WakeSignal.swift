@@ -18,10 +18,17 @@ package final class WakeSignal: Sendable {
     private let pipe = SelfPipe()
     package var readFD: Int32 { pipe.readFD }
 
-    package init() {}
+    /// Signals woken with this one: a commit wakes every sink's uploader.
+    private let followers: [WakeSignal]
 
-    /// Wakes the waiter (a full pipe already says so: the write may fail).
-    package func wake() { pipe.poke() }
+    package init(alsoWaking followers: [WakeSignal] = []) { self.followers = followers }
+
+    /// Wakes the waiter (a full pipe already says so: the write may fail),
+    /// and those of the signals it was made to wake too.
+    package func wake() {
+        pipe.poke()
+        for follower in followers { follower.wake() }
+    }
 
     /// Empties the pipe once the waiter woke.
     package func drain() {

@@ -35,6 +35,9 @@ package final class Uploader: Sendable {
     /// Builds the sink on the upload thread; nil: the ingest protocol to
     /// `settings.http.url`.
     let makeSink: SinkFactory?
+    /// The queue's sink this uploader takes records for
+    /// (``QueueRouting/Sink/name``): each sink has its own uploader.
+    package let sinkName: String
 
     package init(
         queue: DurableQueue,
@@ -43,8 +46,10 @@ package final class Uploader: Sendable {
         hooks: UploadHooks,
         userAgent: String,
         logger: Logger,
-        sink: SinkFactory? = nil
+        sink: SinkFactory? = nil,
+        sinkName: String = QueueRouting.defaultSinkName
     ) {
+        self.sinkName = sinkName
         self.queue = queue
         self.settings = settings
         self.state = state
@@ -73,7 +78,13 @@ package final class Uploader: Sendable {
         logger.log(level: settings.routineLogLevel, "Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {
             state.expectProgress(within: 0)
-            guard let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
+            guard
+                let lease = try queue.take(
+                    maxRecords: settings.maxRecords,
+                    maxBytes: maxBytes,
+                    singleType: true,
+                    sink: sinkName
+                )
             else {
                 state.update {
                     $0.state = .idle
@@ -116,7 +127,12 @@ package final class Uploader: Sendable {
         let never = StopSignal()
         var failed = false
         while monotonicMilliseconds() < deadline, !state.snapshot.state.isHeld,
-            let lease = try queue.take(maxRecords: settings.maxRecords, maxBytes: maxBytes, singleType: true)
+            let lease = try queue.take(
+                maxRecords: settings.maxRecords,
+                maxBytes: maxBytes,
+                singleType: true,
+                sink: sinkName
+            )
         {
             guard
                 try process(lease, sink: sink, maxBytes: &maxBytes, stop: never, finalDrainDeadline: deadline)
@@ -126,7 +142,7 @@ package final class Uploader: Sendable {
                 break
             }
         }
-        let left = (try? queue.statistics().queuedRecords) ?? 0
+        let left = (try? queuedForSink()) ?? 0
         guard left > 0 else {
             logger.log(level: settings.routineLogLevel, "Uploader stopped", metadata: ["ingest.queued": "0"])
             return
@@ -288,6 +304,11 @@ package final class Uploader: Sendable {
         ]
     }
 
+    /// The records still waiting for this uploader's sink.
+    private func queuedForSink() throws -> Int64 {
+        try queue.sinkStatistics().first { $0.name == sinkName }?.queuedRecords ?? queue.statistics().queuedRecords
+    }
+
     private func recordStored(_ count: Int) {
         state.update { $0.connected = true }
         storedSinceReset.store(true, ordering: .relaxed)
@@ -298,7 +319,7 @@ package final class Uploader: Sendable {
     /// that they resumed, after how long, and how much is left.
     private func logRecovery() {
         guard let since = troubleSince.withLock({ $0.take() }) else { return }
-        let waiting = try? queue.statistics().queuedRecords
+        let waiting = try? queuedForSink()
         let trouble = monotonicMilliseconds() - since
         // The message groups digits for a person; the field is a plain number for tools.
         logger.notice(

@@ -69,7 +69,7 @@ extension ConfigurationDecoder {
     /// file named after it (`ConfigurationDecoder+Queue.swift`, …).
     static let sections: Set<String> = [
         "agent", "queue", "types", "inputs", "upload", "auth", "client_reset", "migrations", "metrics", "clock",
-        "delivery",
+        "delivery", "sinks",
     ]
 
     /// The whole file: every section, then the checks that span sections.
@@ -98,6 +98,9 @@ extension ConfigurationDecoder {
             c.upload = settings
             c.sink = sink
         }
+        c.uploadRoute = decodeRoute(upload, section: "upload", types: types)
+        c.namedSinks = decodeNamedSinks(root["sinks"], types: types, environment: environment)
+        checkRoutes(c, sinks: root["sinks"])
         if let v = upload?["unhealthy_after_s"], let n = integer(v, "upload.unhealthy_after_s", min: 0) {
             c.unhealthyAfterSeconds = n
         }
@@ -123,7 +126,15 @@ extension ConfigurationDecoder {
         }
         c.migrations = decodeMigrations(root["migrations"], schemaVersion: c.queue.schemaVersion)
         if c.upload != nil, let upload { c.sink.configuration.check(c, upload: upload, &self) }
-        if c.upload != nil { checkTenants(c, inputs: root["inputs"]) }
+        if case .table(let named)? = root["sinks"]?.kind {
+            for sink in c.namedSinks {
+                guard case .table(let t)? = named[sink.name]?.kind else { continue }
+                let first = problems.count
+                sink.sink.configuration.check(c, upload: t, &self)
+                for i in first..<problems.count { problems[i] = problems[i].moved(to: sink.section) }
+            }
+        }
+        if !c.deliveringSinks.isEmpty { checkTenants(c, inputs: root["inputs"]) }
         if c.auth != nil, c.upload == nil {
             problem(root["auth"], "auth", "needs an [upload] section: logging in is only for uploading")
         }

@@ -54,6 +54,10 @@ package struct AgentConfiguration: Sendable {
     package var unhealthyAfterKey = "upload.unhealthy_after_s"
     /// Where `[upload]` delivers: the ingest protocol (default) or a local archive.
     package var sink: SinkSettings = .ingestProtocol
+    /// Which types `[upload]` takes and its lag bound (`types`, `max_lag_bytes`, `max_lag_s`).
+    package var uploadRoute = SinkRoute()
+    /// The other sinks, `[sinks.NAME]`, in the file's order.
+    package var namedSinks: [NamedSink] = []
     /// Log in to the backend (an `[auth]` section) instead of a static token.
     package var auth: AuthSettings?
     /// `/metrics`, `/health` and `/ready` over HTTP (`[metrics]`); nil: not served.
@@ -118,6 +122,7 @@ package struct AgentConfiguration: Sendable {
         q.settings = queue
         q.acceptanceStamps = acceptanceStamps
         q.typeDelivery = typeDelivery
+        q.routing = queueRouting
         q.migrationBlock = migrations.isEmpty ? nil : FieldMigration.block(migrations)
         return q
     }

@@ -12,7 +12,7 @@ extension ConfigurationDecoder {
         "client_id", "sink", "unhealthy_after_s",
     ]
     /// Every key `[upload]` accepts: the batching keys and every sink's.
-    static let uploadKeys = batchingKeys.union(SinkSettings.keys)
+    static let uploadKeys = batchingKeys.union(SinkSettings.keys).union(routeKeys)
 
     mutating func decodeUpload(_ t: TOMLTable?, environment: [String: String]) -> (UploadSettings, SinkSettings)? {
         guard let t else { return nil }
@@ -77,7 +77,7 @@ extension ConfigurationDecoder {
         http.bearerToken = secret(
             t["token_file"],
             "upload.token_file",
-            credential: "upload-token",
+            credential: (credentialSection ?? "upload") + "-token",
             environment: environment,
             required: false
         )

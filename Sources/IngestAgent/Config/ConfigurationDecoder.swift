@@ -17,6 +17,9 @@ import Glibc
 /// scalars, tables and secrets with the problems they can have.
 struct ConfigurationDecoder {
     var problems: [ConfigurationProblem] = []
+    /// While a `[sinks.NAME]` is decoded: `sink-NAME`, the start of its
+    /// systemd credentials' names (`sink-NAME-token`) instead of `upload`.
+    var credentialSection: String?
 
     /// The problems in the order of the file (those without a line, such as
     /// a required key that is missing, last), as `check-config` lists them.

@@ -249,6 +249,16 @@ extension AgentStatus {
             text: { s in s.inputs.isEmpty ? nil : s.inputs.map(\.textLine).joined(separator: "\n  ") },
             metrics: InputCounters.Snapshot.metrics
         ),
+        Field(
+            key: K.sinks.stringValue,
+            write: { $0.sinks.map { .array($0.map(\.jsonValue)) } },
+            read: { status, members in
+                guard members.value[K.sinks.stringValue].map({ !$0.isNull }) ?? false else { return }
+                status.sinks = try members.array(K.sinks.stringValue).map { try SinkSnapshot(json: $0) }
+            },
+            text: { s in s.sinks.map { $0.map(\.textLine).joined(separator: "\n  ") } },
+            metrics: SinkSnapshot.metrics
+        ),
     ]
 
     private typealias K = CodingKeys

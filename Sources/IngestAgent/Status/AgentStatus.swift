@@ -74,6 +74,8 @@ package struct AgentStatus: Codable, Sendable, Equatable {
     package var clockJumpsTotal: Int64?
     /// The last jump's size, ms (negative: backwards).
     package var clockLastJumpMilliseconds: Int64?
+    /// Each sink's numbers, when the agent has several (``SinkSnapshot``).
+    package var sinks: [SinkSnapshot]?
 
     package struct LastUpload: Codable, Sendable, Equatable {
         package var at: String
@@ -111,6 +113,7 @@ package struct AgentStatus: Codable, Sendable, Equatable {
         case clockSinceBoot = "clock_since_boot"
         case clockJumpsTotal = "clock_jumps_total"
         case clockLastJumpMilliseconds = "clock_last_jump_ms"
+        case sinks
     }
 
     /// Builds the status from the queue's persistent counters and the inputs' live ones.

@@ -17,6 +17,10 @@ struct StatusService: Service {
     let queue: DurableQueue
     let inputs: [InputCounters]
     var upload: UploadState? = nil
+    /// With several sinks, each one's uploader state by name (the first
+    /// is ``upload``'s): the status lists them, and any in trouble is the
+    /// agent's problem.
+    var sinks: [(name: String, state: UploadState)] = []
     let statusPath: String
     let notifier: SystemdNotifier
     let statusIntervalMilliseconds: Int
@@ -167,6 +171,19 @@ struct StatusService: Service {
                 status.openState = AgentStatus.openState(upload: upload)
                 if status.problem == nil { status.problem = deliveryProblem(status) }
             }
+            if sinks.count > 1 {
+                let numbers = try queue.sinkStatistics()
+                status.sinks = sinks.map { sink in
+                    numbers.first { $0.name == sink.name }.map {
+                        SinkSnapshot(statistics: $0, upload: sink.state.snapshot)
+                    }
+                        ?? SinkSnapshot(name: sink.name)
+                }
+                if status.problem == nil, let troubled = status.sinks?.dropFirst().first(where: { $0.state == "error" })
+                {
+                    status.problem = "sink '\(troubled.name)': \(troubled.reason ?? "failed")"
+                }
+            }
             status.refreshMilliseconds = Int64(refreshMilliseconds)
             if let refusal = reload?.refusal {
                 status.reloadRefused = refusal
@@ -233,9 +250,13 @@ struct StatusService: Service {
     func wedgedReason() -> String? {
         let limitMs = Int64(notifier.watchdogMicroseconds.map { $0 / 1000 } ?? 30_000)
         let now = monotonicMilliseconds()
-        if let upload = upload?.snapshot, now > upload.aliveUntil {
+        let uploaders = sinks.count > 1 ? sinks : upload.map { [(QueueRouting.defaultSinkName, $0)] } ?? []
+        for (name, state) in uploaders {
+            let upload = state.snapshot
+            guard now > upload.aliveUntil else { continue }
+            let which = sinks.count > 1 ? "the uploader of sink '\(name)'" : "the uploader"
             return
-                "the uploader has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"
+                "\(which) has shown no progress for \((now - upload.aliveUntil + UploadState.graceMilliseconds) / 1000) s past its current step's limit"
         }
         for input in inputs.map(\.snapshot) where !input.finished && !input.waitingForSpace {
             if now - input.heartbeatAt > limitMs {

@@ -65,7 +65,16 @@ extension AgentConfiguration {
 
     /// `check-config`'s line about the upload, after "upload: ".
     package var uploadSummary: String {
-        guard let upload else { return "none (readings stay queued)" }
-        return sink.configuration.summary(self, upload: upload)
+        let sinks = deliveringSinks
+        guard !sinks.isEmpty else { return "none (readings stay queued)" }
+        guard sinks.count > 1 || sinks[0].route.types != nil else {
+            return sink.configuration.summary(self, upload: sinks[0].upload)
+        }
+        // One line per sink, under "upload: ".
+        return "\(sinks.count) sinks, each at its own cursor"
+            + sinks.map { sink in
+                "\n  \(sink.name): \(sink.sink.configuration.summary(self, upload: sink.upload))"
+                    + (sink.route.types.map { "; types \($0.sorted().joined(separator: ", "))" } ?? "")
+            }.joined()
     }
 }
