@@ -1,16 +1,35 @@
 /// The ingest protocol over HTTP (docs/PROTOCOL.md): an EdgeIngest backend,
 /// or another `ingestd` relaying upstream. One reused libcurl handle.
+/// With ``HTTPSettings/failoverURLs``, several equivalent upstreams, used
+/// in turn (``UpstreamFailover``).
 package final class IngestProtocolSink: BatchSink {
     let transport: CurlTransport
+    /// Only the upload thread delivers; the lock keeps that honest.
+    private let failover: PlainMutex<UpstreamFailover>
 
     package init(settings: HTTPSettings, userAgent: String) throws {
         transport = try CurlTransport(settings: settings, userAgent: userAgent)
+        failover = PlainMutex(
+            UpstreamFailover(
+                urls: [settings.url] + settings.failoverURLs,
+                failuresBeforeSwitch: settings.failoverAfterFailures,
+                failbackMilliseconds: settings.failbackMilliseconds
+            )
+        )
     }
 
-    package var description: String { "\(transport.settings.displayURL) (gzip \(transport.settings.gzip))" }
+    package var description: String {
+        let upstreams = ([transport.settings.url] + transport.settings.failoverURLs).map(redactedURL)
+        return upstreams.joined(separator: ", then ") + " (gzip \(transport.settings.gzip))"
+    }
 
     package func deliver(_ batch: SinkBatch) -> UploadOutcome {
-        transport.deliver(batch, headers: batch.headers, classify: ResponseClassifier.classify)
+        guard !transport.settings.failoverURLs.isEmpty else {
+            return transport.deliver(batch, headers: batch.headers, classify: ResponseClassifier.classify)
+        }
+        let url = failover.withLock { $0.url(now: monotonicMilliseconds()) }
+        let outcome = transport.deliver(batch, headers: batch.headers, url: url, classify: ResponseClassifier.classify)
+        return failover.withLock { $0.record(outcome, now: monotonicMilliseconds()) }
     }
 }
 

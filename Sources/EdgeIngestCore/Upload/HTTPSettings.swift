@@ -24,6 +24,15 @@ public struct HTTPSettings: Sendable, CustomStringConvertible {
     /// Sent as `Authorization: Bearer …`. Never logged.
     public var bearerToken: String?
 
+    /// Equivalent upstreams after ``url``, used in turn when it fails
+    /// (``UpstreamFailover``; the ingest protocol only). The default is none.
+    package var failoverURLs: [String] = []
+    /// Passing failures in a row before the next upstream is used. The default is 3.
+    package var failoverAfterFailures = 3
+    /// How long a secondary upstream is used before the first is tried
+    /// again. The default is 5 minutes.
+    package var failbackMilliseconds: Int64 = 300_000
+
     public init(url: String) { self.url = url }
 
     /// ``url`` as logs, errors and `check-config` show it: any password in

@@ -29,7 +29,18 @@ extension ConfigurationDecoder {
 
     /// The HTTP client's keys, for the sinks over HTTP; nil after a problem.
     mutating func decodeHTTP(_ t: TOMLTable, environment: [String: String]) -> HTTPSettings? {
-        guard let url = string(t["url"], "upload.url") else {
+        let upstreams = t["urls"].map { strings($0, "upload.urls") } ?? []
+        if t["urls"] != nil, t["url"] != nil {
+            problem(
+                t["urls"],
+                "upload.urls",
+                "and upload.url both name the backend: keep one (urls for several upstreams)"
+            )
+        }
+        if let v = t["urls"], upstreams.isEmpty {
+            problem(v, "upload.urls", "is empty: list the upstreams, the one to use first first")
+        }
+        guard let url = upstreams.first ?? string(t["url"], "upload.url") else {
             problem(
                 nil,
                 "upload.url",
@@ -37,15 +48,23 @@ extension ConfigurationDecoder {
             )
             return nil
         }
-        guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+        for (key, value) in [("url", url)] + upstreams.dropFirst().map({ ("urls", $0) })
+        where !(value.hasPrefix("http://") || value.hasPrefix("https://")) {
             problem(
-                t["url"],
-                "upload.url",
-                "must start with http:// or https://, got \"\(redactedURL(url).prefix(40))\""
+                t[key],
+                "upload.\(key)",
+                "must start with http:// or https://, got \"\(redactedURL(value).prefix(40))\""
             )
             return nil
         }
         var http = HTTPSettings(url: url)
+        http.failoverURLs = Array(upstreams.dropFirst())
+        if let v = t["failover_after"], let n = integer(v, "upload.failover_after", min: 1) {
+            http.failoverAfterFailures = Int(min(n, 1_000))
+        }
+        if let v = t["failback_s"], let n = integer(v, "upload.failback_s", min: 10) {
+            http.failbackMilliseconds = n * 1_000
+        }
         if let v = t["gzip"], let b = bool(v, "upload.gzip") { http.gzip = b }
         if let v = t["connect_timeout_ms"], let n = integer(v, "upload.connect_timeout_ms", min: 1) {
             http.connectTimeoutMilliseconds = Int(n)

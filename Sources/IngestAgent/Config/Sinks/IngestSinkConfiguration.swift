@@ -4,7 +4,8 @@ import EdgeIngestCore
 /// `upload.url`, an EdgeIngest backend or another ingestd (docs/PROTOCOL.md).
 struct IngestSinkConfiguration: SinkConfiguration {
     static let name = "ingest"
-    static let ownKeys: Set<String> = []
+    /// Several equivalent upstreams (gateways before one engine), in turn.
+    static let ownKeys: Set<String> = ["urls", "failover_after", "failback_s"]
 
     static func decode(
         _ upload: TOMLTable,
@@ -15,7 +16,8 @@ struct IngestSinkConfiguration: SinkConfiguration {
     }
 
     func summary(_ configuration: AgentConfiguration, upload: UploadSettings) -> String {
-        "\(upload.http.displayURL), \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")"
+        ([upload.http.url] + upload.http.failoverURLs).map(redactedURL).joined(separator: ", then ")
+            + ", \(upload.maxRecords) records per batch, gzip \(upload.http.gzip), token \(upload.http.bearerToken == nil ? "none" : "set")"
     }
 
     func makeSink(_ configuration: AgentConfiguration, upload: UploadSettings, userAgent: String) -> SinkFactory {
