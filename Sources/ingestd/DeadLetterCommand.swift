@@ -14,7 +14,10 @@ enum DeadLetterCommand {
             batch, or rejected in a 2xx body, or out of retries). They are kept with the \
             reason, never retried automatically. list and export read the queue, also \
             while the agent runs; replay and purge change it, so stop the agent first \
-            (systemctl stop ingestd): a running agent holds it.
+            (systemctl stop ingestd): a running agent holds it. With several sinks \
+            ([sinks.NAME]) each dead letter belongs to the sink that refused it; \
+            --sink NAME limits a command to that sink's, and a replay sends each \
+            letter back to its own sink only.
             """,
         subcommands: [List.spec, Export.spec, Replay.spec, Purge.spec]
     )
@@ -27,11 +30,28 @@ enum DeadLetterCommand {
         try openAgentQueue(options, readOnly: true).1
     }
 
+    static let sinkOption = Option<String>(
+        "sink",
+        "name",
+        help: "Only the dead letters of this sink: upload ([upload]) or a [sinks.NAME]'s name."
+    )
+
+    /// The dead letters, of `sink` only when given (an unknown name is an error naming the sinks).
+    static func letters(_ queue: DurableQueue, sink: String?) throws -> [DeadLetter] {
+        guard let sink else { return try queue.deadLetters() }
+        let names = queue.configuration.routing.sinks.map(\.name)
+        guard names.contains(sink) else {
+            printError("No sink '\(sink)' in this configuration; its sinks: \(names.joined(separator: ", ")).")
+            throw ExitCodes.usageError
+        }
+        return try queue.deadLetters().filter { $0.sink == sink }
+    }
+
     struct List: IngestdCommand {
         static let spec = CommandSpec(
             name: "list",
             abstract: "Show the dead letters (without their data).",
-            options: ConfigurationOptions.specs + [limitOption.spec],
+            options: ConfigurationOptions.specs + [limitOption.spec, DeadLetterCommand.sinkOption.spec],
             command: List.self
         )
         static let limitOption = Option.integer(
@@ -43,17 +63,22 @@ enum DeadLetterCommand {
         )
         let options: ConfigurationOptions
         let limit: Int
+        let sink: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
             limit = Int(try arguments.value(Self.limitOption) ?? 50)
+            sink = arguments[DeadLetterCommand.sinkOption]
         }
 
         func run() throws {
-            let letters = try DeadLetterCommand.openQueueForReading(options).deadLetters()
+            let queue = try DeadLetterCommand.openQueueForReading(options)
+            let letters = try DeadLetterCommand.letters(queue, sink: sink)
+            let several = queue.configuration.routing.sinks.count > 1
             print("\(letters.count) dead letter\(letters.count == 1 ? "" : "s")")
             for letter in letters.prefix(limit) {
-                print("  #\(letter.number)  \(letter.recordID)  \(letter.type)  \(letter.reason)")
+                let from = several ? "  sink \(letter.sink ?? "(removed)")" : ""
+                print("  #\(letter.number)  \(letter.recordID)  \(letter.type)\(from)  \(letter.reason)")
             }
             if letters.count > limit { print("  … \(letters.count - limit) more (--limit)") }
         }
@@ -64,21 +89,23 @@ enum DeadLetterCommand {
             name: "export",
             abstract: "Write the dead letters, with their data, as NDJSON (mode 0600).",
             discussion:
-                "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"record\"}.",
-            options: ConfigurationOptions.specs + [outOption.spec],
+                "Each line: {\"number\", \"_id\", \"type\", \"schema_version\", \"reason\", \"failed_at\", \"sink\", \"record\"}.",
+            options: ConfigurationOptions.specs + [outOption.spec, DeadLetterCommand.sinkOption.spec],
             command: Export.self
         )
         static let outOption = Option<String>("out", "file", help: "The file to write.", required: true)
         let options: ConfigurationOptions
         let out: String
+        let sink: String?
 
         init(_ arguments: ParsedArguments) {
             options = ConfigurationOptions(arguments)
             out = arguments.required(Self.outOption)
+            sink = arguments[DeadLetterCommand.sinkOption]
         }
 
         func run() throws {
-            let letters = try DeadLetterCommand.openQueueForReading(options).deadLetters()
+            let letters = try DeadLetterCommand.letters(DeadLetterCommand.openQueueForReading(options), sink: sink)
             let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             // An existing file keeps its mode through O_CREAT: the records are private.
             guard fd >= 0, fchmod(fd, 0o600) == 0 else {
@@ -89,7 +116,7 @@ enum DeadLetterCommand {
             let progress = Progress(total: letters.count, label: "exported")
             for (i, letter) in letters.enumerated() {
                 var line =
-                    "{\"number\":\(letter.number),\"_id\":\"\(letter.recordID)\",\"type\":\(jsonString(letter.type)),\"schema_version\":\(letter.schemaVersion),\"reason\":\(jsonString(letter.reason)),\"failed_at\":\(letter.failedAt),\"record\":"
+                    "{\"number\":\(letter.number),\"_id\":\"\(letter.recordID)\",\"type\":\(jsonString(letter.type)),\"schema_version\":\(letter.schemaVersion),\"reason\":\(jsonString(letter.reason)),\"failed_at\":\(letter.failedAt),\"sink\":\(letter.sink.map(jsonString) ?? "null"),\"record\":"
                 line += String(decoding: letter.payload, as: UTF8.self) + "}\n"
                 var bytes = Array(line.utf8)
                 guard bytes.withUnsafeMutableBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
@@ -108,7 +135,7 @@ enum DeadLetterCommand {
             name: "replay",
             abstract: "Move dead letters back into the queue to be uploaded again (same _ids).",
             discussion: "Fix the backend (or the data's cause) first, or the records come back.",
-            options: ConfigurationOptions.specs + [allFlag.spec, numberOption.spec],
+            options: ConfigurationOptions.specs + [allFlag.spec, numberOption.spec, DeadLetterCommand.sinkOption.spec],
             command: Replay.self
         )
         static let allFlag = Flag("all", help: "Replay every dead letter.")
@@ -121,9 +148,11 @@ enum DeadLetterCommand {
         let options: ConfigurationOptions
         let all: Bool
         let numbers: [Int64]
+        let sink: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
+            sink = arguments[DeadLetterCommand.sinkOption]
             all = arguments[Self.allFlag]
             numbers = try arguments.values(Self.numberOption)
             if !all && numbers.isEmpty { throw UsageError("Say which: --all, or --number N (repeatable).") }
@@ -137,7 +166,12 @@ enum DeadLetterCommand {
 
         func run() throws {
             let queue = try DeadLetterCommand.openQueue(options)
-            let n = try queue.replayDeadLetters(all ? nil : Set(numbers))
+            var chosen: Set<Int64>? = all ? nil : Set(numbers)
+            if sink != nil {
+                let ofSink = Set(try DeadLetterCommand.letters(queue, sink: sink).map(\.number))
+                chosen = chosen?.intersection(ofSink) ?? ofSink
+            }
+            let n = try queue.replayDeadLetters(chosen)
             print("Replayed \(n) dead letter\(n == 1 ? "" : "s") into the queue.")
         }
     }
@@ -155,7 +189,9 @@ enum DeadLetterCommand {
                   ingestd dead-letter purge --older-than 30d
                   ingestd dead-letter export --out refused.ndjson && ingestd dead-letter purge --all --yes
                 """,
-            options: ConfigurationOptions.specs + [allFlag.spec, olderThanOption.spec, yesFlag.spec],
+            options: ConfigurationOptions.specs + [
+                allFlag.spec, olderThanOption.spec, yesFlag.spec, DeadLetterCommand.sinkOption.spec,
+            ],
             command: Purge.self
         )
         static let allFlag = Flag("all", help: "Delete every dead letter.")
@@ -170,10 +206,12 @@ enum DeadLetterCommand {
         /// Milliseconds; nil with --all.
         let olderThan: Int64?
         let yes: Bool
+        let sink: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             options = ConfigurationOptions(arguments)
             yes = arguments[Self.yesFlag]
+            sink = arguments[DeadLetterCommand.sinkOption]
             let all = arguments[Self.allFlag]
             let age = arguments[Self.olderThanOption]
             switch (all, age) {
@@ -197,7 +235,9 @@ enum DeadLetterCommand {
         func run() throws {
             let queue = try DeadLetterCommand.openQueue(options)
             let cutoff = olderThan.map { wallClockMilliseconds() - $0 }
-            let chosen = try queue.deadLetters().filter { letter in cutoff.map { letter.failedAt < $0 } ?? true }
+            let chosen = try DeadLetterCommand.letters(queue, sink: sink).filter { letter in
+                cutoff.map { letter.failedAt < $0 } ?? true
+            }
             guard !chosen.isEmpty else {
                 print("No dead letters to delete.")
                 return
@@ -209,7 +249,7 @@ enum DeadLetterCommand {
                     throw ExitCodes.unhealthy
                 }
             }
-            let n = try queue.purgeDeadLetters(failedBefore: cutoff)
+            let n = try queue.purgeDeadLetters(failedBefore: cutoff, sink: sink)
             print("Deleted \(n) dead letter\(n == 1 ? "" : "s").")
         }
     }

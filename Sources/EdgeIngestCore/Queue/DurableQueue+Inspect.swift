@@ -53,12 +53,18 @@ extension DurableQueue {
     /// how many. Their records are gone for good: export them first
     /// (``deadLetters(limit:)``) if they may be needed.
     @discardableResult
-    public func purgeDeadLetters(failedBefore: Int64? = nil) throws -> Int {
+    ///   - sink: only the dead letters of this sink (``DeadLetter/sink``); nil: every sink's.
+    public func purgeDeadLetters(failedBefore: Int64? = nil, sink: String? = nil) throws -> Int {
         try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
+            var sinkID: Int?
+            if let sink { sinkID = try self.sinkID(sink, state) }
             return try store.db.transaction {
-                let stmt = try store.db.prepare("DELETE FROM dead_letters WHERE failed_at < ?1")
+                let stmt = try store.db.prepare(
+                    "DELETE FROM dead_letters WHERE failed_at < ?1 AND (?2 IS NULL OR coalesce(sink, 0) = ?2)"
+                )
                 stmt.bind(1, failedBefore ?? .max)
+                if let sinkID { stmt.bind(2, Int64(sinkID)) }
                 try stmt.run()
                 return store.db.changes
             }

@@ -1,3 +1,5 @@
+import Logging
+
 /// Where confirmed records go: the ``Uploader`` hands a sink one batch of
 /// records of one type at a time and deletes them from the queue only when
 /// the sink says they are stored.
@@ -24,10 +26,14 @@ package protocol BatchSink: AnyObject, CustomStringConvertible {
     /// timeouts; longer means wedged (the watchdog stops being fed). Nil:
     /// the uploader's HTTP connect + request timeouts.
     var deliveryTimeLimitMilliseconds: Int? { get }
+    /// Gives the sink the uploader's logger, for what only it can tell (a
+    /// failover to another upstream). The default ignores it.
+    func attach(logger: Logger)
 }
 
 extension BatchSink {
     package var deliveryTimeLimitMilliseconds: Int? { nil }
+    package func attach(logger: Logger) {}
 }
 
 /// One delivery attempt: records of one type, as the NDJSON the queue holds

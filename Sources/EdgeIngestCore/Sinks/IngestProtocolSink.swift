@@ -1,3 +1,5 @@
+import Logging
+
 /// The ingest protocol over HTTP (docs/PROTOCOL.md): an EdgeIngest backend,
 /// or another `ingestd` relaying upstream. One reused libcurl handle.
 /// With ``HTTPSettings/failoverURLs``, several equivalent upstreams, used
@@ -27,10 +29,30 @@ package final class IngestProtocolSink: BatchSink {
         guard !transport.settings.failoverURLs.isEmpty else {
             return transport.deliver(batch, headers: batch.headers, classify: ResponseClassifier.classify)
         }
-        let url = failover.withLock { $0.url(now: monotonicMilliseconds()) }
+        let (before, url) = failover.withLock { ($0.current, $0.url(now: monotonicMilliseconds())) }
         let outcome = transport.deliver(batch, headers: batch.headers, url: url, classify: ResponseClassifier.classify)
-        return failover.withLock { $0.record(outcome, now: monotonicMilliseconds()) }
+        let (after, recorded, urls) = failover.withLock { failover in
+            let recorded = failover.record(outcome, now: monotonicMilliseconds())
+            return (failover.current, recorded, failover.urls)
+        }
+        if after != before {
+            // A switch, or the first upstream answering again after one.
+            logger.withLock { $0 }?
+                .notice(
+                    after == 0
+                        ? "Uploads go to the first upstream again" : "Upload failover: the next upstream takes over",
+                    metadata: [
+                        "ingest.upstream": "\(redactedURL(urls[after]))", "ingest.upstream_index": "\(after + 1)",
+                        "ingest.previous_upstream": "\(redactedURL(urls[before]))",
+                    ]
+                )
+        }
+        return recorded
     }
+
+    private let logger = PlainMutex<Logger?>(nil)
+
+    package func attach(logger: Logger) { self.logger.withLock { $0 = logger } }
 }
 
 extension CurlTransport {

@@ -74,6 +74,7 @@ package final class Uploader: Sendable {
     /// producers after each commit.
     package func run(stop: StopSignal, wake: WakeSignal) throws {
         let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
+        sink.attach(logger: logger)
         var maxBytes = settings.maxBytes
         logger.log(level: settings.routineLogLevel, "Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {
