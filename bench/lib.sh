@@ -39,6 +39,26 @@ make_realistic_input() {
     fi
 }
 
+# make_varied_input FILE LINES: make_realistic_input's shape with values as
+# varied as users' (docs: "benchmark on random values"): each reading its own
+# _id and a ts with milliseconds, one of 50 devices at random, a temperature
+# and a pressure with one or two decimals at random, a random int wind.
+# Deterministic (srand(41)): the same file every time.
+make_varied_input() {
+    if [ ! -s "$1" ] || [ "$(wc -l < "$1")" != "$2" ]; then
+        awk -v n="$2" 'BEGIN {
+            srand(41)
+            for (i = 0; i < n; i++) {
+                ms = i * 100 + int(rand() * 100); s = int(ms / 1000); m = int(s / 60); h = int(m / 60)
+                t = 20 + rand() * 80; p = 28 + rand() * 3
+                printf "{\"_id\":\"6741%020x\",\"ts\":\"2026-11-28T%02d:%02d:%02d.%03dZ\",\"deviceId\":\"WX1278UIT-%02d\",\"temperatureInFahrenheit\":%s,\"barometricPressureInHg\":%s,\"windSpeedInMph\":%d}\n",
+                    i, (10 + h) % 24, m % 60, s % 60, ms % 1000, int(rand() * 50),
+                    sprintf(rand() < 0.5 ? "%.1f" : "%.2f", t), sprintf(rand() < 0.5 ? "%.1f" : "%.2f", p), int(rand() * 60)
+            }
+        }' > "$1"
+    fi
+}
+
 # realistic_config: base_config's agent with the realistic type (ts declared
 # as a timestamp, so it is validated).
 realistic_config() {
