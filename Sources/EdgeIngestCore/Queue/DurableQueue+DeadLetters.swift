@@ -95,7 +95,7 @@ extension DurableQueue {
                             run,
                             schemaVersion: letter.schemaVersion,
                             enqueuedAt: now,
-                            sinks: .some(mask == 1 ? nil : mask)
+                            sinks: .some(SinkTable.stored(mask))
                         )
                         sinks.route(run, only: letter.sinkID, store)
                     } else {

@@ -132,7 +132,7 @@ extension DurableQueue {
                 segment: id,
                 consumed: common.records,
                 bytes: common.bytes,
-                storedMask: mask == 1 ? nil : mask
+                storedMask: segment.storedMask == nil ? nil : mask | SinkTable.storedFlag
             )
         }
         if common.records > segment.consumed {
@@ -370,7 +370,7 @@ extension DurableQueue {
                     segment: id,
                     consumed: cursor.consumed,
                     bytes: cursor.consumedBytes,
-                    storedMask: mask == 1 ? nil : mask
+                    storedMask: SinkTable.stored(mask)
                 )
                 rerouted += 1
                 continue
@@ -385,7 +385,7 @@ extension DurableQueue {
                 segment: id,
                 consumed: common.records,
                 bytes: common.bytes,
-                storedMask: remaining == 1 ? nil : remaining
+                storedMask: SinkTable.stored(remaining)
             )
             try store.deleteProgress(segment: id, atOrBelow: common.records)
             // Delivered by every sink still routed to them.

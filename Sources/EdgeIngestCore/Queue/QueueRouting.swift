@@ -48,8 +48,9 @@ public struct QueueRouting: Sendable, Hashable {
     /// routed to it alone stores no routing at all.
     public static let defaultSinkName = "upload"
 
-    /// The most sinks a queue can route to (a bit each in a 63-bit mask).
-    public static let maxSinks = 63
+    /// The most sinks a queue can route to (a bit each in a 62-bit mask;
+    /// the 63rd is ``SinkTable/storedFlag``).
+    public static let maxSinks = 62
 
     /// The sinks, in the order they were configured.
     public var sinks: [Sink]
@@ -107,12 +108,23 @@ struct SinkTable: Sendable {
     /// `segments.sinks` for a new segment of `type`: nil (no routing
     /// stored) when it goes to sink 0 alone.
     func storedMask(for type: String) -> Int64? {
-        guard !isSingle, let mask = masks[type], mask != 1 else { return nil }
-        return mask
+        guard !isSingle, let mask = masks[type] else { return nil }
+        return Self.stored(mask)
     }
 
+    /// Set in every mask stored in `segments.sinks`, so that each takes 8
+    /// bytes whatever sinks it holds: a sink's bit cleared then keeps the
+    /// row's size, and SQLite overwrites the one page that changed in
+    /// place instead of writing the row — its whole payload — again
+    /// (measured: docs/BENCHMARKS.md "Several sinks").
+    static let storedFlag = Int64(1) << 62
+
+    /// `segments.sinks` for `mask`: nil for sink 0 alone (such a segment
+    /// only ever leaves whole), else the mask with ``storedFlag``.
+    static func stored(_ mask: Int64) -> Int64? { mask == 1 ? nil : mask | storedFlag }
+
     /// The mask a stored `segments.sinks` stands for.
-    static func mask(stored: Int64?) -> Int64 { stored ?? 1 }
+    static func mask(stored: Int64?) -> Int64 { (stored ?? 1) & ~storedFlag }
 
     static func bit(_ id: Int) -> Int64 { Int64(1) << Int64(id) }
 

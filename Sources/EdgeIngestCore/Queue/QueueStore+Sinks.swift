@@ -161,23 +161,6 @@ extension QueueStore {
         return out
     }
 
-    /// Routes the segments stored for sink 0 alone to `mask(type)` instead
-    /// (sink 0 is no longer configured); returns how many were re-routed.
-    func reroute(unrouted mask: (String) -> Int64) throws -> Int {
-        let types = try db.prepare("SELECT DISTINCT type FROM segments WHERE sinks IS NULL")
-        var names: [String] = []
-        while try types.step() { names.append(types.string(0)) }
-        var changed = 0
-        for type in names {
-            let update = try db.prepare("UPDATE segments SET sinks = ?2 WHERE sinks IS NULL AND type = ?1")
-            update.bind(1, type)
-            update.bind(2, mask(type))
-            try update.run()
-            changed += Int(db.changes)
-        }
-        return changed
-    }
-
     /// Progress rows of segments that no longer exist (a segment's ids are
     /// never reused, so they are only clutter).
     func deleteOrphanProgress() throws {

@@ -69,15 +69,9 @@ extension ConfigurationDecoder {
             // Its problems under its own section's name, not [upload]'s.
             for i in first.0..<problems.count { problems[i] = problems[i].moved(to: section) }
             for i in first.1..<uploadHolds.count { uploadHolds[i] = uploadHolds[i].moved(to: section) }
+            let route = decodeRoute(t, section: section, types: types)
             guard let (settings, sink) = decoded else { continue }
-            sinks.append(
-                NamedSink(
-                    name: name,
-                    upload: settings,
-                    sink: sink,
-                    route: decodeRoute(t, section: section, types: types)
-                )
-            )
+            sinks.append(NamedSink(name: name, upload: settings, sink: sink, route: route))
         }
         return sinks
     }

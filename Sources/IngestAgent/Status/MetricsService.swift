@@ -61,10 +61,13 @@ struct MetricsHandler: HTTPHandler {
             if let wedged = status.wedgedReason() { return .text(503, "unhealthy: \(wedged)\n") }
             return .text(200, "ok\n")
         case "/ready":
-            if let reason = Self.notReady(status.liveStatus()) {
-                return .text(503, "not ready: \(reason)\n")
+            let live = status.liveStatus()
+            // With several sinks, what each holds.
+            let sinks = (live.sinks ?? []).map { $0.textLine + "\n" }.joined()
+            if let reason = Self.notReady(live) {
+                return .text(503, "not ready: \(reason)\n" + sinks)
             }
-            return .text(200, "ready\n")
+            return .text(200, "ready\n" + sinks)
         default:
             return .text(404, "not found: /metrics, /health and /ready are served here\n")
         }

@@ -158,19 +158,6 @@ struct StatusService: Service {
             status.clockSinceBoot = watched.since == 0
             status.clockJumpsTotal = watched.jumps
             status.clockLastJumpMilliseconds = watched.lastJump?.milliseconds
-            if let upload = upload?.snapshot {
-                if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
-                status.uploadReason = upload.reason
-                if upload.state == .backingOff, let until = upload.until {
-                    status.backingOffUntil = isoTime(milliseconds: until)
-                }
-                status.uploadRequests = upload.requests
-                status.uploadResends = upload.resends
-                status.uploadLatency = upload.latency
-                if status.problem == nil, upload.state == .error { status.problem = upload.reason }
-                status.openState = AgentStatus.openState(upload: upload)
-                if status.problem == nil { status.problem = deliveryProblem(status) }
-            }
             if sinks.count > 1 {
                 let numbers = try queue.sinkStatistics()
                 status.sinks = sinks.map { sink in
@@ -183,6 +170,19 @@ struct StatusService: Service {
                 {
                     status.problem = "sink '\(troubled.name)': \(troubled.reason ?? "failed")"
                 }
+            }
+            if let upload = upload?.snapshot {
+                if let at = upload.lastUploadAt { status.lastUpload = .init(at: at, outcome: upload.lastOutcome ?? "") }
+                status.uploadReason = upload.reason
+                if upload.state == .backingOff, let until = upload.until {
+                    status.backingOffUntil = isoTime(milliseconds: until)
+                }
+                status.uploadRequests = upload.requests
+                status.uploadResends = upload.resends
+                status.uploadLatency = upload.latency
+                if status.problem == nil, upload.state == .error { status.problem = upload.reason }
+                status.openState = AgentStatus.openState(upload: upload)
+                if status.problem == nil { status.problem = deliveryProblem(status) }
             }
             status.refreshMilliseconds = Int64(refreshMilliseconds)
             if let refusal = reload?.refusal {
@@ -213,6 +213,16 @@ struct StatusService: Service {
         guard unhealthyAfter.seconds > 0, let age = status.oldestAgeWholeSeconds, age > unhealthyAfter.seconds
         else { return nil }
         var why = status.uploadReason.map { ": \($0)" } ?? ""
+        // With several sinks: the ones holding readings back, by name.
+        let stuck = (status.sinks ?? []).filter { $0.queuedRecords > 0 && !["idle", "uploading"].contains($0.state) }
+        if !stuck.isEmpty {
+            why =
+                ": "
+                + stuck.map {
+                    "sink '\($0.name)' \($0.state), \($0.queuedRecords) waiting" + ($0.reason.map { ": \($0)" } ?? "")
+                }
+                .joined(separator: "; ")
+        }
         if why.isEmpty, status.clock != "synchronised",
             queue.configuration.acceptanceStamps.values.contains(where: \.holdUnsynchronised)
         {
