@@ -33,7 +33,9 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     private let segmentCodec = SegmentCodec()
     /// The last compressed segment read, by id and checksum, decompressed:
     /// the uploader takes a segment in several leases.
-    private var decoded: (id: Int64, checksum: Int64, plain: [UInt8])?
+    /// The last two, most recent last: with two sinks, each reads the
+    /// segment the other just read.
+    private var decoded: [(id: Int64, checksum: Int64, plain: [UInt8])] = []
     /// Ids and sessions received over HTTP; opened when first needed.
     private var received: ReceivedIDs?
     /// The segments whose checksum matched when last read, by id, with that
@@ -511,8 +513,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         payloadBytes: Int64,
         checksum: Int64?
     ) -> Result<[UInt8], SegmentCodec.Damage> {
-        if codec == SegmentCodec.zstd, let checksum, let decoded, decoded.id == row.id, decoded.checksum == checksum {
-            return .success(decoded.plain)
+        if codec == SegmentCodec.zstd, let checksum,
+            let hit = decoded.last(where: { $0.id == row.id && $0.checksum == checksum })
+        {
+            return .success(hit.plain)
         }
         var unsealed: [UInt8]?
         if let cipher {
@@ -528,7 +532,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         let result =
             unsealed.map { opened in opened.withUnsafeBytes { segmentCodec.decode($0, plainBytes: payloadBytes) } }
             ?? segmentCodec.decode(row.payload, plainBytes: payloadBytes)
-        if let checksum, case .success(let plain) = result { decoded = (row.id, checksum, plain) }
+        if let checksum, case .success(let plain) = result {
+            if decoded.count >= (sinkTable.isSingle ? 1 : 2) { decoded.removeFirst() }
+            decoded.append((row.id, checksum, plain))
+        }
         return result
     }
 
@@ -698,7 +705,7 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
                 try insertSegment.step()
             }
         }
-        if id != nil { decoded = nil }
+        if id != nil { decoded = [] }
     }
 
     /// Calls `body` with `payload` as it is encoded — compressed when the
