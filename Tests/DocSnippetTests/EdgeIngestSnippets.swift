@@ -5,8 +5,8 @@
 import EdgeIngest
 import Foundation
 
-// README.md, the block at line 270.
-func README_md_line270() async throws {
+// README.md, the block at line 278.
+func README_md_line278() async throws {
 
     class WeatherSensor: AsymmetricObject {
         @Persisted(primaryKey: true) var _id: ObjectId
