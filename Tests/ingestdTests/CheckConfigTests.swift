@@ -86,10 +86,11 @@ import Testing
                 out.append(String(line.dropFirst(2)))
             } else if inBlock, line.hasPrefix("# ") {
                 // Keys naming files this machine does not have stay commented,
-                // and owner_field (the example's type has no owner field).
+                // owner_field (the example's type has no owner field), and
+                // urls (instead of url, not with it).
                 let needsAFile =
                     line.contains("_file =") || line.hasPrefix("# client_certificate") || line.hasPrefix("# client_key")
-                    || line.hasPrefix("# tls_") || line.hasPrefix("# owner_field")
+                    || line.hasPrefix("# tls_") || line.hasPrefix("# owner_field") || line.hasPrefix("# urls")
                 out.append(needsAFile ? String(line) : String(line.dropFirst(2)))
             } else {
                 inBlock = false

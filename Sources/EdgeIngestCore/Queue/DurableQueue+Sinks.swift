@@ -220,19 +220,19 @@ extension DurableQueue {
             let leased = state.leases[id]?.segmentIDs ?? []
             var over = sink.maxLagBytes.map { owedBytes - $0 } ?? 0
             var victims: [(id: Int64, records: Int64, bytes: Int64)] = []
-            for segment in try store.owedSegments(sink: id) where !leased.contains(segment.id) {
+            // Oldest first, and only as far as needed: the first segment
+            // young enough once the bytes are within the bound ends it.
+            try store.forEachOwedSegment(sink: id) { segment, records, bytes, enqueuedAt, acceptance in
+                if leased.contains(segment) { return true }
                 let tooOld =
                     sink.maxLagMilliseconds.map { bound in
-                        (QueueAge.of(
-                            enqueuedAt: segment.enqueuedAt,
-                            acceptance: segment.acceptance,
-                            offsets: offsets,
-                            now: now
-                        ) ?? 0) > bound
+                        (QueueAge.of(enqueuedAt: enqueuedAt, acceptance: acceptance, offsets: offsets, now: now) ?? 0)
+                            > bound
                     } ?? false
-                guard over > 0 || tooOld else { break }
-                victims.append((segment.id, segment.records, segment.bytes))
-                over -= segment.bytes
+                guard over > 0 || tooOld else { return false }
+                victims.append((segment, records, bytes))
+                over -= bytes
+                return true
             }
             guard !victims.isEmpty else { continue }
             var lagged: Int64 = 0

@@ -139,11 +139,13 @@ extension QueueStore {
     }
 
     /// A sink's segments, oldest first, with what it owes of each and when
-    /// each was accepted (the lag policy's input).
-    func owedSegments(
-        sink: Int
-    ) throws -> [(id: Int64, records: Int64, bytes: Int64, enqueuedAt: Int64, acceptance: Acceptance?)] {
-        let select = try db.prepare(
+    /// each was accepted (the lag policy's input), until `body` returns false.
+    func forEachOwedSegment(
+        sink: Int,
+        _ body: (_ id: Int64, _ records: Int64, _ bytes: Int64, _ enqueuedAt: Int64, _ acceptance: Acceptance?) throws
+            -> Bool
+    ) throws {
+        let select = try cached(
             """
             SELECT s.id, s.record_count - coalesce(p.consumed, s.consumed),
                 s.payload_bytes - coalesce(p.consumed_bytes, s.consumed_bytes), s.enqueued_at,
@@ -152,13 +154,14 @@ extension QueueStore {
             WHERE (coalesce(s.sinks, 1) & ?2) != 0 ORDER BY s.id
             """
         )
+        defer { select.reset() }
         select.bind(1, Int64(sink))
         select.bind(2, SinkTable.bit(sink))
-        var out: [(Int64, Int64, Int64, Int64, Acceptance?)] = []
         while try select.step() {
-            out.append((select.int64(0), select.int64(1), select.int64(2), select.int64(3), select.acceptance(at: 4)))
+            guard
+                try body(select.int64(0), select.int64(1), select.int64(2), select.int64(3), select.acceptance(at: 4))
+            else { return }
         }
-        return out
     }
 
     /// Progress rows of segments that no longer exist (a segment's ids are
