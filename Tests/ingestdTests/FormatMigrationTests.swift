@@ -70,6 +70,53 @@ import Testing
         #expect(status["received_duplicates_total"] as? Int == 50)
     }
 
+    /// The previous release's file, started with a second sink added
+    /// (issue 41): what it held goes to `[upload]` once, as before (it was
+    /// accepted for that sink alone); what arrives from then on goes to
+    /// both; nothing stops the box collecting.
+    @Test func thePreviousReleasesFileWithASecondSinkAddedLosesNothing() throws {
+        let fixture = try AgentFixture(
+            """
+
+            [upload]
+            sink = "sqlite"
+            path = "upload.sqlite"
+            linger_ms = 20
+
+            [sinks.second]
+            sink = "sqlite"
+            path = "second.sqlite"
+            linger_ms = 20
+            """,
+            queue: "schema_version = 1\n"
+        )
+        try FileManager.default.createDirectory(atPath: fixture.stateDirectory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.fixture, toPath: fixture.stateDirectory + "/queue.sqlite")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write((0..<20).map { reading($0, device: "AFTER\($0)") + "\n" }.joined())
+        let count = { (file: String) in
+            (try? sqlite3(fixture.stateDirectory + "/" + file, "SELECT count(DISTINCT _id) FROM WeatherSensor")) ?? ""
+        }
+        let delivered = eventually(timeout: 30) {
+            count("upload.sqlite") == "150" && count("second.sqlite") == "20"
+                && (try? fixture.status())?["queued_records"] as? Int == 0
+        }
+        let stderr = agent.stderr
+        #expect(agent.terminate() == 0)
+        #expect(delivered, "upload \(count("upload.sqlite")), second \(count("second.sqlite"))\n\(stderr.suffix(2000))")
+        #expect(try sqlite3(fixture.stateDirectory + "/queue.sqlite", "PRAGMA user_version") == "4")
+        let second = try sqlite3(
+            fixture.stateDirectory + "/second.sqlite",
+            #"SELECT count(*) FROM WeatherSensor WHERE "deviceId" LIKE 'AFTER%'"#
+        )
+        #expect(second == "20")
+        let status = try fixture.status()
+        #expect(status["accepted_total"] as? Int == 150 && status["uploaded_total"] as? Int == 150, "\(status)")
+    }
+
     /// A damaged file of the previous format is rebuilt too, into this one:
     /// what can be read is kept (the gateway's groups and session among it),
     /// what cannot is counted, and the result verifies.
