@@ -184,11 +184,57 @@ import Testing
         }
         let queue = try DurableQueue.open(try Self.configuration(dir, [.init(name: "archive"), .init(name: "new")]))
         defer { queue.close() }
-        // The 10 owed to "upload" alone go to both; the 5 stay "archive"'s.
+        // The 10 owed to "upload" alone go to both (neither had them); the
+        // 5 stay "archive"'s.
         #expect(try queue.sinkStatistics().map(\.queuedRecords) == [15, 10])
+        #expect(try queue.sinkStatistics().map(\.routedTotal) == [15, 10])
         #expect(try Self.drain(queue, sink: "archive").count == 15)
         #expect(try Self.drain(queue, sink: "new").count == 10)
         #expect(try queue.statistics().queuedRecords == 0)
+        #expect(try Self.identityHolds(queue))
+    }
+
+    /// Back to one sink after the second fell behind: what only the
+    /// removed sink still owed is not sent again to the one that had it.
+    @Test func removingASinkNeverResendsToASinkThatHadTheReadings() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let queue = try DurableQueue.open(
+                try Self.configuration(dir, [.init(name: QueueRouting.defaultSinkName), .init(name: "archive")])
+            )
+            try await queue.append(try weatherRecords(10))
+            #expect(try Self.drain(queue, sink: QueueRouting.defaultSinkName).count == 10)
+            #expect(try queue.statistics().queuedRecords == 10)  // the archive's
+            queue.close()
+        }
+        var single = try fileConfiguration(dir)
+        single.objectTypes.append(try Self.alarm())
+        let queue = try DurableQueue.open(single)
+        defer { queue.close() }
+        #expect(try queue.take(maxRecords: 100) == nil)
+        let s = try queue.statistics()
+        #expect(s.queuedRecords == 0 && s.droppedByReason["sink_removed"] == 10)
+        #expect(try Self.identityHolds(queue))
+    }
+
+    /// A removed sink's dead letters stay its own, even when its id goes
+    /// to a sink added later.
+    @Test func aRemovedSinksDeadLettersAreNotTheNextSinksOfItsId() async throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let queue = try DurableQueue.open(try Self.configuration(dir, [.init(name: "a"), .init(name: "b")]))
+            try await queue.append(try weatherRecords(2))
+            let lease = try #require(try queue.take(maxRecords: 10, sink: "a"))
+            try queue.acknowledge(lease, deadLetters: [0: "refused"])
+            queue.close()
+        }
+        let queue = try DurableQueue.open(try Self.configuration(dir, [.init(name: "b"), .init(name: "c")]))
+        defer { queue.close() }
+        let letters = try queue.deadLetters()
+        #expect(letters.count == 1 && letters[0].sink == nil)
+        #expect(try queue.purgeDeadLetters(sink: "c") == 0)
+        #expect(try Self.drain(queue, sink: "b").count == 2)
+        #expect(try Self.drain(queue, sink: "c").isEmpty)  // added after them
         #expect(try Self.identityHolds(queue))
     }
 

@@ -81,6 +81,9 @@ extension DurableQueue {
             let now = wallClockMilliseconds()
             var bytes: Int64 = 0
             let several = !state.sinks.isSingle
+            // A file that had several sinks counted a letter's record by its
+            // last sink: a replay is a new arrival, not a dead letter undone.
+            let asArrival = state.sinks.everSeveral
             var sinks = SinkChange()
             try store.db.transaction {
                 let delete = try store.db.prepare("DELETE FROM dead_letters WHERE id = ?1")
@@ -107,17 +110,15 @@ extension DurableQueue {
                     try delete.run()
                 }
                 // One sink: the record left as a dead letter and comes back.
-                // Several: it left by its last sink's outcome (perhaps
-                // delivered elsewhere), so it arrives again.
-                let moved = several ? "appended_total" : "dead_lettered_total"
-                try store.add(counter: moved, several ? Int64(letters.count) : -Int64(letters.count))
+                let moved = asArrival ? "appended_total" : "dead_lettered_total"
+                try store.add(counter: moved, asArrival ? Int64(letters.count) : -Int64(letters.count))
                 try store.add(counter: "dead_letter_replayed_total", Int64(letters.count))
                 try sinks.write(store)
             }
             sinks.apply(&state)
             state.queuedRecords += Int64(letters.count)
             state.queuedBytes += bytes
-            if several {
+            if asArrival {
                 state.counters["appended_total", default: 0] += Int64(letters.count)
             } else {
                 state.counters["dead_lettered_total", default: 0] -= Int64(letters.count)

@@ -74,8 +74,12 @@ extension DurableQueue {
                 : nil
             /// Takes what it can of `row`; false once the lease is full or
             /// must end here.
+            // Other sinks' leases: a segment one of them holds is theirs to
+            // finish; if it reads as damaged here, it is passed over.
+            let othersLeased = state.leasedSegments
             func consume(_ row: QueueStore.SegmentRow) throws -> Bool {
                 if let problem = row.damage {
+                    guard !othersLeased.contains(row.id) else { return ids.count < maxRecords }
                     damaged = (row.id, problem)
                     return false
                 }

@@ -323,23 +323,51 @@ extension DurableQueue {
                 entry.value.takes(type.name) ? mask | SinkTable.bit(entry.key) : mask
             }
         }
-        guard !configuration.readOnly else { return table }
+        table.everSeveral = try store.meta(Self.severalSinksKey) != nil
+        if configuration.readOnly {
+            for id in table.byID.keys { table.fromSegment[id] = try store.meta(Self.fromSegmentKey(id)) ?? 0 }
+            return table
+        }
         // Sink 0 is the default sink even before the file names it.
         var removed = Set(known.values).subtracting(table.byID.keys)
         if known.isEmpty, table.byID[0] == nil { removed.insert(0) }
         try store.db.transaction {
             let now = wallClockMilliseconds()
+            let next = (try store.largestSegmentID() ?? 0) + 1
+            let names = Dictionary(known.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
             for (name, id) in known where !table.byID.keys.contains(id) || table.byID[id]?.name != name {
                 try store.deleteSink(id: id)
+                try store.deleteMeta(Self.fromSegmentKey(id))
+                try store.deleteCounters(prefix: Self.sinkCounter(name, ""))
             }
-            for (id, name) in added where known[name] != id { try store.insertSink(id: id, name: name, now: now) }
+            // A removed sink's dead letters stay, as a removed sink's (its id may be given again).
+            for id in removed where names[id] != nil || id == 0 {
+                let orphan = try store.db.prepare("UPDATE dead_letters SET sink = -1 WHERE coalesce(sink, 0) = ?1")
+                orphan.bind(1, Int64(id))
+                try orphan.run()
+            }
+            for (id, name) in added where known[name] != id {
+                try store.insertSink(id: id, name: name, now: now)
+                // From which segment on it is routed what its types get:
+                // sink 0 of a file that never named a sink had them all.
+                try store.setMeta(Self.fromSegmentKey(id), id == 0 && known.isEmpty ? 0 : next)
+                try store.deleteCounters(prefix: Self.sinkCounter(name, ""))
+            }
+            if !table.isSingle { try store.setMeta(Self.severalSinksKey, now) }
+            for id in table.byID.keys { table.fromSegment[id] = try store.meta(Self.fromSegmentKey(id)) ?? 0 }
             if !removed.isEmpty {
                 try forget(sinks: removed, table: table, store, configuration: configuration, logger: logger)
             }
             try store.deleteOrphanProgress()
         }
+        table.everSeveral = table.everSeveral || !table.isSingle
         return table
     }
+
+    /// `meta` key: the first segment id written after sink `id` was added.
+    static func fromSegmentKey(_ id: Int) -> String { "sink_from.\(id)" }
+    /// `meta` key: when the file was first opened with several sinks.
+    static let severalSinksKey = "several_sinks_since"
 
     /// Takes sinks `removed` out of every segment (in the open's transaction).
     private static func forget(
@@ -359,20 +387,34 @@ extension DurableQueue {
         guard !segments.isEmpty else { return }
         var rerouted = 0
         var delivered: Int64 = 0
+        var droppedRecords: Int64 = 0
         for (id, type) in segments {
             guard let cursor = try store.segmentCursor(id) else { continue }
             let remaining = cursor.mask & ~gone
             for sink in removed { try store.deleteProgress(sink: sink, segment: id) }
             if remaining == 0 {
-                // Owed to removed sinks alone: to the sinks configured for its type now.
-                let mask = table.masks[type] ?? 1
-                try store.updateCursor(
-                    segment: id,
-                    consumed: cursor.consumed,
-                    bytes: cursor.consumedBytes,
-                    storedMask: SinkTable.stored(mask)
-                )
-                rerouted += 1
+                // Owed to removed sinks alone: to the configured sinks of its
+                // type that did not exist when it was written (a sink that
+                // did, and has no bit, delivered it already) …
+                let owed = cursor.recordCount - cursor.consumed
+                let heirs = table.byID.filter { id0, sink in sink.takes(type) && (table.fromSegment[id0] ?? 0) > id }
+                if !heirs.isEmpty {
+                    let mask = heirs.keys.reduce(Int64(0)) { $0 | SinkTable.bit($1) }
+                    try store.updateCursor(
+                        segment: id,
+                        consumed: cursor.consumed,
+                        bytes: cursor.consumedBytes,
+                        storedMask: SinkTable.stored(mask)
+                    )
+                    for heir in heirs.values { try store.add(counter: sinkCounter(heir.name, "routed_total"), owed) }
+                    rerouted += 1
+                } else {
+                    // … or, with none, it leaves: no configured sink is owed it.
+                    try store.delete(segment: id)
+                    try store.deleteProgress(segment: id)
+                    try store.add(counter: "dropped." + DropReason.sinkRemoved.name, owed)
+                    droppedRecords += owed
+                }
                 continue
             }
             let ahead = try store.progress(segment: id)
@@ -395,11 +437,12 @@ extension DurableQueue {
         let empty = try store.db.prepare("DELETE FROM segments WHERE consumed >= record_count")
         try empty.run()
         logger.notice(
-            "Sinks no longer configured were forgotten: readings still owed to other sinks go on to them, readings owed to them alone go to the sinks configured for their type",
+            "Sinks no longer configured were forgotten: readings still owed to other sinks go on to them; readings owed to them alone go to the sinks added since, or are dropped (counted as sink_removed) when every other sink has them",
             metadata: [
                 "queue.sinks_forgotten": "\(removed.sorted())",
                 "queue.segments_rerouted": "\(rerouted)",
                 "queue.delivered_by_the_others": "\(delivered)",
+                "queue.dropped_sink_removed": "\(droppedRecords)",
             ]
         )
     }
@@ -418,11 +461,13 @@ extension DurableQueue {
         _ state: inout State
     ) throws {
         let name = lease.sinkName
-        let sinkDead = Int64(deadLetters.keys.filter { $0 < count }.count)
+        var skipped = Set<Int>()
         var remaining = Int64(count)
         var recordOffset = 0
         var ackedBytes: Int64 = 0
         var left = (records: Int64(0), bytes: Int64(0), dead: Int64(0))
+        var sinkDead: Int64 = 0
+        var sinkAcknowledged: Int64 = 0
         try store.withoutSync {
             try store.db.transaction {
                 for part in lease.parts where remaining > 0 {
@@ -433,13 +478,23 @@ extension DurableQueue {
                         lease.recordEnds[lastIndex] - partStartByte - Int(inPart) * part.addedBytesPerRecord
                     )
                     let consumed = part.fromRecord + inPart
-                    if let gone = try advance(
-                        sink: lease.sink,
-                        segment: part.segmentID,
-                        to: consumed,
-                        bytes: part.fromByte + partBytes,
-                        store
-                    ), gone.records > 0 {
+                    guard
+                        let gone = try advance(
+                            sink: lease.sink,
+                            segment: part.segmentID,
+                            to: consumed,
+                            bytes: part.fromByte + partBytes,
+                            store
+                        )
+                    else {
+                        // Dropped for this sink meanwhile: counted there.
+                        let indices = recordOffset..<(recordOffset + Int(inPart))
+                        skipped.formUnion(indices)
+                        remaining -= inPart
+                        recordOffset += Int(part.toRecord - part.fromRecord)
+                        continue
+                    }
+                    if gone.records > 0 {
                         left.records += gone.records
                         left.bytes += gone.bytes
                         for record in gone.from..<(gone.from + gone.records) {
@@ -452,7 +507,10 @@ extension DurableQueue {
                     recordOffset += Int(part.toRecord - part.fromRecord)
                 }
                 let now = wallClockMilliseconds()
-                for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) where index < count {
+                let dead = deadLetters.filter { $0.key < count && !skipped.contains($0.key) }
+                sinkDead = Int64(dead.count)
+                sinkAcknowledged = Int64(count - skipped.count) - sinkDead
+                for (index, reason) in dead.sorted(by: { $0.key < $1.key }) {
                     let segment = lease.segment(containing: index)
                     try store.insertDeadLetter(
                         id: lease.recordIDs[index],
@@ -465,7 +523,7 @@ extension DurableQueue {
                         sink: lease.sink
                     )
                 }
-                try store.add(counter: Self.sinkCounter(name, "acknowledged_total"), Int64(count) - sinkDead)
+                try store.add(counter: Self.sinkCounter(name, "acknowledged_total"), sinkAcknowledged)
                 if sinkDead > 0 { try store.add(counter: Self.sinkCounter(name, "dead_lettered_total"), sinkDead) }
                 if left.records > 0 {
                     try store.add(counter: "acknowledged_total", left.records - left.dead)
@@ -473,12 +531,12 @@ extension DurableQueue {
                 }
             }
         }
-        state.counters[Self.sinkCounter(name, "acknowledged_total"), default: 0] += Int64(count) - sinkDead
+        state.counters[Self.sinkCounter(name, "acknowledged_total"), default: 0] += sinkAcknowledged
         if sinkDead > 0 { state.counters[Self.sinkCounter(name, "dead_lettered_total"), default: 0] += sinkDead }
         state.counters["acknowledged_total", default: 0] += left.records - left.dead
         if left.dead > 0 { state.counters["dead_lettered_total", default: 0] += left.dead }
         state.leases[lease.sink] = nil
-        state.sinkQueued[lease.sink, default: (0, 0)].records -= Int64(count)
+        state.sinkQueued[lease.sink, default: (0, 0)].records -= sinkAcknowledged + sinkDead
         state.sinkQueued[lease.sink, default: (0, 0)].bytes -= ackedBytes
         guard left.records > 0 else { return }
         state.queuedRecords -= left.records

@@ -59,6 +59,9 @@ public struct DropReason: Hashable, Sendable, CustomStringConvertible {
     /// its lag bound allows (``QueueRouting/Sink/maxLagBytes``): dropped
     /// behind for that sink while the others still deliver it.
     public static let sinkLagged = DropReason(name: "sink_lagged")
+    /// Owed only to a sink removed from the configuration, every sink
+    /// still configured having had it already.
+    public static let sinkRemoved = DropReason(name: "sink_removed")
 
     public var description: String { name }
 }

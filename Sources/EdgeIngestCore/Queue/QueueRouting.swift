@@ -104,6 +104,13 @@ struct SinkTable: Sendable {
     var masks: [String: Int64] = [:]
     /// Whether this is one sink, the default, taking every type.
     var isSingle = true
+    /// Per sink id: the first segment id written after it was added (0:
+    /// it had every segment), so that a segment one removed sink alone
+    /// still owed goes only to sinks that never had it.
+    var fromSegment: [Int: Int64] = [:]
+    /// Whether the file has ever been opened with several sinks (its
+    /// dead letters are then counted per sink, and a replay is a new arrival).
+    var everSeveral = false
 
     /// `segments.sinks` for a new segment of `type`: nil (no routing
     /// stored) when it goes to sink 0 alone.

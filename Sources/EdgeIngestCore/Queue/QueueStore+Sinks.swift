@@ -164,6 +164,19 @@ extension QueueStore {
         }
     }
 
+    func deleteMeta(_ key: String) throws {
+        let delete = try db.prepare("DELETE FROM meta WHERE key = ?1")
+        delete.bind(1, key)
+        try delete.run()
+    }
+
+    /// Deletes the counters whose names start with `prefix` (a sink's, `sink.NAME.`).
+    func deleteCounters(prefix: String) throws {
+        let delete = try db.prepare("DELETE FROM counters WHERE substr(name, 1, length(?1)) = ?1")
+        delete.bind(1, prefix)
+        try delete.run()
+    }
+
     /// Progress rows of segments that no longer exist (a segment's ids are
     /// never reused, so they are only clutter).
     func deleteOrphanProgress() throws {
