@@ -39,6 +39,16 @@ enum QueueCommand {
             print("  appended:     \(s.appendedTotal)")
             print("  uploaded:     \(s.acknowledgedTotal)")
             print("  dropped:      \(s.droppedTotal)" + AgentStatus.reasons(s.droppedByReason))
+            // With several sinks, what waits for each (read from the file).
+            let sinks = try queue.sinkStatistics()
+            guard sinks.count > 1 else { return }
+            for sink in sinks {
+                let dropped = sink.droppedByReason.values.reduce(0, +)
+                print(
+                    "  sink \(sink.name): \(sink.queuedRecords) queued (\(sink.queuedBytes) bytes), \(sink.acknowledgedTotal) uploaded, \(sink.deadLetteredTotal) dead letters, \(dropped) dropped"
+                        + AgentStatus.reasons(sink.droppedByReason)
+                )
+            }
         }
     }
 

@@ -68,6 +68,9 @@ import Testing
         #expect(whileDown["queued_records"] as? Int == total)
         let text = try fixture.run(["status"]).stdout
         #expect(text.contains("sink archive: idle, 0 queued (0 bytes), \(total) uploaded"), "\(text)")
+        let stats = try fixture.run(["queue", "stats"]).stdout
+        #expect(stats.contains("sink upload: \(total) queued"), "\(stats)")
+        #expect(stats.contains("sink archive: 0 queued (0 bytes), \(total) uploaded"), "\(stats)")
         // It comes back: every reading once, and the queue is empty.
         try server.start()
         let delivered = eventually(timeout: 60) {
