@@ -238,6 +238,28 @@ import Testing
         #expect(try Self.identityHolds(queue))
     }
 
+    /// A damaged dead letter of a sink, whose record another sink stored
+    /// last, is quarantined without unbalancing the queue's numbers.
+    @Test func aDamagedDeadLetterIsQuarantinedAndTheNumbersStillAddUp() async throws {
+        let dir = try TemporaryDirectory()
+        let configuration = try Self.configuration(dir, [.init(name: "a"), .init(name: "b")])
+        do {
+            let queue = try DurableQueue.open(configuration)
+            try await queue.append(try weatherRecords(3))
+            let lease = try #require(try queue.take(maxRecords: 10, sink: "a"))
+            try queue.acknowledge(lease, deadLetters: [2: "refused"])
+            #expect(try Self.drain(queue, sink: "b").count == 3)
+            queue.close()
+        }
+        _ = try sqlite3(dir.file("queue.sqlite"), "UPDATE dead_letters SET checksum = checksum + 1;")
+        let queue = try DurableQueue.open(configuration)
+        defer { queue.close() }
+        #expect(try queue.replayDeadLetters() == 0)
+        let s = try queue.statistics()
+        #expect(s.quarantinedRecords == 1 && s.deadLetterRecords == 0 && s.acknowledgedTotal == 3)
+        #expect(try Self.identityHolds(queue))
+    }
+
     @Test func aTypeRoutedToNoSinkIsRefusedAtOpen() throws {
         let dir = try TemporaryDirectory()
         #expect(throws: EdgeIngestError.self) {

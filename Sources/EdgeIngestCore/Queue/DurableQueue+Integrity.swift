@@ -326,7 +326,8 @@ extension DurableQueue {
     func quarantine(deadLetter number: Int64, problem: String, _ state: inout State) throws {
         let store = try state.openStore(configuration.location.description)
         try store.quarantine(deadLetter: number, problem: problem, at: wallClockMilliseconds())
-        state.counters["dead_lettered_total", default: 0] -= 1
+        state.counters[state.sinks.everSeveral ? "appended_total" : "dead_lettered_total", default: 0] +=
+            state.sinks.everSeveral ? 1 : -1
         state.counters["quarantined_total", default: 0] += 1
         DurableQueue.logQuarantined(.deadLetter(number), records: 1, problem: problem, in: configuration, logger)
     }

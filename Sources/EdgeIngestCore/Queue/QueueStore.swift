@@ -905,7 +905,10 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
         }
     }
 
-    /// Moves a damaged dead letter into the quarantine table.
+    /// Moves a damaged dead letter into the quarantine table. In a file that
+    /// has had several sinks its record was counted by its last sink (maybe
+    /// delivered), so it is counted as a quarantined arrival instead of a
+    /// dead letter undone.
     func quarantine(deadLetter number: Int64, problem: String, at now: Int64) throws {
         try db.transactionIfNeeded {
             let move = try db.prepare(
@@ -922,7 +925,11 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
             let delete = try db.prepare("DELETE FROM dead_letters WHERE id = ?1")
             delete.bind(1, number)
             try delete.run()
-            try add(counter: "dead_lettered_total", -1)
+            if sinkTable.everSeveral {
+                try add(counter: "appended_total", 1)
+            } else {
+                try add(counter: "dead_lettered_total", -1)
+            }
             try add(counter: "quarantined_total", 1)
         }
     }
