@@ -472,11 +472,7 @@ extension DurableQueue {
             try store.db.transaction {
                 for part in lease.parts where remaining > 0 {
                     let inPart = min(remaining, part.toRecord - part.fromRecord)
-                    let lastIndex = recordOffset + Int(inPart) - 1
-                    let partStartByte = recordOffset == 0 ? 0 : lease.recordEnds[recordOffset - 1]
-                    let partBytes = Int64(
-                        lease.recordEnds[lastIndex] - partStartByte - Int(inPart) * part.addedBytesPerRecord
-                    )
+                    let partBytes = lease.storedBytes(of: part, records: inPart, from: recordOffset)
                     let consumed = part.fromRecord + inPart
                     guard
                         let gone = try advance(

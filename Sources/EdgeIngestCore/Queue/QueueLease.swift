@@ -53,6 +53,14 @@ public struct QueueLease: Sendable {
     /// Number of records.
     public var recordCount: Int { recordIDs.count }
 
+    /// The stored bytes of `count` records of part `part`, whose first record
+    /// is the lease's record `offset` (the acceptance fields the lease
+    /// added are not stored, so not counted).
+    func storedBytes(of part: Part, records count: Int64, from offset: Int) -> Int64 {
+        let start = offset == 0 ? 0 : recordEnds[offset - 1]
+        return Int64(recordEnds[offset + Int(count) - 1] - start - Int(count) * part.addedBytesPerRecord)
+    }
+
     /// The segment (type, schema version, append time) of record `index`.
     public func segment(containing index: Int) -> Segment {
         var base = 0
