@@ -273,18 +273,7 @@ extension DurableQueue {
                         recordOffset += Int(part.toRecord - part.fromRecord)
                     }
                     let now = wallClockMilliseconds()
-                    for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) where index < count {
-                        let segment = lease.segment(containing: index)
-                        try store.insertDeadLetter(
-                            id: lease.recordIDs[index],
-                            type: segment.type,
-                            schemaVersion: segment.schemaVersion,
-                            enqueuedAt: segment.enqueuedAt,
-                            failedAt: now,
-                            reason: reason,
-                            payload: lease.storedRecordJSON(at: index)[...]
-                        )
-                    }
+                    try insertDeadLetters(deadLetters.filter { $0.key < count }, of: lease, failedAt: now, store)
                     try store.add(counter: "dead_lettered_total", dead)
                     try store.add(counter: "acknowledged_total", Int64(count) - dead)
                 }
@@ -323,6 +312,32 @@ extension DurableQueue {
             throw EdgeIngestError(
                 .leaseMisuse,
                 "This lease of the queue \(configuration.location) is not outstanding: it was already acknowledged or released, or came from another queue."
+            )
+        }
+    }
+
+    /// Moves the lease's records `letters` (lease index → reason) to the
+    /// dead-letter table as stored, with the lease's sink, in the caller's
+    /// transaction.
+    func insertDeadLetters(
+        _ letters: [Int: String],
+        of lease: QueueLease,
+        failedAt now: Int64,
+        _ store: QueueStore
+    )
+        throws
+    {
+        for (index, reason) in letters.sorted(by: { $0.key < $1.key }) {
+            let segment = lease.segment(containing: index)
+            try store.insertDeadLetter(
+                id: lease.recordIDs[index],
+                type: segment.type,
+                schemaVersion: segment.schemaVersion,
+                enqueuedAt: segment.enqueuedAt,
+                failedAt: now,
+                reason: reason,
+                payload: lease.storedRecordJSON(at: index)[...],
+                sink: lease.sink
             )
         }
     }

@@ -506,19 +506,7 @@ extension DurableQueue {
                 let dead = deadLetters.filter { $0.key < count && !skipped.contains($0.key) }
                 sinkDead = Int64(dead.count)
                 sinkAcknowledged = Int64(count - skipped.count) - sinkDead
-                for (index, reason) in dead.sorted(by: { $0.key < $1.key }) {
-                    let segment = lease.segment(containing: index)
-                    try store.insertDeadLetter(
-                        id: lease.recordIDs[index],
-                        type: segment.type,
-                        schemaVersion: segment.schemaVersion,
-                        enqueuedAt: segment.enqueuedAt,
-                        failedAt: now,
-                        reason: reason,
-                        payload: lease.storedRecordJSON(at: index)[...],
-                        sink: lease.sink
-                    )
-                }
+                try insertDeadLetters(dead, of: lease, failedAt: now, store)
                 try store.add(counter: Self.sinkCounter(name, "acknowledged_total"), sinkAcknowledged)
                 if sinkDead > 0 { try store.add(counter: Self.sinkCounter(name, "dead_lettered_total"), sinkDead) }
                 if left.records > 0 {
