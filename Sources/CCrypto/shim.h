@@ -52,6 +52,23 @@ static inline int edgeingest_hmac_sha256(const unsigned char *key, int keyLength
 }
 
 /// PBKDF2-HMAC-SHA-256 (passwords of the HTTP input's users). Returns 1 on success.
+/// Ed25519 (NATS NKeys): signs `message` with the private key made from
+/// the 32-byte `seed` into `signature` (64 bytes) and writes the public key
+/// (32 bytes) into `publicKey`. 1 on success.
+static inline int edgeingest_ed25519_sign(const unsigned char *seed, const unsigned char *message, size_t length,
+                                          unsigned char *signature, unsigned char *publicKey) {
+    EVP_PKEY *key = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, seed, 32);
+    if (key == NULL) return 0;
+    size_t publicLength = 32, signatureLength = 64;
+    int ok = EVP_PKEY_get_raw_public_key(key, publicKey, &publicLength) == 1 && publicLength == 32;
+    EVP_MD_CTX *context = ok ? EVP_MD_CTX_new() : NULL;
+    ok = context != NULL && EVP_DigestSignInit(context, NULL, NULL, NULL, key) == 1 &&
+         EVP_DigestSign(context, signature, &signatureLength, message, length) == 1 && signatureLength == 64;
+    if (context != NULL) EVP_MD_CTX_free(context);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
 static inline int edgeingest_pbkdf2_sha256(const char *password, int passwordLength, const unsigned char *salt, int saltLength,
                                            int iterations, unsigned char *out, int outLength) {
     return PKCS5_PBKDF2_HMAC(password, passwordLength, salt, saltLength, iterations, EVP_sha256(), outLength, out);

@@ -49,6 +49,8 @@ import Testing
         status.backingOffUntil = "2026-11-22T10:00:05.000Z"
         status.uploadRequests = 7
         status.uploadResends = 2
+        status.uploadDuplicatesDropped = 5
+        status.uploadPotentialDuplicates = 1
         status.receivedDuplicatesTotal = 6
         status.receivedConflictsTotal = 2
         status.gatewayMemoryForgottenAt = "2026-11-28T08:00:00.000Z"
@@ -193,6 +195,8 @@ import Testing
                 "  upload:   retrying at 2026-11-22T10:00:05.000Z after: HTTP 503",
                 "  reload:   refused at 2026-11-28T05:00:00Z: line 3: queue.overflow_policy: must be block or drop_oldest",
                 "  clock:    synchronised; last jump +1.6 years",
+                "  re-sent:  5 the backend already had, dropped by its deduplication",
+                "  re-sent late: 1 after the backend's duplicate window: they may be stored twice (see the journal)",
                 "  last upload: stored 4 at 2026-11-22T10:00:00.000Z",
                 "  input files: 10 lines, 8 accepted, 2 rejected, position offset 42, device disconnected, disk full, 4 batches over an account's quota (429)"
                     + "\n    /var/log/a.ndjson: offset 42\n    /var/log/b.ndjson: offset 0"

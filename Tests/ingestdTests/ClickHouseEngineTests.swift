@@ -118,7 +118,7 @@ import Testing
 }
 
 extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
+    func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

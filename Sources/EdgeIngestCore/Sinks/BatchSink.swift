@@ -29,11 +29,15 @@ package protocol BatchSink: AnyObject, CustomStringConvertible {
     /// Gives the sink the uploader's logger, for what only it can tell (a
     /// failover to another upstream). The default ignores it.
     func attach(logger: Logger)
+    /// Gives the sink the uploader's state, for counts only it knows (the
+    /// records a backend dropped as duplicates). The default ignores it.
+    func attach(state: UploadState)
 }
 
 extension BatchSink {
     package var deliveryTimeLimitMilliseconds: Int? { nil }
     package func attach(logger: Logger) {}
+    package func attach(state: UploadState) {}
 }
 
 /// One delivery attempt: records of one type, as the NDJSON the queue holds

@@ -57,7 +57,7 @@ package final class StreamConnection {
         port: Int,
         tls: TLSFiles?,
         timeoutMilliseconds: Int,
-        stop: StopSignal
+        stop: StopSignal?
     ) throws(Failure) -> StreamConnection {
         let deadline = monotonicSeconds() + Double(timeoutMilliseconds) / 1000
         var hints = addrinfo()
@@ -113,7 +113,18 @@ package final class StreamConnection {
         return connection
     }
 
-    private func startTLS(_ files: TLSFiles, host: String, deadline: Double, stop: StopSignal) throws(Failure) {
+    /// Starts TLS on a connection that began in plain text (a NATS server
+    /// sends its INFO first, then the client upgrades).
+    package func startTLS(
+        _ files: TLSFiles,
+        host: String,
+        timeoutMilliseconds: Int,
+        stop: StopSignal?
+    ) throws(Failure) {
+        try startTLS(files, host: host, deadline: monotonicSeconds() + Double(timeoutMilliseconds) / 1000, stop: stop)
+    }
+
+    private func startTLS(_ files: TLSFiles, host: String, deadline: Double, stop: StopSignal?) throws(Failure) {
         var error = [CChar](repeating: 0, count: 256)
         guard
             let context = edgeingest_tls_client_context(

@@ -20,6 +20,12 @@ public final class UploadState: Sendable {
         public var requests: Int64 = 0
         /// Batches sent again after a failure (each re-send carries the same `_id`s).
         public var resends: Int64 = 0
+        /// Records the backend already had and dropped by its own
+        /// deduplication (a JetStream PubAck that says `duplicate`).
+        public var duplicatesDropped: Int64 = 0
+        /// Records re-sent later than the backend's deduplication window
+        /// (JetStream's duplicate window): they may be stored twice.
+        public var potentialDuplicates: Int64 = 0
         /// How long the sink took to answer each request.
         public var latency = UploadLatency()
         /// Whether a batch was stored by the backend since the start.

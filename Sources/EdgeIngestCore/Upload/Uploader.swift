@@ -75,6 +75,7 @@ package final class Uploader: Sendable {
     package func run(stop: StopSignal, wake: WakeSignal) throws {
         let sink = try makeSink?() ?? IngestProtocolSink(settings: settings.http, userAgent: userAgent)
         sink.attach(logger: logger)
+        sink.attach(state: state)
         var maxBytes = settings.maxBytes
         logger.log(level: settings.routineLogLevel, "Uploading to the sink", metadata: ["ingest.sink": "\(sink)"])
         while !stop.isStopped {

@@ -182,6 +182,28 @@ extension AgentStatus {
                 .counter,
                 help: "Batches sent again after a failure (same _ids)."
             ),
+        .optionalInt(K.uploadDuplicatesDropped.stringValue, \.uploadDuplicatesDropped) { s in
+            s.uploadDuplicatesDropped.flatMap {
+                $0 == 0 ? nil : "re-sent:  \($0) the backend already had, dropped by its deduplication"
+            }
+        }
+        .exported(
+            "ingestd_upload_duplicates_dropped_total",
+            .counter,
+            help: "Records the backend already had and dropped by its own deduplication (JetStream)."
+        ),
+        .optionalInt(K.uploadPotentialDuplicates.stringValue, \.uploadPotentialDuplicates) { s in
+            s.uploadPotentialDuplicates.flatMap {
+                $0 == 0
+                    ? nil
+                    : "re-sent late: \($0) after the backend's duplicate window: they may be stored twice (see the journal)"
+            }
+        }
+        .exported(
+            "ingestd_upload_potential_duplicates_total",
+            .counter,
+            help: "Records re-sent later than the backend's deduplication window: they may be stored twice."
+        ),
         Field(
             key: K.uploadLatency.stringValue,
             write: { status in

@@ -40,6 +40,12 @@ package struct AgentStatus: Codable, Sendable, Equatable {
     package var uploadRequests: Int64?
     /// Batches sent again after a failure.
     package var uploadResends: Int64?
+    /// Records the sink's backend already had and dropped by its own
+    /// deduplication (JetStream's PubAck `duplicate`): re-sends made harmless.
+    package var uploadDuplicatesDropped: Int64?
+    /// Records re-sent later than the backend's deduplication window
+    /// (JetStream's duplicate window): they may be stored twice.
+    package var uploadPotentialDuplicates: Int64?
     /// HTTP inputs: received records not stored because their `_id` had
     /// been received before (clients re-sending batches), since the queue
     /// was created.
@@ -102,6 +108,8 @@ package struct AgentStatus: Codable, Sendable, Equatable {
         case backingOffUntil = "backing_off_until"
         case uploadRequests = "upload_requests"
         case uploadResends = "upload_resends"
+        case uploadDuplicatesDropped = "upload_duplicates_dropped"
+        case uploadPotentialDuplicates = "upload_potential_duplicates"
         case receivedDuplicatesTotal = "received_duplicates_total"
         case receivedConflictsTotal = "received_conflicts_total"
         case gatewayMemoryForgottenAt = "gateway_memory_forgotten_at"

@@ -179,6 +179,8 @@ struct StatusService: Service {
                 }
                 status.uploadRequests = upload.requests
                 status.uploadResends = upload.resends
+                status.uploadDuplicatesDropped = upload.duplicatesDropped
+                status.uploadPotentialDuplicates = upload.potentialDuplicates
                 status.uploadLatency = upload.latency
                 if status.problem == nil, upload.state == .error { status.problem = upload.reason }
                 status.openState = AgentStatus.openState(upload: upload)

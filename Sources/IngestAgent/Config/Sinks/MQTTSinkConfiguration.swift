@@ -46,9 +46,9 @@ struct MQTTSinkConfiguration: SinkConfiguration {
         let hostName = broker.host
         let port = broker.port
         let topicText = decoder.string(upload["topic"], "upload.topic") ?? "ingestd/{client_id}/{type}"
-        let topic: MQTTTopicTemplate
+        let topic: SubjectTemplate
         do {
-            topic = try MQTTTopicTemplate(topicText)
+            topic = try SubjectTemplate(topicText, for: .mqtt)
         } catch {
             decoder.problem(upload["topic"], "upload.topic", "\(error.message), got \"\(topicText.prefix(60))\"")
             return nil

@@ -17,13 +17,14 @@ package struct SinkSettings: Sendable {
     /// The ingest protocol over HTTP to `upload.url` (the default).
     package static let ingestProtocol = SinkSettings(IngestSinkConfiguration())
 
-    /// Its name in `upload.sink`: `ingest`, `sqlite`, `clickhouse`, `postgresql`, `influxdb` or `mqtt`.
+    /// Its name in `upload.sink`: `ingest`, `sqlite`, `clickhouse`, `postgresql`, `influxdb`, `mqtt` or `jetstream`.
     package var name: String { type(of: configuration).name }
 
     /// Every sink, in the order errors list them.
     static let kinds: [any SinkConfiguration.Type] = [
         IngestSinkConfiguration.self, SQLiteSinkConfiguration.self, ClickHouseSinkConfiguration.self,
         PostgreSQLSinkConfiguration.self, InfluxDBSinkConfiguration.self, MQTTSinkConfiguration.self,
+        JetStreamSinkConfiguration.self,
     ]
 
     /// The names `upload.sink` accepts.
