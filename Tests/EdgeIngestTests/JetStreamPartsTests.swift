@@ -120,4 +120,21 @@ import Testing
         #expect(JetStreamSink.index(of: "_INBOX.x.y.api1", inbox: "_INBOX.x.y.", base: 100, count: 10) == nil)
         #expect(JetStreamSink.index(of: "_INBOX.q.105", inbox: "_INBOX.x.y.", base: 100, count: 10) == nil)
     }
+
+    @Test func theIDAndNumbersAreWrittenWithoutStrings() {
+        func id(_ text: String) -> String? {
+            Array(text.utf8).withUnsafeBytes { raw in
+                JetStreamSink.leadingID(raw).map { String(decoding: raw[$0], as: UTF8.self) }
+            }
+        }
+        #expect(id(#"{"_id":"6740a1","x":1}"#) == "6740a1")
+        #expect(id(#"{"_id":"a\"b","x":1}"#) == nil, "an escape takes the slow path")
+        #expect(id(#"{"x":1,"_id":"6740a1"}"#) == nil)
+        #expect(id(#"{"_id":"","x":1}"#) == nil)
+        for n in [0, 7, 10, 99, 100, 12_345, Int(Int32.max)] {
+            var out: [UInt8] = []
+            JetStreamSink.appendDecimal(n, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(n))
+        }
+    }
 }

@@ -7,8 +7,10 @@
  *                                            Nats-Msg-Id TAB subject TAB payload
  *   js-tool create URLS STREAM SUBJECT R DUPE_S [MAX_MSG_SIZE]   creates a stream (file storage)
  *   js-tool stepdown URLS STREAM             asks the stream's leader to step down
- *   js-tool publish URLS SUBJECT FILE MAX_PENDING   publishes each line of FILE asynchronously,
- *                                            its first 24 hex characters after "_id":" as Nats-Msg-Id
+ *   js-tool delete URLS STREAM               deletes the stream (its messages and its duplicate window)
+ *   js-tool publish URLS SUBJECT FILE [LINES]   publishes FILE asynchronously, LINES lines per
+ *                                            message (default 1), the first line's 24 hex characters
+ *                                            after "_id":" as Nats-Msg-Id; prints the rate
  *
  * URLS is a comma-separated list. Exit 0 on success, 1 with a message on stderr.
  */
@@ -49,6 +51,7 @@ static jsCtx *jetstream(natsConnection *nc) {
     jsOptions_Init(&jo);
     jo.Wait = 10000;
     jo.PublishAsync.MaxPending = 65536;
+    jo.PublishAsync.StallWait = 60000;  /* at the window: wait for PubAcks, do not fail */
     natsStatus s = natsConnection_JetStream(&js, nc, &jo);
     if (s != NATS_OK) fail("jetstream", s, 0);
     return js;
@@ -126,6 +129,9 @@ int main(int argc, char **argv) {
         s = js_AddStream(&si, js, &cfg, NULL, &jerr);
         if (s != NATS_OK) fail("add stream", s, jerr);
         jsStreamInfo_Destroy(si);
+    } else if (strcmp(command, "delete") == 0) {
+        s = js_DeleteStream(js, argv[3], NULL, &jerr);
+        if (s != NATS_OK && jerr != JSStreamNotFoundErr) fail("delete stream", s, jerr);
     } else if (strcmp(command, "stepdown") == 0) {
         char subject[256];
         snprintf(subject, sizeof subject, "$JS.API.STREAM.LEADER.STEPDOWN.%s", argv[3]);
@@ -135,34 +141,54 @@ int main(int argc, char **argv) {
         fwrite(natsMsg_GetData(reply), 1, (size_t)natsMsg_GetDataLength(reply), stdout);
         fputc('\n', stdout);
         natsMsg_Destroy(reply);
-    } else if (strcmp(command, "publish") == 0 && argc >= 6) {
+    } else if (strcmp(command, "publish") == 0 && argc >= 5) {
         FILE *in = fopen(argv[4], "r");
         if (in == NULL) { perror(argv[4]); return 1; }
+        long per = argc >= 6 ? atol(argv[5]) : 1;
+        if (per < 1) per = 1;
         char *line = NULL;
         size_t capacity = 0;
         ssize_t length;
-        long count = 0;
+        long count = 0, messages = 0, inMessage = 0;
+        size_t used = 0, room = 1 << 20;
+        char *body = malloc(room);
+        char id[25] = {0};
         double started = now();
-        (void)argv[5];
-        while ((length = getline(&line, &capacity, in)) > 0) {
-            if (line[length - 1] == '\n') line[--length] = 0;
-            char id[25] = {0};
-            char *at = strstr(line, "\"_id\":\"");
-            if (at != NULL) memcpy(id, at + 7, 24);
-            jsPubOptions po;
-            jsPubOptions_Init(&po);
-            po.MsgId = id;
-            s = js_PublishAsync(js, argv[3], line, (int)length, &po);
-            if (s != NATS_OK) fail("publish", s, 0);
-            count++;
+        for (;;) {
+            length = getline(&line, &capacity, in);
+            if (length > 0) {
+                if (inMessage == 0) {
+                    char *at = strstr(line, "\"_id\":\"");
+                    memset(id, 0, sizeof id);
+                    if (at != NULL) memcpy(id, at + 7, 24);
+                }
+                if (per == 1 && line[length - 1] == '\n') length--;
+                if (used + (size_t)length > room) { room = (used + (size_t)length) * 2; body = realloc(body, room); }
+                memcpy(body + used, line, (size_t)length);
+                used += (size_t)length;
+                inMessage++;
+                count++;
+            }
+            if (inMessage > 0 && (inMessage == per || length <= 0)) {
+                jsPubOptions po;
+                jsPubOptions_Init(&po);
+                po.MsgId = id;
+                s = js_PublishAsync(js, argv[3], body, (int)used, &po);
+                if (s != NATS_OK) fail("publish", s, 0);
+                messages++;
+                used = 0;
+                inMessage = 0;
+            }
+            if (length <= 0) break;
         }
         jsPubOptions po;
         jsPubOptions_Init(&po);
-        po.MaxWait = 60000;
+        po.MaxWait = 120000;
         s = js_PublishAsyncComplete(js, &po);
         if (s != NATS_OK) fail("waiting for acknowledgements", s, 0);
         double took = now() - started;
-        printf("published %ld in %.3f s: %.0f/s\n", count, took, (double)count / took);
+        printf("published %ld lines in %ld messages in %.3f s: %.0f lines/s\n", count, messages, took, (double)count / took);
+        free(body);
         free(line);
         fclose(in);
     } else {

@@ -183,36 +183,64 @@ package final class JetStreamSink: BatchSink {
         }
 
         var out: [UInt8] = []
-        out.reserveCapacity(min(batch.payload.count + batch.recordCount * 128, 1 << 21))
+        out.reserveCapacity(min(batch.payload.count + batch.recordCount * 160, 1 << 21))
         let wanted = [RecordType.primaryKey] + settings.subject.fields
+        // Without field placeholders every record of the batch has the same subject: made and checked once.
+        var fixedSubject: [UInt8]?
+        if settings.subject.fields.isEmpty {
+            let subject = settings.subject.render(type: batch.type, clientID: settings.clientID) { _ in nil }
+            try checkCovered(subject)
+            fixedSubject = Array(subject.utf8)
+        }
+        let reply = Array(" \(connection.inbox)".utf8)
+        let maxPayload = connection.info.maxPayload
         var failure: JetStreamError?
         batch.forEachRecord { index, line in
             guard failure == nil else { return }
             do throws(JetStreamError) {
-                let values = FlatRecordScan.values(line, wanted: wanted) ?? MQTTSink.parsedValues(line, wanted: wanted)
-                guard let id = values[RecordType.primaryKey], !id.isEmpty else {
+                var id = Self.leadingID(line).map { Array(line[$0]) }
+                var subject = fixedSubject
+                if id == nil || subject == nil {
+                    let values =
+                        FlatRecordScan.values(line, wanted: wanted) ?? MQTTSink.parsedValues(line, wanted: wanted)
+                    id = id ?? values[RecordType.primaryKey].map { Array($0.utf8) }
+                    if subject == nil {
+                        let rendered = settings.subject.render(type: batch.type, clientID: settings.clientID) {
+                            values[$0]
+                        }
+                        try checkCovered(rendered)
+                        subject = Array(rendered.utf8)
+                    }
+                }
+                guard let id, !id.isEmpty, !id.contains(13), !id.contains(10), let subject else {
                     rejected.append(RecordRejection(index: index, reason: "the record has no _id to deduplicate by"))
                     acknowledged[index] = true
                     return
                 }
-                let subject = settings.subject.render(type: batch.type, clientID: settings.clientID) { values[$0] }
-                try checkCovered(subject)
-                let headerBytes = 10 + 13 + id.utf8.count + headerTail.count
-                guard headerBytes + line.count <= connection.info.maxPayload else {
+                // The header block without the control line's CRLF.
+                let headerBytes = Self.headerStart.count - 2 + id.count + headerTail.count
+                guard headerBytes + line.count <= maxPayload else {
                     rejected.append(
                         RecordRejection(
                             index: index,
                             reason:
-                                "the message of \(headerBytes + line.count) bytes is larger than the server's max_payload (\(connection.info.maxPayload))"
+                                "the message of \(headerBytes + line.count) bytes is larger than the server's max_payload (\(maxPayload))"
                         )
                     )
                     acknowledged[index] = true
                     return
                 }
-                out += Array(
-                    "HPUB \(subject) \(connection.inbox)\(base + index) \(headerBytes) \(headerBytes + line.count)\r\nNATS/1.0\r\nNats-Msg-Id: \(id)"
-                        .utf8
-                )
+                // HPUB <subject> <reply> <header bytes> <total bytes>\r\n<headers><record>\r\n
+                out += Self.hpub
+                out += subject
+                out += reply
+                Self.appendDecimal(base + index, to: &out)
+                out.append(32)
+                Self.appendDecimal(headerBytes, to: &out)
+                out.append(32)
+                Self.appendDecimal(headerBytes + line.count, to: &out)
+                out += Self.headerStart
+                out += id
                 out += headerTail
                 out.append(contentsOf: line)
                 out += [13, 10]
@@ -284,6 +312,39 @@ package final class JetStreamSink: BatchSink {
             ]
         )
         firstPublished[batch.idempotencyKey] = now  // counted once per window
+    }
+
+    static let hpub = Array("HPUB ".utf8)
+    /// The control line's end and the header block up to the message id.
+    static let headerStart = Array("\r\nNATS/1.0\r\nNats-Msg-Id: ".utf8)
+
+    /// Where the `_id` string of a line the queue wrote is (the queue puts
+    /// it first: `{"_id":"…"`), or nil when the line is not so simple.
+    static func leadingID(_ line: UnsafeRawBufferPointer) -> Range<Int>? {
+        let start = 8
+        guard line.count > start + 1, line[0] == 0x7B, line[1] == 0x22, line[2] == 0x5F, line[3] == 0x69,
+            line[4] == 0x64, line[5] == 0x22, line[6] == 0x3A, line[7] == 0x22
+        else { return nil }
+        var i = start
+        while i < line.count, i < start + 200 {
+            let byte = line[i]
+            if byte == 0x22 { return i > start ? start..<i : nil }
+            if byte == 0x5C || byte < 0x20 { return nil }  // an escape: the slow path decodes it
+            i += 1
+        }
+        return nil
+    }
+
+    /// Appends a non-negative integer in decimal.
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            out.append(UInt8(48 + rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 
     /// The batch index a reply subject answers, or nil.
