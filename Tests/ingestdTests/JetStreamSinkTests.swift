@@ -159,6 +159,49 @@ struct JetStreamSinkTests {
         #expect(!result.stderr.contains(key.seed))
     }
 
+    @Test func aTokenLogsIn() throws {
+        let cluster = try NATSCluster(extraConfig: "authorization { token: \"t0ken-for-the-edge\" }\n")
+        let files = try TemporaryDirectory()
+        let token = files.file("token")
+        try "t0ken-for-the-edge\n".write(toFile: token, atomically: true, encoding: .utf8)
+        chmod(token, 0o600)
+        let fixture = try Self.fixture(cluster, "create_stream = true\ntoken_file = \"\(token)\"")
+        let result = try fixture.run(["run"], stdin: Data(Self.readings(0..<15).utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect((try fixture.status())["uploaded_total"] as? Int == 15)
+        #expect(!result.stderr.contains("t0ken-for-the-edge"))
+        // Without it, the server refuses: a hold.
+        let without = try Self.fixture(cluster).run(["run"], stdin: Data(Self.readings(0..<5).utf8))
+        #expect(without.status == 75)
+        #expect(without.stderr.contains("refused the credentials"), "\(without.stderr.suffix(2000))")
+    }
+
+    /// A server that requires TLS: a plain URL holds and says to use tls://;
+    /// tls:// with the CA delivers; without the CA the certificate is refused.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
+    func tlsWithTheCAFileDeliversAndAPlainURLIsToldWhy() throws {
+        let pki = try TestPKI()
+        let cluster = try NATSCluster(
+            extraConfig: "tls { cert_file: \"\(pki.serverCert)\", key_file: \"\(pki.serverKey)\" }\n"
+        )
+        let plain = try Self.fixture(cluster, "create_stream = true")
+        let refused = try plain.run(["run"], stdin: Data(Self.readings(0..<5).utf8))
+        #expect(refused.status == 75)
+        #expect(refused.stderr.contains("requires TLS: use tls://127.0.0.1"), "\(refused.stderr.suffix(2000))")
+        let tlsURL = cluster.urls[0].replacingOccurrences(of: "nats://", with: "tls://")
+        let secure = try Self.fixture(
+            cluster,
+            "urls = [\"\(tlsURL)\"]\ncreate_stream = true\nca_file = \"\(pki.ca)\""
+        )
+        let delivered = try secure.run(["run"], stdin: Data(Self.readings(0..<25).utf8))
+        #expect(delivered.status == 0, "\(delivered.stderr.suffix(2000))")
+        #expect((try secure.status())["uploaded_total"] as? Int == 25)
+        let untrusted = try Self.fixture(cluster, "urls = [\"\(tlsURL)\"]")
+        let unknownCA = try untrusted.run(["run"], stdin: Data(Self.readings(0..<5).utf8))
+        #expect(unknownCA.status == 75)
+        #expect(unknownCA.stderr.contains("certificate"), "\(unknownCA.stderr.suffix(2000))")
+    }
+
     /// A record larger than the stream's max_msg_size is refused alone: it
     /// becomes a dead letter, the others are stored.
     @Test func aRecordTooLargeForTheStreamIsItsOwnDeadLetter() throws {
