@@ -27,6 +27,8 @@ seconds. TARGET is any of (default: all, in this order):
   http    bytes from a client of the HTTP input -> HTTPRequestFramer ->
           HTTPHeadParser -> gzip decoding (Fuzz/HTTPFuzz.swift), the
           gateway's request reader
+  nats    bytes from a NATS server -> NATSProtocolReader
+          (Fuzz/NATSFuzz.swift), the JetStream sink's protocol reader
 
 Besides "no crash", the targets check invariants with preconditions, so a
 violation is a crash too: the framer splits like a reference whatever the
@@ -60,14 +62,14 @@ Run: each target runs over its working corpus .build-fuzz/corpus/TARGET/,
 a copy of the committed seeds Fuzz/corpus/TARGET/ plus what earlier local
 runs found (the committed corpus never grows; delete .build-fuzz/corpus to
 start over), with -rss_limit_mb=512, -timeout=10 (seconds per input) and
--max_len 4096 (ndjson, csv, mqtt) or 16384 (toml). Leaks are detected (LSan);
+-max_len 4096 (ndjson, csv, mqtt, http, nats) or 16384 (toml). Leaks are detected (LSan);
 ASan's quarantine is 64 MB (ASAN_OPTIONS adds to or overrides that).
 
 Needs the Swift toolchain's clang runtime (libFuzzer, ASan) and lld, both
 shipped with the toolchain.
 
 Output in .build-fuzz/ (git-ignored):
-  ndjson, csv, toml, mqtt, http  the fuzzer binaries
+  ndjson, csv, toml, mqtt, http, nats  the fuzzer binaries
   modules/, obj/         the instrumented EdgeIngestModel module
   corpus/TARGET/         the working corpus (seeds + local finds)
   logs/TARGET.log        the whole libFuzzer output of the last run
@@ -110,9 +112,9 @@ while [ $# -gt 0 ]; do
 done
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --seconds wants a positive whole number, got '$seconds'" >&2; exit 2; }
 
-all_targets=(ndjson csv toml mqtt http)
-declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift [mqtt]=Fuzz/MQTTFuzz.swift [http]=Fuzz/HTTPFuzz.swift)
-declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384 [mqtt]=4096 [http]=4096)
+all_targets=(ndjson csv toml mqtt http nats)
+declare -A target_source=([ndjson]=Fuzz/NDJSONFuzz.swift [csv]=Fuzz/CSVFuzz.swift [toml]=Fuzz/TOMLFuzz.swift [mqtt]=Fuzz/MQTTFuzz.swift [http]=Fuzz/HTTPFuzz.swift [nats]=Fuzz/NATSFuzz.swift)
+declare -A target_max_len=([ndjson]=4096 [csv]=4096 [toml]=16384 [mqtt]=4096 [http]=4096 [nats]=4096)
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
     [ -n "${target_source[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }

@@ -60,8 +60,15 @@ package struct NATSProtocolReader {
 
     /// The next whole operation, or nil until more bytes arrive.
     package mutating func next() throws(NATSProtocolError) -> NATSServerOperation? {
-        guard let lineEnd = lineEnd() else {
-            if buffer.count - position > maxLineBytes {
+        var found = lineEnd()
+        // Empty lines are skipped (in a loop: a stream of them must not recurse).
+        while let end = found, end == position {
+            position = end + 2
+            found = lineEnd()
+        }
+        guard let lineEnd = found else {
+            // The line and its CRLF: a line of exactly the limit waits for its LF.
+            if buffer.count - position > maxLineBytes + 2 {
                 throw NATSProtocolError("the server sent a control line longer than \(maxLineBytes) bytes")
             }
             return nil
@@ -69,8 +76,7 @@ package struct NATSProtocolReader {
         let line = buffer[position..<lineEnd]
         let words = line.split(separator: UInt8(ascii: " "), maxSplits: 6, omittingEmptySubsequences: true)
         guard let verb = words.first else {
-            position = lineEnd + 2
-            return try next()
+            throw NATSProtocolError("the server sent a line of spaces")
         }
         switch Self.upper(verb) {
         case "MSG", "HMSG":
