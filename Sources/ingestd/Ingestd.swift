@@ -26,10 +26,11 @@ enum Ingestd {
             ports, a local socket (`ingestd send`) and MQTT, or receives them over HTTP from \
             other EdgeIngest clients (a gateway), validates them against the record types \
             declared in its configuration, commits them to a durable SQLite queue that \
-            survives crashes and power cuts, and streams them to one sink (upload.sink), \
-            deleting each only after the sink confirmed it: ingest (the ingest protocol over \
-            HTTP, the default), sqlite (a local SQLite archive), clickhouse, postgresql, \
-            influxdb (line protocol: InfluxDB, VictoriaMetrics) or mqtt (a broker).
+            survives crashes and power cuts, and streams them to a sink (upload.sink; more \
+            with [sinks.NAME]), deleting each only after the sink confirmed it: ingest (the \
+            ingest protocol over HTTP, the default), sqlite (a local SQLite archive), \
+            clickhouse, postgresql, influxdb (line protocol: InfluxDB, VictoriaMetrics), mqtt \
+            (a broker) or jetstream (a NATS JetStream stream, exactly once by Nats-Msg-Id).
 
             Installed files (Debian package): /usr/bin/ingestd, the unit \
             /lib/systemd/system/ingestd.service, the configuration /etc/ingestd/ingestd.toml, \

@@ -95,7 +95,11 @@ import Testing
         let ingest = try Self.parse("[upload]\nurl = \"https://backend.example/ingest/v1/batches\"\ngzip = true\n")
         #expect(ingest.sink.name == "ingest" && ingest.upload?.http.gzip == true)
         #expect(ingest.uploadSummary.hasSuffix("gzip true, token none"))
-        #expect(Set(SinkSettings.names) == ["ingest", "sqlite", "clickhouse", "postgresql", "influxdb", "mqtt"])
+        #expect(
+            Set(SinkSettings.names) == [
+                "ingest", "sqlite", "clickhouse", "postgresql", "influxdb", "mqtt", "jetstream",
+            ]
+        )
     }
 
     @Test func anotherSinksKeyOrAnHTTPKeyUnderALocalSinkIsAProblem() {
@@ -123,7 +127,7 @@ import Testing
     @Test func anUnknownSinkListsTheKnownOnes() {
         #expect(
             Self.problems("[upload]\nsink = \"kafka\"\n") == [
-                "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, got \"kafka\""
+                "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, jetstream, got \"kafka\""
             ]
         )
     }
@@ -239,7 +243,7 @@ import Testing
         )
         #expect(
             Self.problems("[upload]\nsink = \"clickhous\"\n") == [
-                "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, got \"clickhous\" (did you mean \"clickhouse\"?)"
+                "line 6: upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, jetstream, got \"clickhous\" (did you mean \"clickhouse\"?)"
             ]
         )
     }

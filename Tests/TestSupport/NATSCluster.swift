@@ -90,6 +90,16 @@ public final class NATSCluster {
         pids[node] = 0
     }
 
+    /// Freezes node `node` (SIGSTOP): connections stay open, nothing is answered.
+    public func freeze(node: Int) {
+        if pids[node] > 0 { Glibc.kill(pids[node], SIGSTOP) }
+    }
+
+    /// Lets a frozen node go on (SIGCONT).
+    public func thaw(node: Int) {
+        if pids[node] > 0 { Glibc.kill(pids[node], SIGCONT) }
+    }
+
     /// What node `node` logged since its last start.
     public func log(_ node: Int) -> String {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])

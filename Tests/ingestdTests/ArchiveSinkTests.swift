@@ -84,7 +84,7 @@ import Testing
             ),
             (
                 "sink = \"kafka\"",
-                "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, got \"kafka\""
+                "upload.sink: must be one of ingest, sqlite, clickhouse, postgresql, influxdb, mqtt, jetstream, got \"kafka\""
             ),
             (
                 "url = \"http://127.0.0.1:9/\"\npath = \"/tmp/a.sqlite\"",

@@ -245,6 +245,38 @@ struct JetStreamSinkTests {
         #expect(!second.stderr.contains("duplicate window is shorter"), "\(second.stderr.suffix(2000))")
     }
 
+    /// A PubAck lost (the server frozen after taking the messages) and the
+    /// batch re-sent after the stream's duplicate window: the stream stores
+    /// it twice, and the agent says so — counted and logged, never silent.
+    @Test func aResendAfterTheDuplicateWindowIsCountedAsAPotentialDuplicate() throws {
+        let cluster = try NATSCluster()
+        try cluster.createStream("TELEMETRY", subject: "telemetry.>", duplicateWindowSeconds: 1)
+        let fixture = try Self.fixture(cluster, "timeout_ms = 1500\nretry_base_ms = 500\nretry_cap_ms = 500")
+        let agent = try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment
+        )
+        agent.write(Self.readings(0..<5))
+        #expect(eventually { (try? cluster.info("TELEMETRY"))?["messages"] == "5" }, "\(agent.stderr.suffix(2000))")
+        cluster.freeze(node: 0)
+        agent.write(Self.readings(5..<10))
+        usleep(3_500_000)  // the PubAcks time out; connecting again times out too
+        cluster.thaw(node: 0)
+        let settled = eventually(timeout: 30) {
+            (try? fixture.status())?["queued_records"] as? Int == 0
+                && ((try? fixture.status())?["upload_potential_duplicates"] as? Int ?? 0) > 0
+        }
+        let stderr = agent.stderr
+        #expect(agent.terminate() == 0)
+        #expect(settled, "\(stderr.suffix(3000))")
+        #expect(stderr.contains("longer ago than the stream's duplicate window"), "\(stderr.suffix(3000))")
+        let messages = try cluster.messages("TELEMETRY")
+        #expect(Set(messages.map(\.id)).count == 10, "every reading is in the stream")
+        #expect(messages.count >= 10)
+        let text = try fixture.run(["status"]).stdout
+        #expect(text.contains("re-sent late:"), "\(text)")
+    }
+
     @Test func checkConfigNamesTheSinkAndRefusesBadKeys() throws {
         let cluster = try NATSCluster()
         let good = try Self.fixture(cluster, "create_stream = true\nstream_replicas = 3")
