@@ -202,6 +202,31 @@ struct JetStreamSinkTests {
         #expect(unknownCA.stderr.contains("certificate"), "\(unknownCA.stderr.suffix(2000))")
     }
 
+    /// A `.creds` file (a user JWT signed by an account, and the user's
+    /// seed) against a server in operator mode: the server checks the JWT
+    /// chain and the nonce signed with the seed.
+    @Test func aCredentialsFileLogsInToAServerInOperatorMode() throws {
+        let chain = try OperatorChain()
+        let cluster = try NATSCluster(extraConfig: chain.serverConfig)
+        let files = try TemporaryDirectory()
+        let creds = files.file("edge.creds")
+        try chain.credentialsFile.write(toFile: creds, atomically: true, encoding: .utf8)
+        chmod(creds, 0o600)
+        let fixture = try Self.fixture(cluster, "create_stream = true\ncredentials_file = \"\(creds)\"")
+        let checked = try fixture.run(["check-config"])
+        #expect(checked.stdout.contains("login credentials file"), "\(checked.stdout)")
+        let result = try fixture.run(["run"], stdin: Data(Self.readings(0..<12).utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect((try fixture.status())["uploaded_total"] as? Int == 12)
+        #expect(!result.stderr.contains(chain.userSeed))
+        // A user JWT signed by a key the operator does not know: refused, a hold.
+        let stranger = try OperatorChain()
+        try stranger.credentialsFile.write(toFile: creds, atomically: true, encoding: .utf8)
+        let refused = try fixture.run(["run"], stdin: Data(Self.readings(12..<14).utf8))
+        #expect(refused.status == 75)
+        #expect(refused.stderr.contains("refused the credentials"), "\(refused.stderr.suffix(2000))")
+    }
+
     /// A record larger than the stream's max_msg_size is refused alone: it
     /// becomes a dead letter, the others are stored.
     @Test func aRecordTooLargeForTheStreamIsItsOwnDeadLetter() throws {
@@ -304,5 +329,76 @@ struct NKeyForTests {
         publicKey = try key.publicKey()
         // The text form reads back to the same key.
         _ = try NATSNKey(seed: seed)
+    }
+}
+
+/// An operator, a system account, an account with JetStream and a user in
+/// it, each with its own NKey, and the JWTs that chain them (NATS
+/// decentralised auth, as `nsc` would make them): the server's config
+/// (`operator`, `resolver: MEMORY`) and the user's `.creds` file.
+struct OperatorChain {
+    let serverConfig: String
+    let credentialsFile: String
+    let userSeed: String
+
+    init() throws {
+        func key(_ kind: NATSNKey.Kind) -> NATSNKey {
+            NATSNKey(rawSeed: (0..<32).map { _ in UInt8.random(in: 0...255) }, kind: kind)
+        }
+        let op = key(.operator)
+        let system = key(.account)
+        let account = key(.account)
+        let user = key(.user)
+        let now = Int(Date().timeIntervalSince1970)
+        func jwt(_ signer: NATSNKey, _ subject: NATSNKey, _ name: String, _ nats: [String: Any]) throws -> String {
+            let header = try JSONSerialization.data(withJSONObject: ["typ": "JWT", "alg": "ed25519-nkey"])
+            let claims: [String: Any] = [
+                "jti": UUID().uuidString.replacingOccurrences(of: "-", with: ""), "iat": now,
+                "iss": try signer.publicKey(), "name": name, "sub": try subject.publicKey(), "nats": nats,
+            ]
+            let body = try JSONSerialization.data(withJSONObject: claims)
+            func base64URL(_ data: Data) -> String {
+                data.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            let signed = base64URL(header) + "." + base64URL(body)
+            return signed + "." + (try signer.sign(Array(signed.utf8)).signature)
+        }
+        let unlimited: [String: Any] = [
+            "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": true, "conn": -1,
+            "leaf": -1,
+        ]
+        var jetStream = unlimited
+        for name in ["mem_storage", "disk_storage", "streams", "consumer"] { jetStream[name] = -1 }
+        let operatorJWT = try jwt(op, op, "OP", ["type": "operator", "version": 2])
+        let systemJWT = try jwt(op, system, "SYS", ["type": "account", "version": 2, "limits": unlimited])
+        let accountJWT = try jwt(op, account, "EDGE", ["type": "account", "version": 2, "limits": jetStream])
+        let userJWT = try jwt(
+            account,
+            user,
+            "edge-17",
+            [
+                "type": "user", "version": 2, "pub": [:] as [String: Any], "sub": [:] as [String: Any], "subs": -1,
+                "data": -1, "payload": -1,
+            ]
+        )
+        serverConfig = """
+            operator: \(operatorJWT)
+            system_account: \(try system.publicKey())
+            resolver: MEMORY
+            resolver_preload: { \(try account.publicKey()): \(accountJWT), \(try system.publicKey()): \(systemJWT) }
+
+            """
+        userSeed = user.seedText
+        credentialsFile = """
+            -----BEGIN NATS USER JWT-----
+            \(userJWT)
+            ------END NATS USER JWT------
+
+            -----BEGIN USER NKEY SEED-----
+            \(userSeed)
+            ------END USER NKEY SEED------
+
+            """
     }
 }

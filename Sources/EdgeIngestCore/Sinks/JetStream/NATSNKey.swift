@@ -10,12 +10,21 @@ import CCrypto
 /// let (signature, publicKey) = try key.sign(Array(nonce.utf8))
 /// ```
 package struct NATSNKey: Sendable {
+    /// Whose key it is: the agent logs in with a user's; tests make the
+    /// operator and account keys that sign a user's JWT.
+    package enum Kind: UInt8, Sendable {
+        case user = 160  // 20 << 3: "U…"
+        case account = 0  // "A…"
+        case `operator` = 112  // 14 << 3: "O…"
+    }
+
     /// The 32 bytes of the Ed25519 seed.
     let seed: [UInt8]
+    package let kind: Kind
 
     /// NKeys' prefix bytes: a seed, and the public key of a user.
     static let seedPrefix: UInt8 = 18 << 3
-    static let userPrefix: UInt8 = 20 << 3
+    static let userPrefix: UInt8 = Kind.user.rawValue
 
     /// Reads a user seed; the error says what is wrong without the seed itself.
     package init(seed text: String) throws(JetStreamError) {
@@ -29,31 +38,35 @@ package struct NATSNKey: Sendable {
         guard CRC16.xmodem(raw[0..<34]) == crc else {
             throw JetStreamError(.configuration, "the NKey seed's checksum does not match: it was cut or mistyped")
         }
-        let kind = (raw[0] & 7) << 5 | (raw[1] & 248) >> 3
-        guard raw[0] & 248 == Self.seedPrefix, kind == Self.userPrefix else {
+        let publicPrefix = (raw[0] & 7) << 5 | (raw[1] & 248) >> 3
+        guard raw[0] & 248 == Self.seedPrefix, publicPrefix == Self.userPrefix else {
             throw JetStreamError(.configuration, "the NKey seed is not a user's seed (it should start with SU)")
         }
         seed = Array(raw[2..<34])
+        self.kind = .user
     }
 
-    /// A seed from its 32 raw bytes (tests make keys this way).
-    package init(rawSeed: [UInt8]) { seed = rawSeed }
+    /// A key from its 32 raw seed bytes (tests make keys this way).
+    package init(rawSeed: [UInt8], kind: Kind = .user) {
+        seed = rawSeed
+        self.kind = kind
+    }
 
-    /// The seed in NATS's text form (`SU…`).
+    /// The seed in NATS's text form (`SU…` for a user).
     package var seedText: String {
-        let b1 = Self.seedPrefix | Self.userPrefix >> 5
-        let b2 = (Self.userPrefix & 31) << 3
+        let b1 = Self.seedPrefix | kind.rawValue >> 5
+        let b2 = (kind.rawValue & 31) << 3
         return Self.encode([b1, b2] + seed)
     }
 
-    /// The public key in NATS's text form (`U…`), as a server's config names it.
+    /// The public key in NATS's text form (`U…` for a user), as a server's config names it.
     package func publicKey() throws(JetStreamError) -> String {
-        try Self.encode([Self.userPrefix] + sign([]).publicKey)
+        try Self.encode([kind.rawValue] + sign([]).publicKey)
     }
 
     /// The signature of `message` (base64url without padding, as CONNECT's
     /// `sig` takes it) and the raw public key.
-    func sign(_ message: [UInt8]) throws(JetStreamError) -> (signature: String, publicKey: [UInt8]) {
+    package func sign(_ message: [UInt8]) throws(JetStreamError) -> (signature: String, publicKey: [UInt8]) {
         var signature = [UInt8](repeating: 0, count: 64)
         var publicKey = [UInt8](repeating: 0, count: 32)
         let ok = edgeingest_ed25519_sign(seed, message, message.count, &signature, &publicKey)
