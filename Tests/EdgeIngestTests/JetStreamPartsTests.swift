@@ -91,25 +91,37 @@ import Testing
 
     @Test func pubAcks() throws {
         #expect(
-            try PubAck.read(status: nil, Array(#"{"stream":"T", "seq":1}"#.utf8), subject: "", stream: "T") == .stored
+            try PubAck.read(status: nil, Array(#"{"stream":"T", "seq":1}"#.utf8), stream: "T") == .stored
         )
         #expect(
             try PubAck.read(
                 status: nil,
                 Array(#"{"stream":"T", "seq":1,"duplicate": true}"#.utf8),
-                subject: "",
                 stream: "T"
             )
                 == .duplicate
         )
+        // Not from the stream: another subscriber's reply, another stream, a status.
+        #expect(try PubAck.read(status: nil, Array("ok".utf8), stream: "T") == .notAPubAck)
+        #expect(try PubAck.read(status: nil, [], stream: "T") == .notAPubAck)
+        #expect(try PubAck.read(status: nil, Array(#"{"stream":"U", "seq":1}"#.utf8), stream: "T") == .notAPubAck)
+        #expect(try PubAck.read(status: nil, Array(#"{"stream":"T", "seq":0}"#.utf8), stream: "T") == .notAPubAck)
+        #expect(try PubAck.read(status: 408, [], stream: "T") == .notAPubAck)
+        #expect(try PubAck.read(status: nil, Array(#"{"stream":"error", "seq":7}"#.utf8), stream: "error") == .stored)
+        #expect(
+            try PubAck.read(status: nil, Array(#"{"stream":"T", "domain":"hub", "seq":3}"#.utf8), stream: "T")
+                == .stored
+        )
+        #expect(PubAck.isPlainAck(Array(#"{"stream":"T", "seq":12}"#.utf8), stream: "T"))
+        #expect(!PubAck.isPlainAck(Array(#"{"stream":"T", "seq":}"#.utf8), stream: "T"))
         let tooBig = #"{"error":{"code":400,"err_code":10054,"description":"message size exceeds maximum allowed"}}"#
-        #expect(try PubAck.read(status: nil, Array(tooBig.utf8), subject: "", stream: "T") != .stored)
+        #expect(try PubAck.read(status: nil, Array(tooBig.utf8), stream: "T") != .stored)
         let wrongStream = #"{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"}}"#
         let held = #expect(throws: JetStreamError.self) {
-            try PubAck.read(status: nil, Array(wrongStream.utf8), subject: "", stream: "T")
+            try PubAck.read(status: nil, Array(wrongStream.utf8), stream: "T")
         }
         #expect(held?.kind == .configuration)
-        let busy = #expect(throws: JetStreamError.self) { try PubAck.read(status: 503, [], subject: "", stream: "T") }
+        let busy = #expect(throws: JetStreamError.self) { try PubAck.read(status: 503, [], stream: "T") }
         #expect(busy?.kind == .transient)
     }
 

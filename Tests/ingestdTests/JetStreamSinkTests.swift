@@ -249,6 +249,22 @@ struct JetStreamSinkTests {
         #expect(listed.stdout.contains("max_msg_size") || listed.stdout.contains("maximum"), "\(listed.stdout)")
     }
 
+    /// A field value that would make a subject longer than a NATS control
+    /// line: that record alone is a dead letter, the queue goes on.
+    @Test func aSubjectTooLongForAControlLineIsThatRecordsDeadLetter() throws {
+        let cluster = try NATSCluster()
+        try cluster.createStream("TELEMETRY", subject: "telemetry.>")
+        let fixture = try Self.fixture(cluster, inputs: "[[inputs]]\nkind = \"stdin\"\nmax_line_bytes = 8192\n")
+        let long = String(repeating: "D", count: 3_950)
+        let text = (0..<30).map { reading($0, device: $0 == 9 ? long : "S\($0)") + "\n" }.joined()
+        let result = try fixture.run(["run"], stdin: Data(text.utf8))
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(try cluster.messages("TELEMETRY").count == 29)
+        let listed = try fixture.run(["dead-letter", "list"])
+        #expect(listed.stdout.contains("1 dead letter"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("control lines of 4096 bytes"), "\(listed.stdout)")
+    }
+
     /// A stream whose duplicate window is shorter than a re-send can take is
     /// named at start, with the fix.
     @Test func aDuplicateWindowShorterThanAResendIsWarned() throws {

@@ -23,11 +23,17 @@ package struct JetStreamError: Error, CustomStringConvertible, Sendable {
                 "the NATS server \(server) does not allow this user that subject (\(text)): check the user's publish permissions"
             )
         }
-        if lower.contains("authorization") || lower.contains("authentication") {
-            return JetStreamError(.refused, "the NATS server \(server) refused the credentials (\(text))")
+        if lower.contains("authorization") || lower.contains("authentication") || lower.contains("user") {
+            return JetStreamError(
+                .refused,
+                "the NATS server \(server) refused the credentials (\(text)): check username/password_file, token_file, nkey_seed_file or credentials_file"
+            )
         }
         if lower.contains("maximum payload") {
             return JetStreamError(.tooLarge, "the NATS server \(server) refused a message as too large (\(text))")
+        }
+        if lower.contains("maximum control line") || lower.contains("invalid subject") {
+            return JetStreamError(.badRecord, "the NATS server \(server) refused a message's subject (\(text))")
         }
         return JetStreamError(.transient, "the NATS server \(server) said: \(text)")
     }

@@ -52,6 +52,7 @@ package final class JetStreamSink: BatchSink {
             let connection = try connected()
             let rejected = try publish(batch, connection)
             firstPublished[batch.idempotencyKey] = nil
+            lastActivity = monotonicMilliseconds()
             return .stored(rejected: rejected)
         } catch {
             switch error.kind {
@@ -62,8 +63,12 @@ package final class JetStreamSink: BatchSink {
                 close()  // the next attempt starts on a fresh connection, with the next server
                 nextServer += 1
                 return .retry(reason: error.message, retryAfterSeconds: nil)
-            case .tooLarge: return .tooLarge
-            case .badRecord: return .badBatch(reason: error.message)
+            case .tooLarge:
+                close()  // the server closes the connection after a payload or control line over its limit
+                return .tooLarge
+            case .badRecord:
+                close()
+                return .badBatch(reason: error.message)
             }
         }
     }
@@ -75,7 +80,14 @@ package final class JetStreamSink: BatchSink {
         stream = nil
     }
 
+    /// When a batch was last stored: a connection idle for longer may have
+    /// been dropped by the server for unanswered PINGs (they are read only
+    /// while delivering), so it is replaced before the next batch.
+    private var lastActivity: Int64 = 0
+    static let idleReconnectMilliseconds: Int64 = 60_000
+
     private func connected() throws(JetStreamError) -> NATSConnection {
+        if connection != nil, monotonicMilliseconds() - lastActivity > Self.idleReconnectMilliseconds { close() }
         if let connection { return connection }
         var failures: [String] = []
         for offset in 0..<settings.servers.count {
@@ -160,19 +172,26 @@ package final class JetStreamSink: BatchSink {
         var deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
 
         /// Takes one answer; false when none came in time.
-        func takeAnswer() throws(JetStreamError) -> Bool {
-            guard let operation = try connection.next(until: deadline) else { return false }
+        /// Takes one answer, waiting until `limit` at most; false when none
+        /// came. Checked first: a server sending anything else must not keep
+        /// the batch waiting.
+        func takeAnswer(waitingUntil limit: Int64) throws(JetStreamError) -> Bool {
+            guard monotonicMilliseconds() <= limit, let operation = try connection.next(until: limit) else {
+                return false
+            }
             switch operation {
             case .message(let subject, let status, let payload):
                 guard
                     let index = Self.index(of: subject, inbox: connection.inbox, base: base, count: batch.recordCount),
                     !acknowledged[index]
                 else { return true }  // a late answer to an earlier batch
+                let answer = try PubAck.read(status: status, payload, stream: settings.stream)
+                guard answer != .notAPubAck else { return true }
                 acknowledged[index] = true
                 outstanding -= 1
                 deadline = monotonicMilliseconds() + Int64(settings.timeoutMilliseconds)
-                switch try PubAck.read(status: status, payload, subject: "", stream: settings.stream) {
-                case .stored: break
+                switch answer {
+                case .stored, .notAPubAck: break
                 case .duplicate: duplicates += 1
                 case .rejected(let reason): rejected.append(RecordRejection(index: index, reason: reason))
                 }
@@ -217,6 +236,17 @@ package final class JetStreamSink: BatchSink {
                     acknowledged[index] = true
                     return
                 }
+                guard subject.count <= Self.maxSubjectBytes else {
+                    rejected.append(
+                        RecordRejection(
+                            index: index,
+                            reason:
+                                "the subject made from this record is \(subject.count) bytes; a NATS server takes control lines of 4096 bytes"
+                        )
+                    )
+                    acknowledged[index] = true
+                    return
+                }
                 // The header block without the control line's CRLF.
                 let headerBytes = Self.headerStart.count - 2 + id.count + headerTail.count
                 guard headerBytes + line.count <= maxPayload else {
@@ -248,8 +278,11 @@ package final class JetStreamSink: BatchSink {
                 if out.count >= 256 * 1024 || outstanding >= settings.maxPending {
                     try connection.send(out)
                     out.removeAll(keepingCapacity: true)
+                    // Take what PubAcks are there: unread, they would fill the server's
+                    // socket buffer and it would drop this connection as a slow consumer.
+                    while try takeAnswer(waitingUntil: monotonicMilliseconds()) {}
                     while outstanding >= settings.maxPending {
-                        guard try takeAnswer() else {
+                        guard try takeAnswer(waitingUntil: deadline) else {
                             throw JetStreamError(
                                 .transient,
                                 "no PubAck from \(connection.server) in \(settings.timeoutMilliseconds) ms"
@@ -264,7 +297,7 @@ package final class JetStreamSink: BatchSink {
         if let failure { throw failure }
         if !out.isEmpty { try connection.send(out) }
         while outstanding > 0 {
-            guard try takeAnswer() else {
+            guard try takeAnswer(waitingUntil: deadline) else {
                 throw JetStreamError(
                     .transient,
                     "no PubAck from \(connection.server) for \(outstanding) of \(batch.recordCount) messages in \(settings.timeoutMilliseconds) ms"
@@ -315,6 +348,9 @@ package final class JetStreamSink: BatchSink {
     }
 
     static let hpub = Array("HPUB ".utf8)
+    /// A subject that leaves room in the server's 4096-byte control line
+    /// (its default `max_control_line`) for the reply subject and sizes.
+    static let maxSubjectBytes = 3_900
     /// The control line's end and the header block up to the message id.
     static let headerStart = Array("\r\nNATS/1.0\r\nNats-Msg-Id: ".utf8)
 
@@ -367,11 +403,13 @@ enum PubAck: Equatable {
     case stored, duplicate
     /// The stream refused this message alone (too large for the stream).
     case rejected(String)
+    /// Not an answer from the stream (another subscriber of the subject
+    /// replied): ignored, the stream's own PubAck is still awaited.
+    case notAPubAck
 
-    /// Reads one answer; throws for what concerns every message (no
-    /// stream, the wrong stream, JetStream unavailable).
-    static func read(status: Int?, _ payload: [UInt8], subject: String, stream: String) throws(JetStreamError) -> PubAck
-    {
+    /// Reads one answer to a publish; throws for what concerns every
+    /// message (the wrong stream, JetStream unavailable).
+    static func read(status: Int?, _ payload: [UInt8], stream: String) throws(JetStreamError) -> PubAck {
         if status == 503 {
             // The subject is among the stream's (checked before publishing):
             // a node just started, or the stream is moving its leader.
@@ -380,37 +418,47 @@ enum PubAck: Equatable {
                 "no JetStream server answered for stream \(stream) (no responders): a node starting or a leader election"
             )
         }
-        if !Self.contains(payload, "\"error\"") {
-            // nats-server 2.9 writes `"duplicate": true`; parse the rare answer that has the member.
-            guard Self.contains(payload, "\"duplicate\"") else { return .stored }
-            return (try? JSONValue.parse(payload))?["duplicate"]?.bool == true ? .duplicate : .stored
+        guard status == nil else { return .notAPubAck }
+        if isPlainAck(payload, stream: stream) { return .stored }
+        guard let value = try? JSONValue.parse(payload), value.members != nil else { return .notAPubAck }
+        if let error = value["error"] {
+            let code = error["err_code"]?.int64 ?? 0
+            let description = String((error["description"]?.string ?? "an error").prefix(200))
+            switch code {
+            case 10054: return .rejected("the stream refused the message: \(description)")  // larger than max_msg_size
+            case 10060:
+                throw JetStreamError(
+                    .configuration,
+                    "the subject belongs to another stream than \(stream) (\(description)): check upload.subject and upload.stream"
+                )
+            default:
+                // Leader elections, no quorum, a full stream (discard new): try again later.
+                throw JetStreamError(.transient, "the stream \(stream) did not store a message: \(description)")
+            }
         }
-        let value = try? JSONValue.parse(payload)
-        let error = value?["error"]
-        let code = error?["err_code"]?.int64 ?? 0
-        let description = String((error?["description"]?.string ?? "an error").prefix(200))
-        switch code {
-        case 10054: return .rejected("the stream refused the message: \(description)")  // larger than max_msg_size
-        case 10060:
-            throw JetStreamError(
-                .configuration,
-                "the subject belongs to another stream than \(stream) (\(description)): check upload.subject and upload.stream"
-            )
-        default:
-            // Leader elections, no quorum, a full stream (discard new): try again later.
-            throw JetStreamError(.transient, "the stream \(stream) did not store a message: \(description)")
+        // A PubAck names the stream and the sequence it stored the message at.
+        guard value["stream"]?.string == stream, let sequence = value["seq"]?.int64, sequence > 0 else {
+            return .notAPubAck
         }
+        return value["duplicate"]?.bool == true ? .duplicate : .stored
     }
 
-    private static func contains(_ bytes: [UInt8], _ text: StaticString) -> Bool {
-        let needle = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
-        guard bytes.count >= needle.count else { return false }
-        return bytes.withUnsafeBytes { hay in
-            for start in 0...(hay.count - needle.count) where hay[start] == needle[0] {
-                if memcmp(hay.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
-            }
-            return false
-        }
+    /// Whether `payload` is exactly `{"stream":"<stream>", "seq":<n>}` with
+    /// n > 0, as nats-server writes a PubAck for a new message: read
+    /// without building a JSON value (one per record).
+    static func isPlainAck(_ payload: [UInt8], stream: String) -> Bool {
+        let head = #"{"stream":""#.utf8
+        let middle = #"", "seq":"#.utf8
+        let name = stream.utf8
+        let digitsStart = head.count + name.count + middle.count
+        guard payload.count > digitsStart + 1, payload.last == UInt8(ascii: "}") else { return false }
+        guard payload[0..<head.count].elementsEqual(head),
+            payload[head.count..<(head.count + name.count)].elementsEqual(name),
+            payload[(head.count + name.count)..<digitsStart].elementsEqual(middle)
+        else { return false }
+        let digits = payload[digitsStart..<(payload.count - 1)]
+        return !digits.isEmpty && digits.count <= 19 && digits.allSatisfy { $0 >= 48 && $0 <= 57 }
+            && digits.contains { $0 != 48 }
     }
 }
 

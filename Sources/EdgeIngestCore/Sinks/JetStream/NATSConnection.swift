@@ -79,7 +79,15 @@ final class NATSConnection {
             }
         }
         let info = NATSServerInfo(json: infoBytes ?? [])
-        if server.tls || info.tlsRequired || settings.tls != nil {
+        guard info.headers else {
+            throw JetStreamError(
+                .configuration,
+                "the NATS server \(server) does not take message headers: JetStream's message ids need NATS 2.2 or newer"
+            )
+        }
+        // TLS where the URL says tls:// or the server requires it (ca_file
+        // alone does not turn it on for a nats:// server that does not).
+        if server.tls || info.tlsRequired {
             guard server.tls || settings.tls != nil else {
                 throw JetStreamError(
                     .configuration,
@@ -112,17 +120,12 @@ final class NATSConnection {
         while true {
             switch try connection.next(until: deadline) {
             case .pong?: return connection
-            case .error(let text)?:
-                let lower = text.lowercased()
-                if lower.contains("authorization") || lower.contains("authentication") || lower.contains("user") {
-                    throw JetStreamError(
-                        .refused,
-                        "the NATS server \(server) refused the credentials (\(text)): check username/password_file, token_file or credentials_file"
-                    )
-                }
-                throw JetStreamError(.transient, "the NATS server \(server) refused the connection: \(text)")
+            case .error(let text)?: throw JetStreamError.fromServerError(text, server: server)
             case nil: throw JetStreamError(.transient, "\(server) did not finish the handshake in time")
-            default: continue
+            default:
+                if monotonicMilliseconds() > deadline {
+                    throw JetStreamError(.transient, "\(server) did not finish the handshake in time")
+                }
             }
         }
     }
@@ -146,7 +149,7 @@ final class NATSConnection {
             }
             switch operation {
             case .ping?: try send(Array("PONG\r\n".utf8))
-            case .ok?, .info?: continue  // verbose is off; a new INFO only updates cluster URLs
+            case .ok?, .info?: break  // verbose is off; a new INFO only updates cluster URLs
             case let other?: return other
             case nil:
                 do throws(JetStreamError) {
@@ -155,7 +158,10 @@ final class NATSConnection {
                     if error.message.isEmpty { return nil }  // the deadline passed
                     throw error
                 }
+                continue
             }
+            // A server sending only PINGs and INFOs must not keep the caller past its deadline.
+            if monotonicMilliseconds() > deadline { return nil }
         }
     }
 
@@ -174,7 +180,13 @@ final class NATSConnection {
                     .transient,
                     "no answer from \(server) to a JetStream request in \(timeoutMilliseconds) ms"
                 )
-            default: continue  // a late publish acknowledgement of an earlier batch
+            default:  // a late publish acknowledgement of an earlier batch
+                if monotonicMilliseconds() > deadline {
+                    throw JetStreamError(
+                        .transient,
+                        "no answer from \(server) to a JetStream request in \(timeoutMilliseconds) ms"
+                    )
+                }
             }
         }
     }
@@ -228,6 +240,8 @@ struct NATSServerInfo: Sendable {
     /// The cluster's other members, as the server advertises them (`host:port`).
     var connectURLs: [String] = []
     var jetStream = false
+    /// Whether it takes HPUB (NATS 2.2 and newer).
+    var headers = false
 
     init(json: [UInt8]) {
         guard let value = try? JSONValue.parse(json) else { return }
@@ -236,5 +250,6 @@ struct NATSServerInfo: Sendable {
         nonce = value["nonce"]?.string
         connectURLs = value["connect_urls"]?.array?.compactMap { $0.string } ?? []
         jetStream = value["jetstream"]?.bool ?? false
+        headers = value["headers"]?.bool ?? false
     }
 }

@@ -105,10 +105,10 @@ struct JetStreamSinkConfiguration: SinkConfiguration {
             settings.maxPending = Int(min(n, 65_536))
         }
         if let v = upload["connect_timeout_ms"], let n = decoder.integer(v, "upload.connect_timeout_ms", min: 1) {
-            settings.connectTimeoutMilliseconds = Int(n)
+            settings.connectTimeoutMilliseconds = Int(min(n, 3_600_000))
         }
         if let v = upload["timeout_ms"], let n = decoder.integer(v, "upload.timeout_ms", min: 1) {
-            settings.timeoutMilliseconds = Int(n)
+            settings.timeoutMilliseconds = Int(min(n, 3_600_000))
         }
         guard let credentials = decodeCredentials(upload, &decoder, environment: environment) else { return nil }
         settings.credentials = credentials
