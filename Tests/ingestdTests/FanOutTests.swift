@@ -186,18 +186,10 @@ import Testing
         #expect(Self.archiveCount(fixture) == "\(written)|\(written)")
     }
 
-    /// A gateway in front of PostgreSQL, on a port chosen before it starts
-    /// (so it can be killed and started again on the same one).
-    final class Gateway {
-        let fixture: AgentFixture
-        let port: Int
-        var agent: RunningAgent?
-        var url: String { "http://127.0.0.1:\(port)/ingest/v1/apps/weather/batches" }
-
-        init(_ server: PostgresServer) throws {
-            port = try SilentListener().port  // a free port, closed again
-            fixture = try AgentFixture(
-                """
+    /// A gateway in front of PostgreSQL.
+    static func gateway(_ server: PostgresServer) throws -> GatewayAgent {
+        try GatewayAgent(
+            upload: """
 
                 [upload]
                 sink = "postgresql"
@@ -205,41 +197,15 @@ import Testing
                 password_file = "\(server.passwordFile)"
                 table = "weather"
                 linger_ms = 20
-                """,
-                inputs: """
-                    [[inputs]]
-                    kind = "http"
-                    listen = "127.0.0.1:\(port)"
-                    app_id = "weather"
-                    """
-            )
-        }
-
-        func start() throws {
-            agent = try RunningAgent(
-                arguments: ["run", "--config", fixture.configPath],
-                environment: IngestdBinary.environment
-            )
-            #expect(
-                eventually { (try? httpRequest("GET", "http://127.0.0.1:\(port)/healthz"))?.status == 200 },
-                "gateway on \(port): \(agent?.stderr.suffix(2000) ?? "")"
-            )
-        }
-
-        func kill9() {
-            guard let agent else { return }
-            kill(agent.process.processIdentifier, SIGKILL)
-            agent.process.waitUntilExit()
-        }
-
-        var accepted: Int { ((try? fixture.status())?["accepted_total"] as? Int) ?? 0 }
+                """
+        )
     }
 
     @Test func thePrimaryGatewayKilledMidStreamTheSecondaryTakesOverAndThePrimaryComesBack() throws {
         let server = try PostgresServer()
         try server.psql(Self.table)
-        let primary = try Gateway(server)
-        let secondary = try Gateway(server)
+        let primary = try Self.gateway(server)
+        let secondary = try Self.gateway(server)
         try primary.start()
         try secondary.start()
         let box = try AgentFixture(

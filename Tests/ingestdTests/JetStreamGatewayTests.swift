@@ -16,54 +16,18 @@ import Testing
     )
 )
 struct JetStreamGatewayTests {
-    /// A gateway: an HTTP input on a port chosen before it starts (so it can
-    /// be killed and started again on the same one), forwarding into the stream.
-    final class Gateway {
-        let fixture: AgentFixture
-        let port: Int
-        var agent: RunningAgent?
-
-        init(_ cluster: NATSCluster) throws {
-            port = try SilentListener().port
-            fixture = try JetStreamSinkTests.fixture(
-                cluster,
-                "subject = \"telemetry.{type}\"\nmax_records = 1000",
-                inputs: """
-                    [[inputs]]
-                    kind = "http"
-                    listen = "127.0.0.1:\(port)"
-                    app_id = "weather"
-                    """
-            )
-        }
-
-        func start() throws {
-            agent = try RunningAgent(
-                arguments: ["run", "--config", fixture.configPath],
-                environment: IngestdBinary.environment
-            )
-            #expect(
-                eventually { (try? httpRequest("GET", "http://127.0.0.1:\(port)/healthz"))?.status == 200 },
-                "gateway on \(port): \(agent?.stderr.suffix(2000) ?? "")"
-            )
-        }
-
-        func kill9() {
-            guard let agent else { return }
-            kill(agent.process.processIdentifier, SIGKILL)
-            agent.process.waitUntilExit()
-            self.agent = nil
-        }
-
-        func status() -> [String: Any] { (try? fixture.status()) ?? [:] }
-        var accepted: Int { status()["accepted_total"] as? Int ?? 0 }
+    /// A gateway forwarding into the stream.
+    static func gateway(_ cluster: NATSCluster) throws -> GatewayAgent {
+        try GatewayAgent(
+            upload: JetStreamSinkTests.upload(cluster, "subject = \"telemetry.{type}\"\nmax_records = 1000")
+        )
     }
 
     @Test func aGatewayKilledMidStreamLeavesEachReadingOnceInTheStream() throws {
         let cluster = try NATSCluster(nodes: 3)
         try cluster.createStream("TELEMETRY", subject: "telemetry.>", replicas: 3)
-        let first = try Gateway(cluster)
-        let second = try Gateway(cluster)
+        let first = try Self.gateway(cluster)
+        let second = try Self.gateway(cluster)
         try first.start()
         try second.start()
         let balancer = try NginxBalancer(upstreams: [first.port, second.port])

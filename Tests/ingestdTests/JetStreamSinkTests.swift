@@ -13,6 +13,13 @@ struct JetStreamSinkTests {
     /// An agent publishing to `cluster`; `extra`'s `key = value` lines add
     /// to or replace the defaults below.
     static func fixture(_ cluster: NATSCluster, _ extra: String = "", inputs: String? = nil) throws -> AgentFixture {
+        let upload = upload(cluster, extra)
+        if let inputs { return try AgentFixture(upload, inputs: inputs) }
+        return try AgentFixture(upload)
+    }
+
+    /// The `[upload]` section of ``fixture(_:_:inputs:)``.
+    static func upload(_ cluster: NATSCluster, _ extra: String = "") -> String {
         var keys: [(String, String)] = [
             ("sink", "\"jetstream\""), ("urls", "[\(cluster.urls.map { "\"\($0)\"" }.joined(separator: ", "))]"),
             ("stream", "\"TELEMETRY\""), ("subject", "\"telemetry.{client_id}.{type}.{deviceId}\""),
@@ -25,9 +32,7 @@ struct JetStreamSinkTests {
             keys.removeAll { $0.0 == parts[0] }
             keys.append((parts[0], parts[1]))
         }
-        let upload = "\n[upload]\n" + keys.map { "\($0.0) = \($0.1)" }.joined(separator: "\n") + "\n"
-        if let inputs { return try AgentFixture(upload, inputs: inputs) }
-        return try AgentFixture(upload)
+        return "\n[upload]\n" + keys.map { "\($0.0) = \($0.1)" }.joined(separator: "\n") + "\n"
     }
 
     static func readings(_ range: Range<Int>, prefix: String = "J") -> String {
@@ -102,7 +107,7 @@ struct JetStreamSinkTests {
     }
 
     /// A subject outside the stream's subjects: a hold that names both.
-    @Test func aSubjectNoStreamTakesHoldsAndSaysSo() throws {
+    @Test func aSubjectOutsideTheStreamHoldsAndSaysSo() throws {
         let cluster = try NATSCluster()
         try cluster.createStream("TELEMETRY", subject: "elsewhere.>")
         let fixture = try Self.fixture(cluster)

@@ -1,9 +1,5 @@
 import Logging
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Publishes confirmed records into a NATS JetStream stream, exactly once:
 /// each record is its own message with `Nats-Msg-Id: <_id>`, so a re-send
 /// (after a lost acknowledgement, a crash, or through another gateway) is

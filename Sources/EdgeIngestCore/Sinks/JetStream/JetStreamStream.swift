@@ -6,7 +6,6 @@ struct JetStreamStream: Sendable, Equatable {
     var replicas: Int
     /// How long the stream remembers a message id (`duplicate_window`).
     var duplicateWindowSeconds: Double
-    var messages: Int64
 
     /// Reads the stream's description; creates the stream when it does not
     /// exist and `settings.createStream` says how.
@@ -82,8 +81,7 @@ struct JetStreamStream: Sendable, Equatable {
             name: config["name"]?.string ?? settings.stream,
             subjects: config["subjects"]?.array?.compactMap { $0.string } ?? [],
             replicas: Int(config["num_replicas"]?.int64 ?? 1),
-            duplicateWindowSeconds: Double(config["duplicate_window"]?.int64 ?? 0) / 1e9,
-            messages: value["state"]?["messages"]?.int64 ?? 0
+            duplicateWindowSeconds: Double(config["duplicate_window"]?.int64 ?? 0) / 1e9
         )
     }
 }

@@ -237,9 +237,6 @@ struct NATSServerInfo: Sendable {
     var maxPayload = 1 << 20
     var tlsRequired = false
     var nonce: String?
-    /// The cluster's other members, as the server advertises them (`host:port`).
-    var connectURLs: [String] = []
-    var jetStream = false
     /// Whether it takes HPUB (NATS 2.2 and newer).
     var headers = false
 
@@ -248,8 +245,6 @@ struct NATSServerInfo: Sendable {
         if let n = value["max_payload"]?.int64, n > 0 { maxPayload = Int(n) }
         tlsRequired = value["tls_required"]?.bool ?? false
         nonce = value["nonce"]?.string
-        connectURLs = value["connect_urls"]?.array?.compactMap { $0.string } ?? []
-        jetStream = value["jetstream"]?.bool ?? false
         headers = value["headers"]?.bool ?? false
     }
 }
