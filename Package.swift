@@ -140,6 +140,13 @@ let package = Package(
             dependencies: ["EdgeIngestCore"],
             path: "Tests/Support/queue-crash-probe"
         ),
+        // A short-lived app with only `import EdgeIngestRealm`: writes,
+        // waits for the upload and exits (EdgeIngestRealmTests run it).
+        .executableTarget(
+            name: "realm-upload-example",
+            dependencies: ["EdgeIngestRealm"],
+            path: "Tests/Support/realm-upload-example"
+        ),
         .executableTarget(
             name: "queue-bench",
             dependencies: ["EdgeIngestCore"],

@@ -9,4 +9,8 @@
 // the EdgeIngest types of the same name for code that imports this module;
 // everything else of EdgeIngest (AsymmetricObject, @Persisted, ObjectId,
 // Credentials, User, OpenBehavior, EdgeIngestError) is re-exported as is.
+//
+// Foundation is re-exported as RealmSwift does: the seeds' code uses
+// `NSError`, `URL`, `Date` and `Data` with nothing but `import RealmSwift`.
 @_exported import EdgeIngest
+@_exported import Foundation

@@ -42,8 +42,19 @@ extension Realm {
         downloadBeforeOpen: OpenBehavior = .always,
         timeout: Duration = .seconds(30)
     ) -> AsyncStream<AsyncOpenState> {
+        let opening: IngestConfiguration
+        do {
+            opening = try configuration.opening()
+        } catch {
+            return AsyncStream { continuation in
+                continuation.yield(
+                    .error(error as? Realm.Error ?? Realm.Error(EdgeIngestError(.invalidConfiguration, "\(error)")))
+                )
+                continuation.finish()
+            }
+        }
         let states = IngestRealm.asyncOpen(
-            configuration: configuration.resolved,
+            configuration: opening,
             openBehavior: downloadBeforeOpen,
             timeout: timeout,
             logger: Realm.logger

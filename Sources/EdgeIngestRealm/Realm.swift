@@ -74,7 +74,7 @@ public final class Realm: Sendable, CustomStringConvertible {
         queue: DispatchQueue? = nil
     ) throws {
         try self.init(
-            reportingRealmErrors { try IngestRealm(openingNow: configuration.resolved, logger: Realm.logger) },
+            reportingRealmErrors { try IngestRealm(openingNow: configuration.opening(), logger: Realm.logger) },
             configuration: configuration
         )
     }
@@ -87,9 +87,10 @@ public final class Realm: Sendable, CustomStringConvertible {
         configuration: Configuration = .defaultConfiguration,
         downloadBeforeOpen: OpenBehavior = .never
     ) async throws {
+        let opening = try configuration.opening()
         let realm = try await reportingRealmErrorsAsync {
             try await IngestRealm(
-                configuration: configuration.resolved,
+                configuration: opening,
                 openBehavior: downloadBeforeOpen,
                 logger: Realm.logger
             )

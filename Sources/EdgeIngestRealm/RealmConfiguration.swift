@@ -66,6 +66,22 @@ extension Realm {
             return resolved
         }
 
+        /// ``resolved``, for opening a realm: refused without a sync user,
+        /// as Realm refuses asymmetric types in a local realm.
+        func opening() throws -> IngestConfiguration {
+            let resolved = self.resolved
+            guard resolved.user != nil else {
+                let names = (resolved.objectTypes.map { $0.recordTypeName } + resolved.recordTypes.map(\.name))
+                throw Realm.Error(
+                    EdgeIngestError(
+                        .invalidConfiguration,
+                        "This configuration has no sync user, and a write-only realm's AsymmetricObject types (\(names.isEmpty ? "none declared" : names.joined(separator: ", "))) can only be used in a synced realm: records of a local realm would never upload. Log in and open user.flexibleSyncConfiguration() with objectTypes set (Realm refuses asymmetric types in a local realm too); to keep records on the device for another program to upload, use EdgeIngest's IngestRealm with a local IngestConfiguration."
+                    )
+                )
+            }
+            return resolved
+        }
+
         private static let defaultStorage = PlainMutex(Configuration())
 
         /// The configuration `Realm()` opens; its ``fileURL`` is

@@ -25,11 +25,32 @@ extension Realm {
 
         init(_ ingestError: EdgeIngestError) {
             self.ingestError = ingestError
-            super.init(
-                domain: "io.edgeingest",
-                code: Error.number(of: ingestError.code),
-                userInfo: [NSLocalizedDescriptionKey: ingestError.message, "code": "\(ingestError.code)"]
-            )
+            var userInfo: [String: Any] = [
+                NSLocalizedDescriptionKey: ingestError.message, "code": "\(ingestError.code)",
+            ]
+            if let record = ingestError.rejectedRecord {
+                userInfo["objectType"] = record.type
+                userInfo["primaryKey"] = record.id.hexString
+                userInfo["reason"] = record.reason
+            }
+            super.init(domain: "io.edgeingest", code: Error.number(of: ingestError.code), userInfo: userInfo)
+        }
+
+        /// For a record the backend refused (`recordRejected`) or a write
+        /// that repeated an `_id` (`duplicateID`): which record and why, as
+        /// Realm's compensating-write errors name them. Nil otherwise.
+        ///
+        /// ```swift
+        /// app.syncManager.errorHandler = { error, _ in
+        ///     for info in (error as? Realm.Error)?.compensatingWriteInfo ?? [] {
+        ///         print("\(info.objectType) \(info.primaryKey) refused: \(info.reason)")
+        ///     }
+        /// }
+        /// ```
+        public var compensatingWriteInfo: [CompensatingWriteInfo]? {
+            ingestError.rejectedRecord.map {
+                [CompensatingWriteInfo(objectType: $0.type, primaryKey: $0.id, reason: $0.reason)]
+            }
         }
 
         required init?(coder: NSCoder) { nil }
@@ -41,7 +62,7 @@ extension Realm {
             .invalidRecord, .unknownObjectType, .invalidObjectId, .invalidConfiguration, .invalidSchema,
             .queueCorrupt, .queueUnavailable, .queueFull, .queueFormatTooNew, .storage, .diskFull, .leaseMisuse,
             .authenticationFailed, .offline, .uploadFailed, .uploadHeld, .clientResetRequired, .encryption,
-            .migrationFailed,
+            .migrationFailed, .duplicateID, .recordRejected,
         ]
 
         /// 1, 2, … in the order of ``EdgeIngestError/Code``'s declarations; 0 for a newer code.
@@ -49,6 +70,14 @@ extension Realm {
             codes.firstIndex(of: code).map { $0 + 1 } ?? 0
         }
     }
+}
+
+/// Realm's description of one refused write: the object's type, its
+/// primary key (`_id`) and the backend's reason.
+public struct CompensatingWriteInfo: Sendable, Hashable {
+    public let objectType: String
+    public let primaryKey: ObjectId
+    public let reason: String
 }
 
 /// Runs `body`, reporting an ``EdgeIngestError`` as a ``Realm/Error``.

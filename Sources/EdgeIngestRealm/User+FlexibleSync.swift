@@ -28,7 +28,7 @@ extension User {
     )
     public func flexibleSyncConfiguration(
         clientResetMode: ClientResetMode = .recoverUnsyncedChanges(),
-        initialSubscriptions: (Any) -> Void,
+        initialSubscriptions: @escaping (SyncSubscriptionSet) -> Void,
         rerunOnOpen: Bool = false
     ) -> Realm.Configuration { flexibleSyncConfiguration() }
 

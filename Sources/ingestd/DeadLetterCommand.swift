@@ -115,11 +115,8 @@ enum DeadLetterCommand {
             defer { close(fd) }
             let progress = Progress(total: letters.count, label: "exported")
             for (i, letter) in letters.enumerated() {
-                var line =
-                    "{\"number\":\(letter.number),\"_id\":\"\(letter.recordID)\",\"type\":\(jsonString(letter.type)),\"schema_version\":\(letter.schemaVersion),\"reason\":\(jsonString(letter.reason)),\"failed_at\":\(letter.failedAt),\"sink\":\(letter.sink.map(jsonString) ?? "null"),\"record\":"
-                line += String(decoding: letter.payload, as: UTF8.self) + "}\n"
-                var bytes = Array(line.utf8)
-                guard bytes.withUnsafeMutableBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+                let bytes = letter.exportLine()
+                guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
                     printError("Writing '\(out)' failed: \(String(cString: strerror(errno))).")
                     throw ExitCodes.ioError
                 }
@@ -253,10 +250,4 @@ enum DeadLetterCommand {
             print("Deleted \(n) dead letter\(n == 1 ? "" : "s").")
         }
     }
-}
-
-func jsonString(_ s: String) -> String {
-    var out: [UInt8] = []
-    JSONWriter.appendString(s, to: &out)
-    return String(decoding: out, as: UTF8.self)
 }

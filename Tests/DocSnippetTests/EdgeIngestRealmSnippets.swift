@@ -3,7 +3,6 @@
 // swift-format-ignore-file
 // swiftlint:disable all
 import EdgeIngestRealm
-import Foundation
 
 // docs/MIGRATING-FROM-REALM.md, the block at line 34.
 func docs_MIGRATING_FROM_REALM_md_line34() async throws {
@@ -54,8 +53,35 @@ func docs_MIGRATING_FROM_REALM_md_line34() async throws {
     }
 }
 
-// docs/MIGRATING-FROM-REALM.md, the block at line 141.
-func docs_MIGRATING_FROM_REALM_md_line141() async throws {
+// docs/MIGRATING-FROM-REALM.md, the block at line 142.
+func docs_MIGRATING_FROM_REALM_md_line142() async throws {
+
+    func recordAndExit(user: User, readings: [[String: Any]]) async throws {
+        var config = user.flexibleSyncConfiguration()
+        config.objectTypes = [WeatherSensor.self]
+        let realm = try await Realm(configuration: config)
+        try realm.write {
+            for reading in readings { realm.create(WeatherSensor.self, value: reading) }
+        }
+        try await realm.syncSession?.wait(for: .upload)   // every reading above left the device
+    }
+}
+
+// docs/MIGRATING-FROM-REALM.md, the block at line 176.
+func docs_MIGRATING_FROM_REALM_md_line176() async throws {
+
+    func handleRefusals(app: App) {
+        app.syncManager.errorHandler = { error, session in
+            guard let error = error as? Realm.Error, error.ingestCode == .recordRejected else { return }
+            for info in error.compensatingWriteInfo ?? [] {
+                print("\(info.objectType) \(info.primaryKey) refused: \(info.reason)")
+            }
+        }
+    }
+}
+
+// docs/MIGRATING-FROM-REALM.md, the block at line 232.
+func docs_MIGRATING_FROM_REALM_md_line232() async throws {
 
     var config = Realm.Configuration.defaultConfiguration
     config.schemaVersion = 2

@@ -36,5 +36,5 @@ func README_md_line280() async throws {
             "temperatureInFahrenheit": 66.7, "barometricPressureInHg": 29.65, "windSpeedInMph": 2,
         ])
     }   // durable when write returns; uploaded in the background, deleted once confirmed
-    try await realm.waitForUpload()
+    try await realm.waitForUpload(timeout: .seconds(30))   // before a short-lived program exits
 }

@@ -1,38 +1,30 @@
 import EdgeIngestRealm
-import Foundation
 import TestSupport
 import Testing
 
-/// "Configurar e abrir um domínio" (../shared/seeds): the samples for
-/// local realms that concern write-only data, as written. Realm finds
-/// every object type of the program by itself; Swift on Linux cannot, so
-/// the program declares them once on the default configuration (the
-/// harness here does, as an app's start-up would).
+/// "Configurar e abrir um domínio" (../shared/seeds): the samples that
+/// concern write-only data, as written. Realm finds every object type of
+/// the program by itself; Swift on Linux cannot, so the program declares
+/// them once on the default configuration. And a write-only realm must be
+/// synced (Realm refuses asymmetric types in a local realm), so the app's
+/// start-up makes its default configuration a user's
+/// `flexibleSyncConfiguration()`: the harness here does that, and the
+/// samples' `Realm()` and `Realm.Configuration.defaultConfiguration` then
+/// work as written.
 @Suite(.serialized) struct ConfigureAndOpenSeedTests {
-    /// The default configuration pointed at a temporary directory with the
-    /// seeds' types, for the duration of `body`.
-    func withDefaultConfiguration(_ body: (TemporaryDirectory) throws -> Void) throws {
-        let (dir, saved) = try pointDefaultConfigurationAtATemporaryDirectory()
-        defer { Realm.Configuration.defaultConfiguration = saved }
-        try body(dir)
-    }
-
-    /// ``withDefaultConfiguration(_:)`` for async samples.
-    func withDefaultConfigurationAsync(_ body: (TemporaryDirectory) async throws -> Void) async throws {
-        let (dir, saved) = try pointDefaultConfigurationAtATemporaryDirectory()
-        defer { Realm.Configuration.defaultConfiguration = saved }
-        try await body(dir)
-    }
-
-    /// Sets the default configuration; returns its directory and the configuration it replaced.
-    private func pointDefaultConfigurationAtATemporaryDirectory() throws -> (TemporaryDirectory, Realm.Configuration) {
+    /// The default configuration: a synced one of the shared user, in a
+    /// temporary directory, with the seeds' types, for the duration of `body`.
+    func withDefaultConfiguration(_ body: (TemporaryDirectory) async throws -> Void) async throws {
         let dir = try TemporaryDirectory()
         let saved = Realm.Configuration.defaultConfiguration
-        var configuration = saved
-        configuration.fileURL = URL(fileURLWithPath: dir.file("default.realm"))
-        configuration.objectTypes = [WeatherSensor.self, Dog.self]
+        var configuration = try await SyncedRealmFixture.shared.configuration(
+            objectTypes: [WeatherSensor.self, Dog.self],
+            file: URL(fileURLWithPath: dir.file("default.realm"))
+        )
+        configuration.ingestConfiguration.upload.lingerMilliseconds = 60_000  // counts stay put while a test looks
         Realm.Configuration.defaultConfiguration = configuration
-        return (dir, saved)
+        defer { Realm.Configuration.defaultConfiguration = saved }
+        try await body(dir)
     }
 
     @Test func theDefaultConfigurationHasARealFileURL() {
@@ -43,8 +35,8 @@ import Testing
         #expect(IngestConfiguration.defaultDirectory.hasPrefix("/"))
     }
 
-    @Test func openTheDefaultRealmAndOneAtAFileURL() throws {
-        try withDefaultConfiguration { dir in
+    @Test func openTheDefaultRealmAndOneAtAFileURL() async throws {
+        try await withDefaultConfiguration { dir in
             // Open the default realm
             let defaultRealm = try! Realm()
             // Open the realm with a specific file URL, for example a username
@@ -64,13 +56,14 @@ import Testing
         }
     }
 
-    @Test func openAnInMemoryRealm() throws {
-        try withDefaultConfiguration { dir in
+    @Test func openAnInMemoryRealm() async throws {
+        try await withDefaultConfiguration { dir in
             // Open the realm with a specific in-memory identifier.
             let identifier = "MyRealm"
-            let config = Realm.Configuration(
-                inMemoryIdentifier: identifier
-            )
+            // The seeds make a new, local configuration here: a write-only
+            // realm must be synced, so the identifier goes on the synced one.
+            var config = Realm.Configuration.defaultConfiguration
+            config.inMemoryIdentifier = identifier
             // Open the realm
             let realm = try! Realm(configuration: config)
 
@@ -82,7 +75,7 @@ import Testing
     }
 
     @Test func openWithSwiftConcurrency() async throws {
-        try await withDefaultConfigurationAsync { _ in
+        try await withDefaultConfiguration { _ in
             try await mainThreadFunction()
         }
     }
@@ -100,8 +93,8 @@ import Testing
         try await realm.asyncWrite { realm.create(Dog.self, value: ["name": "Pippin"]) }
     }
 
-    @Test func handleErrorsWithSwiftsErrorHandling() throws {
-        try withDefaultConfiguration { dir in
+    @Test func handleErrorsWithSwiftsErrorHandling() async throws {
+        try await withDefaultConfiguration { dir in
             // A directory where the file should be: opening fails with a message that says so.
             try FileManager.default.createDirectory(
                 atPath: dir.file("default.realm"),
@@ -121,8 +114,8 @@ import Testing
         }
     }
 
-    @Test func provideASubsetOfClasses() throws {
-        try withDefaultConfiguration { _ in
+    @Test func provideASubsetOfClasses() async throws {
+        try await withDefaultConfiguration { _ in
             var config = Realm.Configuration.defaultConfiguration
             // Given: `class Dog: Object`
             // Limit the realm to only the Dog object. All other
@@ -138,8 +131,8 @@ import Testing
         }
     }
 
-    @Test func theRealmsParentDirectory() throws {
-        try withDefaultConfiguration { dir in
+    @Test func theRealmsParentDirectory() async throws {
+        try await withDefaultConfiguration { dir in
             let realm = try! Realm()
             // Get the realm file's parent directory
             let folderPath = realm.configuration.fileURL!.deletingLastPathComponent().path

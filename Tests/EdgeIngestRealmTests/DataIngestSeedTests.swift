@@ -1,69 +1,12 @@
 import EdgeIngestRealm
-import Foundation
 import TestSupport
 import Testing
-
-/// The Data Ingest page (../shared/seeds, "Atlas へのデータのストリーム"):
-/// its code as written, inside a type whose `app` is made by the one
-/// line that says where the backend is.
-struct DataIngestSample {
-    let app: App
-
-    init(backend: String, metadata: String) {
-        // Was: let app = App(id: INSERT_APP_ID_HERE)
-        app = App(
-            id: GatewayProcess.appID,
-            configuration: AppConfiguration(baseURL: backend, metadataDirectory: metadata)
-        )
-    }
-
-    // The page's top-level code.
-    func run() async {
-        do {
-            let user = try await login()
-            await openSyncedRealm(user: user)
-        } catch {
-            print("Error logging in: \(error.localizedDescription)")
-        }
-    }
-
-    func login() async throws -> User {
-        let user = try await app.login(credentials: .anonymous)
-        return user
-    }
-
-    func openSyncedRealm(user: User) async {
-        do {
-            var asymmetricConfig = user.flexibleSyncConfiguration()
-            asymmetricConfig.objectTypes = [WeatherSensor.self]
-            let asymmetricRealm = try await Realm(configuration: asymmetricConfig)
-            await useRealm(asymmetricRealm, user)
-        } catch {
-            print("Error opening realm: \(error.localizedDescription)")
-        }
-    }
-
-    func useRealm(_ asymmetricRealm: Realm, _ user: User) async {
-        try! asymmetricRealm.write {
-            asymmetricRealm.create(
-                WeatherSensor.self,
-                value: [
-                    "_id": ObjectId.generate(),
-                    "deviceId": "WX1278UIT",
-                    "temperatureInFahrenheit": 66.7,
-                    "barometricPressureInHg": 29.65,
-                    "windSpeedInMph": 2,
-                ]
-            )
-        }
-    }
-}
 
 @Suite struct DataIngestSeedTests {
     @Test func theDataIngestPageStreamsAWeatherSensorReadingToTheGateway() async throws {
         let gateway = try GatewayProcess(types: seedTypesTOML)
         let metadata = try TemporaryDirectory()
-        await DataIngestSample(backend: gateway.baseURL, metadata: metadata.path).run()
+        await DataIngestSample(appID: GatewayProcess.appID, backend: gateway.baseURL, metadata: metadata.path).run()
         // The realm was released at the end of useRealm: its final drain uploaded the reading.
         #expect(gateway.waitUntilArchived(1) == 1, "\(gateway.stderr.suffix(2000))")
         let row = try sqlite3(
@@ -89,9 +32,7 @@ struct DataIngestSample {
     }
 
     @Test func aValueThatDoesNotFitFailsTheWriteAndStoresNothing() async throws {
-        var configuration = Realm.Configuration(inMemoryIdentifier: "bad-\(ObjectId.generate())")
-        configuration.objectTypes = [WeatherSensor.self]
-        let realm = try await Realm(configuration: configuration)
+        let realm = try await Realm(configuration: SyncedRealmFixture.shared.configuration())
         #expect {
             try realm.write {
                 realm.create(WeatherSensor.self, value: Self.reading(wind: 1))
@@ -115,11 +56,8 @@ struct DataIngestSample {
 /// through either inside the other's write belongs to that write.
 @Suite struct SharedFileTests {
     @Test func twoRealmsOnOneFileShareTheirWriteTransaction() async throws {
-        let dir = try TemporaryDirectory()
-        let config = Realm.Configuration(
-            fileURL: URL(fileURLWithPath: dir.file("one.realm")),
-            objectTypes: [WeatherSensor.self]
-        )
+        var config = try await SyncedRealmFixture.shared.configuration()
+        config.ingestConfiguration.upload.lingerMilliseconds = 60_000  // the count stays put while the test looks
         let first = try await Realm(configuration: config)
         let second = try await Realm(configuration: config)
         try first.write {

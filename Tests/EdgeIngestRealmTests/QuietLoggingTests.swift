@@ -1,5 +1,4 @@
 import EdgeIngestRealm
-import Foundation
 import Logging
 import Synchronization
 import TestSupport

@@ -1,5 +1,4 @@
 import EdgeIngestRealm
-import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -23,12 +22,14 @@ class WeatherSensorV0: AsymmetricObject {
         let file = URL(fileURLWithPath: dir.file("sensors.realm"))
         do {
             // Version 0 of the app queued two readings while offline (a local realm).
-            let old = try await Realm(
+            // (through EdgeIngest's local queue: a Realm-shaped realm must have a user)
+            let old = try await IngestRealm(
                 configuration: Realm.Configuration(fileURL: file, objectTypes: [WeatherSensorV0.self])
+                    .ingestConfiguration
             )
             try old.write {
                 for kph in [16, 32] {
-                    old.create(
+                    try $0.create(
                         WeatherSensorV0.self,
                         value: [
                             "deviceName": "WX\(kph)", "temperatureInFahrenheit": 60.5, "barometricPressureInHg": 30.1,
@@ -69,11 +70,13 @@ class WeatherSensorV0: AsymmetricObject {
         let dir = try TemporaryDirectory()
         let file = URL(fileURLWithPath: dir.file("sensors.realm"))
         do {
-            let old = try await Realm(
+            // (through EdgeIngest's local queue: a Realm-shaped realm must have a user)
+            let old = try await IngestRealm(
                 configuration: Realm.Configuration(fileURL: file, objectTypes: [WeatherSensorV0.self])
+                    .ingestConfiguration
             )
             try old.write {
-                old.create(
+                try $0.create(
                     WeatherSensorV0.self,
                     value: [
                         "deviceName": "WX", "temperatureInFahrenheit": 1.5, "barometricPressureInHg": 30.1,
@@ -83,7 +86,7 @@ class WeatherSensorV0: AsymmetricObject {
             }
         }
         let migrated = Mutex<[UInt64]>([])
-        let config = Realm.Configuration(
+        var config = Realm.Configuration(
             fileURL: file,
             schemaVersion: 1,
             migrationBlock: { migration, oldSchemaVersion in
@@ -93,6 +96,9 @@ class WeatherSensorV0: AsymmetricObject {
             },
             objectTypes: [WeatherSensor.self]
         )
+        // The shared user's session; the record stays queued while the test looks.
+        config.ingestConfiguration.user = try await SyncedRealmFixture.shared.configuration().syncConfiguration?.user
+        config.ingestConfiguration.upload.lingerMilliseconds = 60_000
         let realm = try await Realm(configuration: config)
         #expect(try realm.ingestRealm.statistics().queuedRecords == 1)
         #expect(migrated.withLock { $0 } == [0])  // once, for the one queued record

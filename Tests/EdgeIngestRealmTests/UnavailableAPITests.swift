@@ -40,6 +40,43 @@ import Testing
         #expect(status == 0 && errors.isEmpty, "\(errors)")
     }
 
+    /// `import EdgeIngestRealm` brings Foundation, as `import RealmSwift`
+    /// does: the seeds' error handling and the types they use compile with
+    /// nothing else imported, and so do the upload-completion calls.
+    @Test func theSeedsFoundationTypesAndUploadCompletionNeedNoOtherImport() throws {
+        let (status, errors) = try typecheck(
+            """
+            do {
+                let realm = try Realm()
+                _ = realm
+            } catch let error as NSError {
+                print(error.localizedDescription, error.code, error.domain)
+            }
+            var copy = config
+            copy.fileURL = URL(fileURLWithPath: "/tmp").appendingPathComponent("copied.realm")
+            copy.encryptionKey = Data(count: 64)
+            _ = Date().timeIntervalSince1970
+            _ = FileManager.default.urls(for: .documentDirectory, in: .userDomainMask).first
+            Task {
+                try await realm.syncSession?.wait(for: .upload)
+                realm.syncSession?.wait(for: .upload, queue: DispatchQueue.main) { error in _ = error }
+                if realm.syncSession?.state == .active, realm.syncSession?.connectionState == .connected {}
+                let token = realm.syncSession?.addProgressNotification(for: .upload, mode: .forCurrentlyOutstandingWork) {
+                    progress in print(progress.progressEstimate, progress.isTransferComplete, progress.transferredBytes)
+                }
+                token?.invalidate()
+                for letter in try realm.deadLetters() { print(letter.recordID, letter.reason) }
+            }
+            App(id: "weather").syncManager.errorHandler = { error, session in
+                for info in (error as? Realm.Error)?.compensatingWriteInfo ?? [] {
+                    print(info.objectType, info.primaryKey, info.reason, session?.state == .invalid)
+                }
+            }
+            """
+        )
+        #expect(status == 0 && errors.isEmpty, "\(errors)")
+    }
+
     @Test(
         arguments: [
             ("_ = realm.objects(WeatherSensor.self)", "cannot read records back"),
@@ -53,6 +90,15 @@ import Testing
             ("_ = config.readOnly", "cannot be opened read-only"),
             ("_ = config.deleteRealmIfMigrationNeeded", "never deleted for a schema change"),
             ("_ = migration.deleteData(forType: \"WeatherSensor\")", "not deleted by a migration"),
+            // The seeds' Flexible Sync set-up, as written there.
+            (
+                "_ = user.flexibleSyncConfiguration(initialSubscriptions: { subs in subs.append(QuerySubscription<WeatherSensor>(name: \"all\")) })",
+                "uses no subscriptions"
+            ),
+            ("_ = QuerySubscription<WeatherSensor>(name: \"all_todos\")", "uses no subscriptions"),
+            ("_ = realm.subscriptions", "uses no subscriptions"),
+            ("class Dog: Object { @Persisted var name: String }", "AsymmetricObject"),
+            ("class Address: EmbeddedObject { @Persisted var street: String }", "flat records"),
         ]
     )
     func whatItCannotHonourFailsToCompileWithTheReason(code: String, reason: String) throws {

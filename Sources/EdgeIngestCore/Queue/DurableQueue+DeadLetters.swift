@@ -143,3 +143,42 @@ extension DurableQueue {
         }
     }
 }
+
+extension DurableQueue {
+    /// The number of the newest dead letter of each of `ids` that has one.
+    func deadLetterNumbers(of ids: [ObjectId]) throws -> [ObjectId: Int64] {
+        try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            let stmt = try store.db.prepare("SELECT max(id) FROM dead_letters WHERE record_id = ?1")
+            var out: [ObjectId: Int64] = [:]
+            for id in ids {
+                stmt.reset()
+                withUnsafeBytes(of: id.bytes) { stmt.bind(1, blob: $0) }
+                if try stmt.step(), !stmt.isNull(0) { out[id] = stmt.int64(0) }
+            }
+            return out
+        }
+    }
+}
+
+extension DurableQueue {
+    /// Deletes the dead letters numbered `numbers` (nil: every one) in one
+    /// transaction; returns how many. Their records are gone for good.
+    @discardableResult
+    public func discardDeadLetters(_ numbers: Set<Int64>?) throws -> Int {
+        guard let numbers else { return try purgeDeadLetters() }
+        return try state.withLock { state in
+            let store = try state.openStore(configuration.location.description)
+            return try store.db.transaction {
+                let delete = try store.db.prepare("DELETE FROM dead_letters WHERE id = ?1")
+                var deleted = 0
+                for number in numbers.sorted() {
+                    delete.bind(1, number)
+                    try delete.run()
+                    deleted += store.db.changes
+                }
+                return deleted
+            }
+        }
+    }
+}

@@ -61,6 +61,14 @@ public struct QueueLease: Sendable {
         return Int64(recordEnds[offset + Int(count) - 1] - start - Int(count) * part.addedBytesPerRecord)
     }
 
+    /// The bytes the queue stored for the whole lease (its ``payload``
+    /// without the acceptance fields the lease added).
+    var storedByteCount: Int64 {
+        var added = 0
+        for (k, segment) in segments.enumerated() { added += segment.recordCount * parts[k].addedBytesPerRecord }
+        return Int64(payload.count - added)
+    }
+
     /// The segment (type, schema version, append time) of record `index`.
     public func segment(containing index: Int) -> Segment {
         var base = 0

@@ -220,6 +220,11 @@ package final class RecentIDs: Sendable {
         }
     }
 
+    /// Forgets one id claimed with ``claim(typeName:id:)`` but never stored.
+    package func forget(typeName: String, id: ObjectId) {
+        state.withLock { state in state.remove(fingerprint(id, type: state.number(of: typeName))) }
+    }
+
     /// Forgets the ids of `batch`, claimed but never stored (its commit failed).
     package func forget(_ batch: EncodedBatch) {
         state.withLock { state in

@@ -11,22 +11,26 @@ final class BackgroundUpload: Sendable {
     let uploader: Uploader
     /// The client-reset handler of the file, shared by every realm on it.
     let resetHandler: ClientResetHandler
+    /// What the upload did, for waits, progress observers and refusals.
+    let activity: UploadActivity
     let stop = StopSignal()
     let wake = WakeSignal()
     private let thread: PlainMutex<pthread_t?> = PlainMutex(nil)
     private let resumer: UInt64
     private let app: App
 
-    init(uploader: Uploader, user: User, resetHandler: ClientResetHandler) {
+    init(uploader: Uploader, user: User, resetHandler: ClientResetHandler, activity: UploadActivity) {
         self.uploader = uploader
+        self.activity = activity
         self.app = user.app
         self.resetHandler = resetHandler
         resumer = user.app.addResumer(userID: user.id) { [uploader] in uploader.resume() }
         resetHandler.attach(self)  // before the first batch: a reset then finds the live realm
-        let handle = BlockingThread.start { [uploader, stop, wake] in
+        let handle = BlockingThread.start { [uploader, stop, wake, activity] in
             do {
                 try uploader.run(stop: stop, wake: wake)
             } catch {
+                activity.end(error)
                 uploader.logger.error("The background upload stopped", metadata: ["error": "\(error)"])
             }
         }

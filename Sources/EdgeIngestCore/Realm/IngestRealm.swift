@@ -91,16 +91,19 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         let upload = try BackgroundUpload.shared(for: queue) {
             let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
             made = handler
+            let activity = UploadActivity(queue: queue, user: user, logger: logger)
             return BackgroundUpload(
                 uploader: IngestRealm.makeUploader(
                     queue: queue,
                     configuration: configuration,
                     user: user,
                     handler: handler,
+                    activity: activity,
                     logger: logger
                 ),
                 user: user,
-                resetHandler: handler
+                resetHandler: handler,
+                activity: activity
             )
         }
         if made == nil, upload.resetHandler.configuration.clientResetMode.kind != configuration.clientResetMode.kind {
@@ -134,6 +137,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         configuration: IngestConfiguration,
         user: User,
         handler: ClientResetHandler,
+        activity: UploadActivity,
         logger: Logger
     ) -> Uploader {
         var http = user.app.configuration.http
@@ -155,6 +159,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             handler.handle(reason: reason, recoverable: recoverable, storedSinceLastReset: stored)
         }
         hooks.reportError = { [user] error in SyncManager.errorHandler?(error, user) }
+        hooks.acknowledged = { [activity] lease, deadLetters in activity.acknowledged(lease, deadLetters: deadLetters) }
         return Uploader(
             queue: queue,
             settings: settings,
@@ -173,7 +178,13 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     public func write<Result>(_ block: (IngestTransaction) throws -> Result) throws -> Result {
         let (transaction, result) = try prepare(block)
         if !transaction.records.isEmpty {
-            try queue.appendBlocking(transaction.records)
+            let claimed = try claimIDs(of: transaction.records)
+            do {
+                try queue.appendBlocking(transaction.records)
+            } catch {
+                claimed.forget()
+                throw error
+            }
             upload?.wake.wake()
         }
         return result
@@ -185,7 +196,13 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     public func asyncWrite<Result>(_ block: (IngestTransaction) throws -> Result) async throws -> Result {
         let (transaction, result) = try prepare(block)
         if !transaction.records.isEmpty {
-            try await queue.append(transaction.records)
+            let claimed = try claimIDs(of: transaction.records)
+            do {
+                try await queue.append(transaction.records)
+            } catch {
+                claimed.forget()
+                throw error
+            }
             upload?.wake.wake()
         }
         return result
@@ -210,30 +227,6 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
     /// The background upload's state (uploading, idle, backing_off,
     /// waiting_for_user, client_reset, error), or nil for a local realm.
     public var uploadState: UploadState.Snapshot? { upload?.uploader.state.snapshot }
-
-    /// Waits until every record written so far was confirmed by the backend.
-    ///
-    /// - Throws: ``EdgeIngestError/Code/offline`` if records are still
-    ///   pending after `timeout`; ``EdgeIngestError/Code/invalidConfiguration``
-    ///   for a local realm.
-    public func waitForUpload(timeout: Duration = .seconds(30)) async throws {
-        guard upload != nil else {
-            throw EdgeIngestError(
-                .invalidConfiguration,
-                "This realm has no user, so it never uploads: open it with user.configuration()."
-            )
-        }
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while case let pending = try queue.statistics().queuedRecords, pending > 0 {
-            guard clock.now < deadline else {
-                let reason = uploadState?.reason.map { " (\($0))" } ?? ""
-                throw EdgeIngestError(.offline, "\(pending) records are still pending after \(timeout)\(reason).")
-            }
-            upload?.wake.wake()
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
 
     /// Writes a copy of the pending records to the realm `configuration`
     /// describes (created if needed; records already there are kept): the

@@ -98,7 +98,8 @@ package enum ResponseClassifier {
         return digits > 0 ? value : nil
     }
 
-    /// Reads `"rejected":[{"index":N,"reason":"…"},…]` from a JSON body
+    /// Reads `"rejected":[{"index":N,"reason":"…","message":"…"},…]` (the
+    /// message optional, added to the reason) from a JSON body
     /// (its first MiB). A body that is not a JSON object, or has no
     /// `rejected` member, rejects nothing. A `rejected` member that is not
     /// an array of objects each with an integer `index` inside the batch is
@@ -131,7 +132,9 @@ package enum ResponseClassifier {
                         "rejected[\(position)].index is \(raw.shortText), not a record of the batch (0–\(batchSize - 1))"
                 )
             }
-            let reason = item["reason"]?.string.map { String($0.prefix(120)) } ?? "rejected by the backend"
+            var reason = item["reason"]?.string.map { String($0.prefix(120)) } ?? "rejected by the backend"
+            // What the backend says of it (the field, what was expected): kept with the dead letter.
+            if let message = item["message"]?.string, !message.isEmpty { reason += ": " + message.prefix(200) }
             out.append(RecordRejection(index: Int(index), reason: reason))
         }
         return out

@@ -23,6 +23,10 @@ package struct UploadHooks: Sendable {
     /// Receives errors that hold or slow uploading (the process-wide
     /// ``SyncManager/errorHandler``). Called once per streak, not per retry.
     package var reportError: @Sendable (EdgeIngestError) -> Void = { _ in }
+    /// Called after a lease was acknowledged (its records deleted), with
+    /// the records that became dead letters (lease index → reason): upload
+    /// progress and the per-record refusals an app is told of.
+    package var acknowledged: @Sendable (_ lease: QueueLease, _ deadLetters: [Int: String]) -> Void = { _, _ in }
 
     package init() {}
 }

@@ -32,6 +32,9 @@ package final class Uploader: Sendable {
     private let rejectionLogBudget = PlainMutex(RejectionLogBudget())
     /// Whether a batch was stored since the last client-reset demand.
     private let storedSinceReset = Atomic<Bool>(true)
+    /// Until when (monotonic ms) partial batches go without lingering:
+    /// someone waits for everything written so far (``flush(forMilliseconds:)``).
+    private let flushUntil = Atomic<Int64>(0)
     /// Builds the sink on the upload thread; nil: the ingest protocol to
     /// `settings.http.url`.
     let makeSink: SinkFactory?
@@ -66,6 +69,13 @@ package final class Uploader: Sendable {
         resumeSignal.wake()
     }
 
+    /// Sends partial batches without lingering for the next
+    /// `milliseconds` (an app waiting for its writes to leave); call
+    /// again to extend. Wake the uploader after calling it.
+    package func flush(forMilliseconds milliseconds: Int) {
+        flushUntil.store(monotonicMilliseconds() + Int64(milliseconds), ordering: .relaxed)
+    }
+
     /// Why processing a lease ended.
     enum LeaseResult { case acknowledged, stopped, held }
 
@@ -95,15 +105,18 @@ package final class Uploader: Sendable {
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: Self.idleRecheckMilliseconds)
                 continue
             }
-            // Linger: a partial batch waits a little for more readings.
-            if let linger = LeaseDelivery.lingerMilliseconds(
-                recordCount: lease.recordCount,
-                payloadBytes: lease.payload.count,
-                oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
-                maxRecords: settings.maxRecords,
-                maxBytes: maxBytes,
-                lingerMilliseconds: settings.lingerMilliseconds
-            ) {
+            // Linger: a partial batch waits a little for more readings
+            // (unless someone waits for it).
+            if monotonicMilliseconds() >= flushUntil.load(ordering: .relaxed),
+                let linger = LeaseDelivery.lingerMilliseconds(
+                    recordCount: lease.recordCount,
+                    payloadBytes: lease.payload.count,
+                    oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
+                    maxRecords: settings.maxRecords,
+                    maxBytes: maxBytes,
+                    lingerMilliseconds: settings.lingerMilliseconds
+                )
+            {
                 try queue.release(lease)
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: linger)
                 continue
@@ -279,6 +292,7 @@ package final class Uploader: Sendable {
             case .acknowledge(let deadLetters):
                 state.expectProgress(within: 0)
                 try queue.acknowledge(lease, deadLetters: deadLetters)
+                hooks.acknowledged(lease, deadLetters)
                 state.update {
                     $0.reason = nil
                     $0.until = nil

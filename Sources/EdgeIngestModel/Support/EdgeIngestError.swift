@@ -39,6 +39,8 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
             case clientResetRequired = "client_reset_required"
             case encryption = "encryption"
             case migrationFailed = "migration_failed"
+            case duplicateID = "duplicate_id"
+            case recordRejected = "record_rejected"
         }
         fileprivate let kind: Kind
 
@@ -83,6 +85,14 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         public static let encryption = Code(kind: .encryption)
         /// A schema migration failed; the queue was left as it was.
         public static let migrationFailed = Code(kind: .migrationFailed)
+        /// A record was created with an `_id` this queue already holds, or
+        /// took recently: like a primary-key violation, nothing of the
+        /// write was stored (``EdgeIngestError/rejectedRecord`` names it).
+        public static let duplicateID = Code(kind: .duplicateID)
+        /// The backend refused one record (a per-record rejection, or a
+        /// dead letter found by bisecting a refused batch): it is kept as a
+        /// dead letter, named by ``EdgeIngestError/rejectedRecord``.
+        public static let recordRejected = Code(kind: .recordRejected)
 
         /// A short, stable, payload-free name, safe as a metric label: `queue_full`.
         public var description: String { kind.rawValue }
@@ -96,6 +106,8 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
     public let cause: (any Error & Sendable)?
     /// Details of a record validation failure (only for ``Code/invalidRecord``).
     public let validationFailure: ValidationFailure?
+    /// The record a ``Code/duplicateID`` or ``Code/recordRejected`` is about.
+    public let rejectedRecord: RejectedRecord?
     /// Where in EdgeIngest the error was thrown.
     public let location: SourceLocation
 
@@ -111,6 +123,7 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         _ message: String,
         cause: (any Error & Sendable)? = nil,
         validationFailure: ValidationFailure? = nil,
+        rejectedRecord: RejectedRecord? = nil,
         file: String = #fileID,
         line: Int = #line
     ) {
@@ -118,6 +131,7 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         self.message = message
         self.cause = cause
         self.validationFailure = validationFailure
+        self.rejectedRecord = rejectedRecord
         self.location = SourceLocation(file: file, line: line)
     }
 

@@ -268,7 +268,12 @@ extension IngestServer {
                 (
                     "rejected",
                     .array(
-                        rejections.map { .object([("index", .int(Int64($0.index))), ("reason", .string($0.reason))]) }
+                        rejections.map {
+                            .object([
+                                ("index", .int(Int64($0.index))), ("reason", .string($0.reason)),
+                                ("message", .string($0.message)),
+                            ])
+                        }
                     )
                 )
             )

@@ -1,0 +1,147 @@
+import EdgeIngestRealm
+import Synchronization
+import TestSupport
+import Testing
+
+/// `syncSession.wait(for: .upload)`, the session's state and upload
+/// progress, as a Realm app uses them, against a gateway.
+@Suite struct UploadCompletionTests {
+    /// The `realm-upload-example` program built beside the tests.
+    static var example: String {
+        var dir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("realm-upload-example").path),
+            dir.path != "/"
+        {
+            dir.deleteLastPathComponent()
+        }
+        return dir.appendingPathComponent("realm-upload-example").path
+    }
+
+    static func reading(_ i: Int) -> [String: Any] {
+        [
+            "deviceId": "WX\(i % 7)", "temperatureInFahrenheit": Double.random(in: 40...90),
+            "barometricPressureInHg": 29.65, "windSpeedInMph": i,
+        ]
+    }
+
+    /// A user of `gateway` and a synced configuration on a file in `dir`.
+    static func configuration(
+        _ gateway: GatewayProcess,
+        _ dir: TemporaryDirectory
+    ) async throws -> (User, Realm.Configuration) {
+        let app = App(
+            id: GatewayProcess.appID,
+            configuration: AppConfiguration(baseURL: gateway.baseURL, metadataDirectory: dir.path)
+        )
+        let user = try await app.login(credentials: .anonymous)
+        var config = user.flexibleSyncConfiguration()
+        config.objectTypes = [WeatherSensor.self]
+        return (user, config)
+    }
+
+    @Test func aProgramThatWaitsForTheUploadBeforeExitingLeavesNothingBehind() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        let run = try runTool(Self.example, [gateway.baseURL, dir.path, "1000"])
+        #expect(run.status == 0 && run.output.contains("uploaded 1000 readings"), "\(run.output)")
+        // The program has exited: what the gateway holds is what it confirmed before.
+        #expect(gateway.waitUntilArchived(1000) == 1000, "\(gateway.stderr.suffix(2000))")
+        #expect(try Set(gateway.archivedIDs()).count == 1000)
+        // Nothing is left queued on the device for a next launch.
+        var local = IngestConfiguration()
+        local.filePath = dir.file("readings.realm")
+        local.objectTypes = [WeatherSensor.self]
+        #expect(try await IngestRealm(configuration: local).statistics().queuedRecords == 0)
+    }
+
+    @Test func waitReturnsOnceEverythingWrittenBeforeWasConfirmedEvenWhileABatchLingers() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        var (_, config) = try await Self.configuration(gateway, dir)
+        // A partial batch would wait a minute for more readings: the wait sends it at once.
+        config.ingestConfiguration.upload.lingerMilliseconds = 60_000
+        let realm = try await Realm(configuration: config)
+        #expect(realm.syncSession?.state == .active)
+        try realm.write { for i in 0..<300 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        let session = try #require(realm.syncSession)
+        try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
+        let statistics = try realm.ingestRealm.statistics()
+        #expect(statistics.queuedRecords == 0 && statistics.acknowledgedTotal == 300)
+        #expect(session.connectionState == .connected)
+        // The callback form, on a queue, with nothing left to wait for; .download has nothing to wait for.
+        let answered = Mutex<[String]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            session.wait(for: .upload, queue: DispatchQueue(label: "app")) { error in
+                answered.withLock { $0.append("upload: \(error.map { "\($0)" } ?? "done")") }
+                done.resume()
+            }
+        }
+        try await session.wait(for: .download)
+        #expect(answered.withLock { $0 } == ["upload: done"])
+    }
+
+    @Test func progressForTheOutstandingWorkRisesToOneThenStops() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        var (_, config) = try await Self.configuration(gateway, dir)
+        config.ingestConfiguration.upload.maxRecords = 50  // ten batches: ten steps
+        config.ingestConfiguration.upload.lingerMilliseconds = 60_000
+        let realm = try await Realm(configuration: config)
+        let session = try #require(realm.syncSession)
+        try realm.write { for i in 0..<500 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        let outstanding = Mutex<[SyncSession.Progress]>([])
+        let everything = Mutex<[SyncSession.Progress]>([])
+        let outstandingToken = session.addProgressNotification(for: .upload, mode: .forCurrentlyOutstandingWork) {
+            progress in outstanding.withLock { $0.append(progress) }
+        }
+        let indefiniteToken = session.addProgressNotification(for: .upload, mode: .reportIndefinitely) {
+            progress in everything.withLock { $0.append(progress) }
+        }
+        #expect(outstandingToken != nil && indefiniteToken != nil)
+        try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
+        let seen = outstanding.withLock { $0 }
+        #expect(seen.count >= 3, "\(seen)")
+        #expect(seen.first?.isTransferComplete == false && seen.last?.isTransferComplete == true)
+        #expect(seen.map(\.transferrableBytes).allSatisfy { $0 == seen[0].transferrableBytes && $0 > 0 })
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.transferredBytes <= $1.transferredBytes })
+        #expect(seen.last?.transferredBytes == seen.last?.transferrableBytes)
+        // The outstanding-work block was removed after its last call; the indefinite one goes on until invalidated.
+        indefiniteToken?.invalidate()
+        let calls = (outstanding.withLock { $0.count }, everything.withLock { $0.count })
+        #expect(everything.withLock { $0.last?.isTransferComplete } == true)
+        try realm.write { for i in 0..<100 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
+        #expect(outstanding.withLock { $0.count } == calls.0 && everything.withLock { $0.count } == calls.1)
+        // A write-only realm downloads nothing: done at once, no token.
+        let download = Mutex<Double?>(nil)
+        #expect(
+            session.addProgressNotification(for: .download, mode: .reportIndefinitely) { progress in
+                download.withLock { $0 = progress.progressEstimate }
+            } == nil
+        )
+        #expect(download.withLock { $0 } == 1)
+    }
+
+    @Test func aWaitEndsWithAnErrorWhenTheUserLogsOutAndTheRecordsStay() async throws {
+        var gateway: GatewayProcess? = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        let (user, config) = try await Self.configuration(gateway!, dir)
+        let realm = try await Realm(configuration: config)
+        gateway = nil  // the backend is gone: uploads back off
+        try realm.write { for i in 0..<10 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        let session = try #require(realm.syncSession)
+        let waiting = _Concurrency.Task { try await withDeadline(seconds: 60) { try await session.wait(for: .upload) } }
+        try await _Concurrency.Task.sleep(for: .milliseconds(200))
+        try await user.logOut()
+        await #expect {
+            try await waiting.value
+        } throws: { error in
+            let error = error as? Realm.Error
+            return error?.ingestCode == .authenticationFailed && error!.localizedDescription.contains("logged out")
+                && error!.localizedDescription.contains("10 records")
+        }
+        #expect(session.state == .invalid)
+        #expect(try realm.ingestRealm.statistics().queuedRecords == 10)
+        _ = gateway
+    }
+}
