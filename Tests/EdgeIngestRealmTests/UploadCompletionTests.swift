@@ -39,6 +39,14 @@ import Testing
         return (user, config)
     }
 
+    /// What the program's file still holds once it exited.
+    static func queuedIn(_ dir: TemporaryDirectory) async throws -> Int64 {
+        var local = IngestConfiguration()
+        local.filePath = dir.file("readings.realm")
+        local.objectTypes = [WeatherSensor.self]
+        return try await IngestRealm(configuration: local).statistics().queuedRecords
+    }
+
     @Test func aProgramThatWaitsForTheUploadBeforeExitingLeavesNothingBehind() async throws {
         let gateway = try GatewayProcess(types: seedTypesTOML)
         let dir = try TemporaryDirectory()
@@ -47,11 +55,18 @@ import Testing
         // The program has exited: what the gateway holds is what it confirmed before.
         #expect(gateway.waitUntilArchived(1000) == 1000, "\(gateway.stderr.suffix(2000))")
         #expect(try Set(gateway.archivedIDs()).count == 1000)
-        // Nothing is left queued on the device for a next launch.
-        var local = IngestConfiguration()
-        local.filePath = dir.file("readings.realm")
-        local.objectTypes = [WeatherSensor.self]
-        #expect(try await IngestRealm(configuration: local).statistics().queuedRecords == 0)
+        #expect(try await Self.queuedIn(dir) == 0)  // nothing left for a next launch
+    }
+
+    @Test func withoutTheWaitTheReadingsStayOnTheDeviceUntilTheNextLaunch() async throws {
+        let gateway = try GatewayProcess(types: seedTypesTOML)
+        let dir = try TemporaryDirectory()
+        let run = try runTool(Self.example, [gateway.baseURL, dir.path, "1000", "--no-wait"])
+        #expect(run.status == 0 && run.output.contains("without waiting"), "\(run.output)")
+        // Kept, not lost: all 1,000 are in the file, none reached the gateway.
+        #expect(try await Self.queuedIn(dir) == 1000)
+        try await _Concurrency.Task.sleep(for: .milliseconds(500))
+        #expect(try gateway.archivedIDs().isEmpty)
     }
 
     @Test func waitReturnsOnceEverythingWrittenBeforeWasConfirmedEvenWhileABatchLingers() async throws {
