@@ -62,7 +62,7 @@ extension Realm {
             .invalidRecord, .unknownObjectType, .invalidObjectId, .invalidConfiguration, .invalidSchema,
             .queueCorrupt, .queueUnavailable, .queueFull, .queueFormatTooNew, .storage, .diskFull, .leaseMisuse,
             .authenticationFailed, .offline, .uploadFailed, .uploadHeld, .clientResetRequired, .encryption,
-            .migrationFailed, .duplicateID, .recordRejected,
+            .migrationFailed, .duplicateID, .recordRejected, .notUploaded,
         ]
 
         /// 1, 2, … in the order of ``EdgeIngestError/Code``'s declarations; 0 for a newer code.

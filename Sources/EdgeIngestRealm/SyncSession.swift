@@ -30,12 +30,14 @@ public final class SyncSession: Sendable {
     public enum State: Sendable, Hashable {
         /// Uploading, or ready to upload what is written.
         case active
-        /// Waiting for something outside the upload: the user to log in
-        /// again, a hold on the backend's refusal (403, 404) to be lifted,
-        /// or a client reset left to the app.
+        /// Not uploading until something outside the upload changes: the
+        /// user logged out or must log in again, a hold on the backend's
+        /// refusal (403, 404) is to be lifted, or a client reset is left
+        /// to the app.
         case inactive
-        /// The user logged out, or the upload stopped for good (see the
-        /// error handler): nothing uploads through this session again.
+        /// The upload stopped for good (the error handler was told why):
+        /// nothing uploads through this session until the realm is opened
+        /// again.
         case invalid
     }
 
@@ -46,17 +48,18 @@ public final class SyncSession: Sendable {
 
     /// The session's state.
     public var state: State {
-        guard let user, user.state != .loggedOut else { return .invalid }
-        if user.state == .waitingForUser { return .inactive }
+        if realm?.uploadFailure != nil { return .invalid }
+        guard let user, user.state == .loggedIn else { return .inactive }
         guard let realm else { return .active }
         if realm.pendingClientReset != nil || realm.uploadState?.state.isHeld == true { return .inactive }
         return .active
     }
 
     /// Whether the last batch reached the backend (`.connected`), one is on
-    /// its way (`.connecting`), or neither.
+    /// its way (`.connecting`), or neither; as in Realm, a session that is
+    /// not `.active` is `.disconnected`.
     public var connectionState: ConnectionState {
-        guard let upload = realm?.uploadState, state != .invalid else { return .disconnected }
+        guard state == .active, let upload = realm?.uploadState else { return .disconnected }
         if upload.connected { return .connected }
         return upload.state == .uploading || upload.state == .backingOff ? .connecting : .disconnected
     }

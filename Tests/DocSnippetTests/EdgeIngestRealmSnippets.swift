@@ -67,8 +67,8 @@ func docs_MIGRATING_FROM_REALM_md_line142() async throws {
     }
 }
 
-// docs/MIGRATING-FROM-REALM.md, the block at line 178.
-func docs_MIGRATING_FROM_REALM_md_line178() async throws {
+// docs/MIGRATING-FROM-REALM.md, the block at line 182.
+func docs_MIGRATING_FROM_REALM_md_line182() async throws {
 
     func handleRefusals(app: App) {
         app.syncManager.errorHandler = { error, session in
@@ -80,8 +80,8 @@ func docs_MIGRATING_FROM_REALM_md_line178() async throws {
     }
 }
 
-// docs/MIGRATING-FROM-REALM.md, the block at line 234.
-func docs_MIGRATING_FROM_REALM_md_line234() async throws {
+// docs/MIGRATING-FROM-REALM.md, the block at line 238.
+func docs_MIGRATING_FROM_REALM_md_line238() async throws {
 
     var config = Realm.Configuration.defaultConfiguration
     config.schemaVersion = 2

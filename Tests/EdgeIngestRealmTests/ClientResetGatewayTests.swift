@@ -202,6 +202,14 @@ import Testing
         #expect(try realm.ingestRealm.statistics().queuedRecords == 2)  // nothing lost, nothing sent
         #expect(realm.ingestRealm.pendingClientReset != nil)
         #expect(session?.parentUser()?.id == device.user.id)
+        // A wait cannot end by itself now: it says what the app must do.
+        await #expect {
+            try await withDeadline(seconds: 60) { try await realm.syncSession?.wait(for: .upload) }
+        } throws: { error in
+            (error as? Realm.Error)?.ingestCode == .uploadHeld
+                && (error as NSError).localizedDescription.contains("resolveClientReset")
+        }
+        #expect(realm.syncSession?.state == .inactive)
         // The app decides: upload them again under a new session.
         try #require(session).resolveClientReset(discard: false)
         try await realm.ingestRealm.waitForUpload()

@@ -155,8 +155,48 @@ import Testing
             return error?.ingestCode == .authenticationFailed && error!.localizedDescription.contains("logged out")
                 && error!.localizedDescription.contains("10 records")
         }
-        #expect(session.state == .invalid)
+        #expect(session.state == .inactive)  // as in Realm: logged out is inactive
         #expect(try realm.ingestRealm.statistics().queuedRecords == 10)
         _ = gateway
+    }
+
+    @Test func recordsThatLeaveWithoutReachingTheBackendEndTheWaitWithAnErrorCountingThem() async throws {
+        // A backend that answers every batch 403: uploads are held (a hold does not end a wait).
+        let backend = try TestBackend(["--always-status", "403"])
+        let dir = try TemporaryDirectory()
+        let app = App(
+            id: "weather",
+            configuration: AppConfiguration(baseURL: backend.baseURL, metadataDirectory: dir.path)
+        )
+        var config = try await app.login(credentials: .anonymous).flexibleSyncConfiguration()
+        config.objectTypes = [WeatherSensor.self]
+        config.ingestConfiguration.queue.maxRecords = 100
+        config.ingestConfiguration.queue.overflowPolicy = .dropOldest
+        let realm = try await Realm(configuration: config)
+        try realm.write { for i in 0..<100 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        let session = try #require(realm.syncSession)
+        let started = Mutex(false)
+        let waiting = _Concurrency.Task {
+            started.withLock { $0 = true }
+            return try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
+        }
+        // Held on the 403, and the wait under way (it has taken its mark of
+        // what was written before it: a task may start late on a busy machine).
+        for _ in 0..<3_000 where !(session.state == .inactive && started.withLock { $0 }) {
+            try await _Concurrency.Task.sleep(for: .milliseconds(10))
+        }
+        #expect(session.state == .inactive)
+        try await _Concurrency.Task.sleep(for: .milliseconds(300))
+        // A full queue under drop_oldest makes room: the 100 waited for are dropped.
+        try realm.write { for i in 100..<200 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
+        await #expect {
+            try await waiting.value
+        } throws: { error in
+            let error = error as? Realm.Error
+            return error?.ingestCode == .notUploaded
+                && error!.localizedDescription.contains("100 records left the queue without reaching the backend")
+                && error!.localizedDescription.contains("overflow_drop_oldest: 100")
+        }
+        #expect(try realm.ingestRealm.statistics().droppedByReason["overflow_drop_oldest"] == 100)
     }
 }

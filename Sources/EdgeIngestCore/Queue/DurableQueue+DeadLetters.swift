@@ -145,16 +145,17 @@ extension DurableQueue {
 }
 
 extension DurableQueue {
-    /// The number of the newest dead letter of each of `ids` that has one.
-    func deadLetterNumbers(of ids: [ObjectId]) throws -> [ObjectId: Int64] {
+    /// The `count` newest dead letters' numbers by record `_id` (for the
+    /// letters an acknowledgement just added).
+    func newestDeadLetterNumbers(count: Int) throws -> [ObjectId: Int64] {
         try state.withLock { state in
             let store = try state.openStore(configuration.location.description)
-            let stmt = try store.db.prepare("SELECT max(id) FROM dead_letters WHERE record_id = ?1")
+            let stmt = try store.db.prepare("SELECT id, record_id FROM dead_letters ORDER BY id DESC LIMIT ?1")
+            stmt.bind(1, Int64(count))
             var out: [ObjectId: Int64] = [:]
-            for id in ids {
-                stmt.reset()
-                withUnsafeBytes(of: id.bytes) { stmt.bind(1, blob: $0) }
-                if try stmt.step(), !stmt.isNull(0) { out[id] = stmt.int64(0) }
+            while try stmt.step() {
+                let id = ObjectId(unsafeBytes: stmt.blob(1))
+                if out[id] == nil { out[id] = stmt.int64(0) }  // the newest first
             }
             return out
         }

@@ -220,9 +220,33 @@ package final class RecentIDs: Sendable {
         }
     }
 
-    /// Forgets one id claimed with ``claim(typeName:id:)`` but never stored.
-    package func forget(typeName: String, id: ObjectId) {
-        state.withLock { state in state.remove(fingerprint(id, type: state.number(of: typeName))) }
+    /// Takes every id of `entries` under one lock, or none: returns nil
+    /// when all were new (and are now claimed), else the index of the first
+    /// already known or repeated within `entries` (and claims none).
+    package func claimAll(_ entries: [(typeName: String, id: ObjectId)]) -> Int? {
+        state.withLock { state in
+            var taken: [UInt64] = []
+            taken.reserveCapacity(entries.count)
+            for (index, entry) in entries.enumerated() {
+                let print = fingerprint(entry.id, type: state.number(of: entry.typeName))
+                if state.find(print, insert: true) {
+                    for claimed in taken { state.remove(claimed) }
+                    return index
+                }
+                taken.append(print)
+                // As claim(typeName:id:): a full generation retires the older
+                // one (this write's earlier ids move with it and stay known).
+                if state.currentCount >= generationSize { state.rotate() }
+            }
+            return nil
+        }
+    }
+
+    /// Forgets ids claimed but never stored (or stored and then discarded).
+    package func forget(_ entries: [(typeName: String, id: ObjectId)]) {
+        state.withLock { state in
+            for entry in entries { state.remove(fingerprint(entry.id, type: state.number(of: entry.typeName))) }
+        }
     }
 
     /// Forgets the ids of `batch`, claimed but never stored (its commit failed).

@@ -29,12 +29,16 @@ extension IngestRealm {
     }
 
     /// Deletes dead letters for good (nil: all); export them first if they
-    /// may be needed.
+    /// may be needed. Their `_id`s may be written again (a corrected record).
     ///
     /// - Returns: how many were deleted.
     @discardableResult
     public func discardDeadLetters(_ numbers: Set<Int64>? = nil) throws -> Int {
-        try queue.discardDeadLetters(numbers)
+        let letters = try queue.deadLetters().filter { numbers?.contains($0.number) ?? true }
+        let discarded = try queue.discardDeadLetters(numbers)
+        // Their _ids are free again: a corrected record may be written under one.
+        try queue.recentIDs().forget(letters.map { (typeName: $0.type, id: $0.recordID) })
+        return discarded
     }
 
     /// Writes the dead letters, with their data, to `path` as NDJSON (mode

@@ -20,9 +20,15 @@ extension IngestRealm {
     ///   when the user logged out or must log in again;
     ///   ``EdgeIngestError/Code/uploadHeld`` when a client reset waits for
     ///   the app (``ClientResetMode/manual(errorHandler:)``);
+    ///   the error that ended the upload thread;
     ///   ``EdgeIngestError/Code/invalidConfiguration`` for a local realm;
-    ///   `CancellationError` when the task is cancelled. In every case the
-    ///   records stay queued and upload later.
+    ///   `CancellationError` when the task is cancelled. In these cases the
+    ///   records stay queued and upload later. And, once nothing written
+    ///   before the call is queued, ``EdgeIngestError/Code/notUploaded``
+    ///   when records left the queue meanwhile without reaching the
+    ///   backend (dropped by the overflow policy or a maximum age,
+    ///   discarded by a client reset, quarantined as damaged), counted by
+    ///   reason.
     public func waitForUpload(timeout: Duration? = .seconds(30)) async throws {
         guard let upload, let user = configuration.user else {
             throw EdgeIngestError(
@@ -31,9 +37,14 @@ extension IngestRealm {
             )
         }
         let mark = try queue.newestSegmentNumber()
+        let before = try queue.statistics()
         let clock = ContinuousClock()
-        let deadline = timeout.map { clock.now + $0 }
-        while case let waiting = try queue.pending(upTo: mark).records, waiting > 0 {
+        let started = clock.now
+        let deadline = timeout.map { started + $0 }
+        while true {
+            let waiting = try queue.pending(upTo: mark).records
+            // Gone from the queue and, for what was acknowledged, reported.
+            if waiting == 0, !upload.activity.isReporting { break }
             try Task.checkCancellation()
             if let reason = try uploadCannotFinish(upload: upload, user: user) {
                 throw reason.adding(" \(waiting) records written before the wait are still queued and upload later.")
@@ -47,9 +58,38 @@ extension IngestRealm {
             }
             upload.uploader.flush(forMilliseconds: 1_000)
             upload.wake.wake()
-            try await Task.sleep(for: .milliseconds(20))
+            // Quick while batches go, then calmer: a wait through an outage
+            // should not keep the queue's lock busy.
+            let waited = clock.now - started
+            let pause = waited < .seconds(1) ? 20 : waited < .seconds(10) ? 100 : 250
+            try await Task.sleep(for: .milliseconds(pause))
         }
+        try checkNothingLeftUnsent(since: before)
     }
+
+    /// Throws ``EdgeIngestError/Code/notUploaded`` when records left the
+    /// queue without reaching the backend since `before`.
+    private func checkNothingLeftUnsent(since before: QueueStatistics) throws {
+        let after = try queue.statistics()
+        var lost: [(String, Int64)] = []
+        for (reason, count) in after.droppedByReason.sorted(by: { $0.key < $1.key }) {
+            let grew = count - (before.droppedByReason[reason] ?? 0)
+            if grew > 0 { lost.append((reason, grew)) }
+        }
+        let quarantined = after.quarantinedRecords - before.quarantinedRecords
+        if quarantined > 0 { lost.append(("quarantined as damaged", quarantined)) }
+        guard !lost.isEmpty else { return }
+        let total = lost.reduce(0) { $0 + $1.1 }
+        throw EdgeIngestError(
+            .notUploaded,
+            "While the wait ran, \(total) records left the queue without reaching the backend (\(lost.map { "\($0.0): \($0.1)" }.joined(separator: ", "))); the others were confirmed. statistics() keeps the counts; a client reset's beforeReset block had the discarded ones."
+        )
+    }
+
+    /// Why the background upload stopped for good (it is also told to
+    /// ``SyncManager/errorHandler``), or nil while it runs or for a local
+    /// realm. Opening the file again starts a new one.
+    public var uploadFailure: EdgeIngestError? { upload?.activity.ended }
 
     /// Why the upload cannot finish without the app (or an operator), or
     /// nil while it can.

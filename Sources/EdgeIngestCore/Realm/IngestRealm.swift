@@ -91,7 +91,7 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         let upload = try BackgroundUpload.shared(for: queue) {
             let handler = try ClientResetHandler(queue: queue, configuration: configuration, logger: logger)
             made = handler
-            let activity = UploadActivity(queue: queue, user: user, logger: logger)
+            let activity = UploadActivity(queue: queue, user: user)
             return BackgroundUpload(
                 uploader: IngestRealm.makeUploader(
                     queue: queue,
@@ -159,7 +159,9 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
             handler.handle(reason: reason, recoverable: recoverable, storedSinceLastReset: stored)
         }
         hooks.reportError = { [user] error in SyncManager.errorHandler?(error, user) }
-        hooks.acknowledged = { [activity] lease, deadLetters in activity.acknowledged(lease, deadLetters: deadLetters) }
+        hooks.acknowledge = { [activity] lease, deadLetters, commit in
+            try activity.acknowledge(lease, deadLetters: deadLetters, commit: commit)
+        }
         return Uploader(
             queue: queue,
             settings: settings,
@@ -180,7 +182,8 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         if !transaction.records.isEmpty {
             let claimed = try claimIDs(of: transaction.records)
             do {
-                try queue.appendBlocking(transaction.records)
+                // Records an overflow policy refused were never stored: their ids stay free.
+                if try queue.appendBlocking(transaction.records).droppedIncoming > 0 { claimed.forget() }
             } catch {
                 claimed.forget()
                 throw error
@@ -198,7 +201,8 @@ public final class IngestRealm: Sendable, CustomStringConvertible {
         if !transaction.records.isEmpty {
             let claimed = try claimIDs(of: transaction.records)
             do {
-                try await queue.append(transaction.records)
+                // Records an overflow policy refused were never stored: their ids stay free.
+                if try await queue.append(transaction.records).droppedIncoming > 0 { claimed.forget() }
             } catch {
                 claimed.forget()
                 throw error

@@ -1,15 +1,14 @@
-import Logging
-
 /// What a realm's background upload did, for the app: confirmed bytes and
 /// records, progress observers, per-record refusals (each reported to
 /// ``SyncManager/errorHandler``), and whether the upload thread ended.
-/// The uploader calls ``acknowledged(_:deadLetters:)`` after each lease.
+/// The uploader runs each acknowledgement through
+/// ``acknowledge(_:deadLetters:commit:)``, so that a wait which sees the
+/// records gone also knows the app was told of them.
 final class UploadActivity: Sendable {
     private let queue: DurableQueue
     private let user: User?
-    private let logger: Logger
 
-    private struct Observer {
+    private struct Observer: Sendable {
         let scope: UploadProgress.Scope
         let block: @Sendable (UploadProgress) -> Void
         /// `.currentlyOutstanding`: the newest segment then and its waiting
@@ -17,6 +16,8 @@ final class UploadActivity: Sendable {
         let mark: Int64
         let startRecords: Int64
         let startBytes: Int64
+        /// Held while the block runs: one call at a time, in order.
+        let calling = PlainLock()
     }
 
     private struct State {
@@ -24,32 +25,51 @@ final class UploadActivity: Sendable {
         var confirmedBytes: Int64 = 0
         var observers: [UInt64: Observer] = [:]
         var nextObserver: UInt64 = 0
+        /// Acknowledgements committed or committing whose reports are not
+        /// all made yet.
+        var underway = 0
         /// Why the upload thread ended, once it has.
         var ended: EdgeIngestError?
     }
 
     private let state = PlainMutex(State())
 
-    init(queue: DurableQueue, user: User?, logger: Logger) {
+    init(queue: DurableQueue, user: User?) {
         self.queue = queue
         self.user = user
-        self.logger = logger
     }
 
     /// Why the upload thread ended, or nil while it runs.
     var ended: EdgeIngestError? { state.withLock { $0.ended } }
 
-    /// The upload thread stopped on `error`: waits for upload end with it.
+    /// Whether an acknowledgement is being committed or reported now.
+    var isReporting: Bool { state.withLock { $0.underway > 0 } }
+
+    /// The upload thread stopped on `error`: waits end with it, the error
+    /// handler hears of it, observers are dropped.
     func end(_ error: any Error) {
         let reason =
             (error as? EdgeIngestError)
             ?? EdgeIngestError(.storage, "The background upload stopped: \(error).")
-        state.withLock { $0.ended = reason }
+        let stopped = EdgeIngestError(
+            reason.code,
+            "The background upload stopped and nothing more uploads until the realm is opened again: \(reason.message)",
+            cause: reason.cause
+        )
+        state.withLock {
+            $0.ended = stopped
+            $0.observers = [:]
+        }
+        SyncManager.errorHandler?(stopped, user)
     }
 
-    /// After a lease was acknowledged: counts it, tells the observers and
-    /// reports each record that became a dead letter.
-    func acknowledged(_ lease: QueueLease, deadLetters: [Int: String]) {
+    /// Commits one acknowledgement, then counts it, tells the observers
+    /// and reports each record that became a dead letter, before a wait
+    /// may see the records gone.
+    func acknowledge(_ lease: QueueLease, deadLetters: [Int: String], commit: () throws -> Void) throws {
+        state.withLock { $0.underway += 1 }
+        defer { state.withLock { $0.underway -= 1 } }
+        try commit()
         state.withLock {
             $0.confirmedRecords += Int64(lease.recordCount)
             $0.confirmedBytes += lease.storedByteCount
@@ -58,8 +78,11 @@ final class UploadActivity: Sendable {
         notifyObservers()
     }
 
+    /// One `record_rejected` error per dead letter, to the error handler
+    /// (the uploader has logged them, within its budget).
     private func report(_ deadLetters: [Int: String], of lease: QueueLease) {
-        let numbers = (try? queue.deadLetterNumbers(of: deadLetters.keys.map { lease.recordIDs[$0] })) ?? [:]
+        guard let handler = SyncManager.errorHandler else { return }
+        let numbers = (try? queue.newestDeadLetterNumbers(count: deadLetters.count)) ?? [:]
         for (index, reason) in deadLetters.sorted(by: { $0.key < $1.key }) {
             let id = lease.recordIDs[index]
             let record = RejectedRecord(
@@ -68,24 +91,26 @@ final class UploadActivity: Sendable {
                 reason: reason,
                 deadLetterNumber: numbers[id]
             )
-            let error = EdgeIngestError(
-                .recordRejected,
-                "The backend refused \(record.type) \(id) (\(reason)); it is kept as dead letter \(record.deadLetterNumber.map { "#\($0)" } ?? "(number unknown)"): list, replay or discard it with the realm's dead-letter methods.",
-                rejectedRecord: record
+            let kept = record.deadLetterNumber.map { "dead letter #\($0)" } ?? "a dead letter"
+            handler(
+                EdgeIngestError(
+                    .recordRejected,
+                    "The backend refused \(record.type) \(id) (\(reason)); it is kept as \(kept): list, export, replay or discard it with the realm's dead-letter methods.",
+                    rejectedRecord: record
+                ),
+                user
             )
-            logger.warning(
-                "The backend refused a record; it is kept as a dead letter",
-                metadata: ["ingest.type": "\(record.type)", "ingest.id": "\(id)", "ingest.reason": "\(reason)"]
-            )
-            SyncManager.errorHandler?(error, user)
         }
     }
 
     /// Adds an observer and tells it where things stand now.
+    ///
+    /// - Throws: why the upload ended, once it has: nothing would be reported.
     func observe(
         _ scope: UploadProgress.Scope,
         _ block: @escaping @Sendable (UploadProgress) -> Void
     ) throws -> UploadProgressToken {
+        if let ended { throw ended }
         let observer: Observer
         switch scope {
         case .currentlyOutstanding:
@@ -115,7 +140,10 @@ final class UploadActivity: Sendable {
         }
         notify(number, observer)
         return UploadProgressToken { [weak self] in
+            // Waits for a call in progress: none comes after cancel() returns.
+            observer.calling.lock()
             _ = self?.state.withLock { $0.observers.removeValue(forKey: number) }
+            observer.calling.unlock()
         }
     }
 
@@ -124,10 +152,13 @@ final class UploadActivity: Sendable {
         for (number, observer) in observers.sorted(by: { $0.key < $1.key }) { notify(number, observer) }
     }
 
-    /// Calls one observer with its progress now (outside the lock); an
-    /// outstanding-work observer whose records all left is removed after
+    /// Calls one observer with its progress now, if it is still registered;
+    /// an outstanding-work observer whose records all left is removed with
     /// its last call.
     private func notify(_ number: UInt64, _ observer: Observer) {
+        observer.calling.lock()
+        defer { observer.calling.unlock() }
+        guard state.withLock({ $0.observers[number] != nil }) else { return }
         let progress: UploadProgress
         switch observer.scope {
         case .currentlyOutstanding:
@@ -138,10 +169,7 @@ final class UploadActivity: Sendable {
                 transferredRecords: observer.startRecords - waiting.records,
                 transferrableRecords: observer.startRecords
             )
-            if waiting.records == 0 {
-                // Removed first: a call racing with this one never repeats the final report.
-                guard state.withLock({ $0.observers.removeValue(forKey: number) }) != nil else { return }
-            }
+            if waiting.records == 0 { state.withLock { _ = $0.observers.removeValue(forKey: number) } }
         case .indefinitely:
             guard let statistics = try? queue.statistics() else { return }
             let confirmed = state.withLock { ($0.confirmedRecords, $0.confirmedBytes) }

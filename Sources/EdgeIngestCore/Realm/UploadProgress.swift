@@ -3,7 +3,7 @@
 /// gzip on the wire). See ``IngestRealm/observeUploadProgress(_:_:)``.
 ///
 /// ```swift
-/// let token = realm.observeUploadProgress(.currentlyOutstanding) { progress in
+/// let token = try realm.observeUploadProgress(.currentlyOutstanding) { progress in
 ///     print("\(Int(progress.estimate * 100)) % uploaded")
 /// }
 /// ```

@@ -23,10 +23,17 @@ package struct UploadHooks: Sendable {
     /// Receives errors that hold or slow uploading (the process-wide
     /// ``SyncManager/errorHandler``). Called once per streak, not per retry.
     package var reportError: @Sendable (EdgeIngestError) -> Void = { _ in }
-    /// Called after a lease was acknowledged (its records deleted), with
-    /// the records that became dead letters (lease index → reason): upload
-    /// progress and the per-record refusals an app is told of.
-    package var acknowledged: @Sendable (_ lease: QueueLease, _ deadLetters: [Int: String]) -> Void = { _, _ in }
+    /// Runs `commit` (the lease's acknowledgement: its records deleted,
+    /// those at the `deadLetters` indices moved to the dead-letter table
+    /// with their reasons) and whatever must follow it before anyone can
+    /// see the records gone: upload progress and the per-record refusals
+    /// an app is told of (``UploadActivity``). The default only commits.
+    package var acknowledge:
+        @Sendable (_ lease: QueueLease, _ deadLetters: [Int: String], _ commit: () throws -> Void) throws -> Void = {
+            _,
+            _,
+            commit in try commit()
+        }
 
     package init() {}
 }

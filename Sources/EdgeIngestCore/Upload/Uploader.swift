@@ -291,8 +291,7 @@ package final class Uploader: Sendable {
                 action = delivery.refreshFinished(succeeded: refreshed, now: monotonicMilliseconds())
             case .acknowledge(let deadLetters):
                 state.expectProgress(within: 0)
-                try queue.acknowledge(lease, deadLetters: deadLetters)
-                hooks.acknowledged(lease, deadLetters)
+                try hooks.acknowledge(lease, deadLetters) { try queue.acknowledge(lease, deadLetters: deadLetters) }
                 state.update {
                     $0.reason = nil
                     $0.until = nil

@@ -41,6 +41,7 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
             case migrationFailed = "migration_failed"
             case duplicateID = "duplicate_id"
             case recordRejected = "record_rejected"
+            case notUploaded = "not_uploaded"
         }
         fileprivate let kind: Kind
 
@@ -93,6 +94,11 @@ public struct EdgeIngestError: Error, Sendable, CustomStringConvertible {
         /// dead letter found by bisecting a refused batch): it is kept as a
         /// dead letter, named by ``EdgeIngestError/rejectedRecord``.
         public static let recordRejected = Code(kind: .recordRejected)
+        /// Records left the queue without reaching the backend while an app
+        /// waited for them: dropped by the overflow policy or a maximum
+        /// age, discarded by a client reset, or quarantined as damaged (the
+        /// message counts them by reason; ``QueueStatistics`` keeps the counts).
+        public static let notUploaded = Code(kind: .notUploaded)
 
         /// A short, stable, payload-free name, safe as a metric label: `queue_full`.
         public var description: String { kind.rawValue }
