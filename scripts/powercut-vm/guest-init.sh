@@ -1,0 +1,75 @@
+#!/bin/sh
+# PID 1 of the power-cut VM (scripts/test-powercut-vm.sh). The kernel
+# command line says what this boot does:
+#   powercut.mode=write  start the agent and send readings one at a time
+#                        with `ingestd send`, printing "CONFIRMED <_id>" on
+#                        the console after each exit 0 (committed), until
+#                        the host kills the VM: the power cut;
+#   powercut.mode=check  the boot after the cut: verify the queue file (no
+#                        repair), run the agent until the queue is drained
+#                        into the archive, then print what is where.
+# Everything the host reads is a whole console line starting with a word
+# in capitals; a line cut by the power cut is ignored.
+export PATH=/bin:/sbin:/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mkdir -p /run/ingestd /tmp /var/lib/ingestd
+mount -t tmpfs tmp /run
+mkdir -p /run/ingestd
+arg() { sed -n "s/.*powercut\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
+mode=$(arg mode)
+round=$(arg round)
+config=/etc/ingestd/ingestd-$(arg durability).toml
+echo "BOOTED $mode $round"
+
+# The negative control: an agent whose syncs do nothing (nofsync.c).
+[ "$(arg nofsync)" = 1 ] && [ "$mode" = write ] && export LD_PRELOAD=/usr/lib/nofsync.so
+
+start_agent() {
+    ingestd run --config "$config" >>/var/log/agent.log 2>&1 &
+    agent=$!
+    n=0
+    while [ ! -S /run/ingestd/ingestd.sock ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+}
+
+if [ "$mode" = write ]; then
+    start_agent
+    echo "WRITING"
+    # Batches of 25 readings per `ingestd send`: each line is confirmed
+    # once send exits 0 (every line of the batch committed).
+    batch=0
+    while true; do
+        batch=$((batch + 1))
+        : >/tmp/batch
+        for i in $(seq $(((batch - 1) * 25 + 1)) $((batch * 25))); do
+            printf '{"_id":"%08x%016x","deviceId":"d%d","value":%d.5}\n' "$round" "$i" $((i % 7)) "$i" >>/tmp/batch
+        done
+        if ingestd send --config "$config" --type Reading </tmp/batch >/dev/null 2>>/var/log/send.log; then
+            sed 's/.*"_id":"\([0-9a-f]*\)".*/CONFIRMED \1/' /tmp/batch
+        fi
+    done
+fi
+
+if [ "$mode" = check ]; then
+    if ingestd verify --config "$config" >/var/log/verify.log 2>&1; then echo "VERIFY ok"; else echo "VERIFY failed $?"; fi
+    start_agent
+    # Drained: the archive has everything, nothing queued.
+    n=0
+    while [ $n -lt 600 ]; do
+        queued=$(ingestd queue stats --config "$config" 2>/dev/null | sed -n 's/^ *queued: *\([0-9,]*\).*/\1/p' | tr -d ,)
+        [ "$queued" = 0 ] && break
+        sleep 0.2
+        n=$((n + 1))
+    done
+    echo "DRAINED ${queued:-unknown}"
+    kill -TERM "$agent"
+    wait "$agent"
+    echo "AGENT exit $?"
+    sqlite3 /var/lib/ingestd/archive.sqlite 'SELECT _id FROM Reading' | sed 's/^/ARCHIVED /'
+    ingestd queue peek --config "$config" --limit 1000000 2>/dev/null \
+        | sed -n 's/.*"_id":"\([0-9a-f]*\)".*/QUEUED \1/p'
+    echo "CHECKED"
+fi
+sync
+poweroff -f
