@@ -127,6 +127,22 @@ import Testing
         try realm.write { for i in 0..<100 { realm.create(WeatherSensor.self, value: Self.reading(i)) } }
         try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
         #expect(outstanding.withLock { $0.count } == calls.0 && everything.withLock { $0.count } == calls.1)
+        // A block may invalidate its own token from inside (Realm's users do,
+        // once complete): on the upload thread, without waiting for itself.
+        let selfCancelling = Mutex<Int>(0)
+        let holder = Mutex<SyncSession.ProgressNotificationToken?>(nil)
+        let token = session.addProgressNotification(for: .upload, mode: .reportIndefinitely) { _ in
+            selfCancelling.withLock { $0 += 1 }
+            holder.withLock { $0 }?.invalidate()
+        }
+        holder.withLock { $0 = token }  // after the first call, made while registering
+        for round in 0..<2 {
+            try realm.write {
+                for i in 0..<10 { realm.create(WeatherSensor.self, value: Self.reading(1_000 * round + i)) }
+            }
+            try await withDeadline(seconds: 60) { try await session.wait(for: .upload) }
+        }
+        #expect(selfCancelling.withLock { $0 } == 2)  // registering, then the first batch: it cancelled itself there
         // A write-only realm downloads nothing: done at once, no token.
         let download = Mutex<Double?>(nil)
         #expect(

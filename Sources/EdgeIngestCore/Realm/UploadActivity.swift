@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What a realm's background upload did, for the app: confirmed bytes and
 /// records, progress observers, per-record refusals (each reported to
 /// ``SyncManager/errorHandler``), and whether the upload thread ended.
@@ -18,6 +22,9 @@ final class UploadActivity: Sendable {
         let startBytes: Int64
         /// Held while the block runs: one call at a time, in order.
         let calling = PlainLock()
+        /// The thread running the block now, if any: a cancel() from inside
+        /// the block must not wait for itself.
+        let caller = PlainMutex<pthread_t?>(nil)
     }
 
     private struct State {
@@ -140,10 +147,11 @@ final class UploadActivity: Sendable {
         }
         notify(number, observer)
         return UploadProgressToken { [weak self] in
-            // Waits for a call in progress: none comes after cancel() returns.
-            observer.calling.lock()
+            let fromTheBlock = observer.caller.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+            // From another thread, waits for a call in progress: none comes after cancel() returns.
+            if !fromTheBlock { observer.calling.lock() }
             _ = self?.state.withLock { $0.observers.removeValue(forKey: number) }
-            observer.calling.unlock()
+            if !fromTheBlock { observer.calling.unlock() }
         }
     }
 
@@ -182,6 +190,8 @@ final class UploadActivity: Sendable {
                 transferrableRecords: records + statistics.queuedRecords
             )
         }
+        observer.caller.withLock { $0 = pthread_self() }
         observer.block(progress)
+        observer.caller.withLock { $0 = nil }
     }
 }
