@@ -133,7 +133,10 @@ run_round() {
     sleep "$(awk -v seed="$RANDOM$round" 'BEGIN { srand(seed); printf "%.2f", 3 + rand() * 9 }')"
     kill -KILL "$(cat "$slot/qemu.pid")"
     wait "$vm" 2>/dev/null || true
-    { tr -d '\r' <"$log" | grep -a '^CONFIRMED [0-9a-f]\{24\}$' || true; } | awk '{print $2}' | sort >"$slot/confirmed"
+    # Confirmed by send, and written (synced) to the followed file.
+    { tr -d '\r' <"$log" | grep -a '^\(CONFIRMED\|WRITTEN\) [0-9a-f]\{24\}$' || true; } | awk '{print $2}' | sort -u >"$slot/confirmed"
+    local written
+    written=$({ tr -d '\r' <"$log" | grep -a -c '^WRITTEN [0-9a-f]\{24\}$' || true; })
     boot "$slot" check "$round" "$check" || true
     tr -d '\r' <"$check" | awk '$1 == "ARCHIVED" {print $2}' | sort >"$slot/archived"
     local confirmed missing duplicates verify drained recovered verdict
@@ -149,7 +152,7 @@ run_round() {
     elif [ "$missing" != 0 ]; then
         verdict=lost
     fi
-    echo "$verdict $confirmed $missing round $round ($DURABILITY): $confirmed confirmed, $(wc -l <"$slot/archived") archived, missing $missing, duplicates $duplicates, verify ${verify:-none}, queue left ${drained:-unknown}, ext4 journal replayed: $recovered" >"$slot/result"
+    echo "$verdict $confirmed $missing round $round ($DURABILITY): $confirmed confirmed ($written of them through the followed file), $(wc -l <"$slot/archived") archived, missing $missing, duplicates $duplicates, verify ${verify:-none}, queue left ${drained:-unknown}, ext4 journal replayed: $recovered" >"$slot/result"
 }
 
 confirmed_total=0

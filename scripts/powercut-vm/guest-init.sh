@@ -34,8 +34,26 @@ start_agent() {
 }
 
 if [ "$mode" = write ]; then
+    mkdir -p /var/lib/sensor
+    : >/var/lib/sensor/readings.ndjson
+    sync
     start_agent
     echo "WRITING"
+    # A sensor appending to the followed file: 10 lines at a time, each
+    # printed as "WRITTEN <_id>" once the file system has them (sync), with
+    # _ids of their own (round, then 1 << 40 + n).
+    (
+        n=0
+        while true; do
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                n=$((n + 1))
+                printf '{"_id":"%08x%016x","deviceId":"file","value":%d.25}\n' "$round" $((1099511627776 + n)) "$n"
+            done >>/var/lib/sensor/readings.ndjson
+            sync
+            tail -n 10 /var/lib/sensor/readings.ndjson | sed 's/.*"_id":"\([0-9a-f]*\)".*/WRITTEN \1/'
+            sleep 0.3
+        done
+    ) &
     # Batches of 25 readings per `ingestd send`: each line is confirmed
     # once send exits 0 (every line of the batch committed).
     batch=0
