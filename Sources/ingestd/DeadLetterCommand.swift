@@ -106,21 +106,12 @@ enum DeadLetterCommand {
 
         func run() throws {
             let letters = try DeadLetterCommand.letters(DeadLetterCommand.openQueueForReading(options), sink: sink)
-            let fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            // An existing file keeps its mode through O_CREAT: the records are private.
-            guard fd >= 0, fchmod(fd, 0o600) == 0 else {
-                printError("Cannot write '\(out)': \(String(cString: strerror(errno))).")
-                throw ExitCodes.ioError
-            }
-            defer { close(fd) }
             let progress = Progress(total: letters.count, label: "exported")
-            for (i, letter) in letters.enumerated() {
-                let bytes = letter.exportLine()
-                guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
-                    printError("Writing '\(out)' failed: \(String(cString: strerror(errno))).")
-                    throw ExitCodes.ioError
-                }
-                progress.update(i + 1)
+            do {
+                try DeadLetter.export(letters, toFile: out) { progress.update($0) }
+            } catch let error as EdgeIngestError {
+                printError(error.message)
+                throw ExitCodes.ioError
             }
             progress.finish()
             printError("Exported \(letters.count) dead letter\(letters.count == 1 ? "" : "s") to \(out).")

@@ -51,22 +51,8 @@ extension IngestRealm {
     @discardableResult
     public func exportDeadLetters(toFile path: String) throws -> Int {
         let letters = try queue.deadLetters()
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw exportError(path) }
-        defer { close(fd) }
-        // An existing file keeps its mode through O_CREAT: the records are private.
-        guard fchmod(fd, 0o600) == 0 else { throw exportError(path) }
-        for letter in letters {
-            let line = letter.exportLine()
-            guard line.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == line.count else {
-                throw exportError(path)
-            }
-        }
+        try DeadLetter.export(letters, toFile: path)
         return letters.count
-    }
-
-    private func exportError(_ path: String) -> EdgeIngestError {
-        EdgeIngestError(.storage, "Cannot write the dead letters to '\(path)': \(String(cString: strerror(errno))).")
     }
 }
 
@@ -84,5 +70,33 @@ extension DeadLetter {
         line += payload
         line += Array("}\n".utf8)
         return line
+    }
+
+    /// Writes `letters` to `path` as NDJSON, one ``exportLine()`` each, in
+    /// a file created (or truncated) with mode 0600: the records are
+    /// private. `written` is told the count after each line (progress).
+    ///
+    /// - Throws: ``EdgeIngestError/Code/storage`` naming the file and the
+    ///   system's reason when it cannot be written.
+    public static func export(
+        _ letters: [DeadLetter],
+        toFile path: String,
+        written: (Int) -> Void = { _ in }
+    ) throws {
+        func failure(_ doing: String) -> EdgeIngestError {
+            EdgeIngestError(.storage, "\(doing) '\(path)' failed: \(String(cString: strerror(errno))).")
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure("Opening") }
+        defer { close(fd) }
+        // An existing file keeps its mode through O_CREAT.
+        guard fchmod(fd, 0o600) == 0 else { throw failure("Making private") }
+        for (i, letter) in letters.enumerated() {
+            let line = letter.exportLine()
+            guard line.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == line.count else {
+                throw failure("Writing")
+            }
+            written(i + 1)
+        }
     }
 }
