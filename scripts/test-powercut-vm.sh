@@ -183,11 +183,11 @@ while [ "$round" -lt "$ROUNDS" ]; do
 done
 
 if [ "$CONTROL" = 1 ]; then
-    echo "test-powercut-vm --control: $ROUNDS rounds with no-op fsyncs: $confirmed_total readings confirmed, $failures rounds caught losing or garbling them"
+    echo "test-powercut-vm --control: $ROUNDS rounds with no-op fsyncs: $confirmed_total readings confirmed, $failures rounds caught losing or garbling them, ${SECONDS} s"
     [ "$failures" -gt 0 ] || { echo "test-powercut-vm --control: no round lost a confirmed reading: the check cannot tell a build that skips its syncs" >&2; exit 1; }
     exit 0
 fi
 lost=""
 [ "$DURABILITY" = crash_safe ] && lost=", $lost_total lost as crash_safe allows"
-echo "test-powercut-vm: $ROUNDS rounds, $DURABILITY: $confirmed_total readings confirmed, $failures failed rounds$lost"
+echo "test-powercut-vm: $ROUNDS rounds, $DURABILITY: $confirmed_total readings confirmed, $failures failed rounds$lost, ${SECONDS} s"
 [ "$failures" = 0 ]
