@@ -106,17 +106,15 @@ package final class Uploader: Sendable {
                 continue
             }
             // Linger: a partial batch waits a little for more readings
-            // (unless someone waits for it).
-            if monotonicMilliseconds() >= flushUntil.load(ordering: .relaxed),
-                let linger = LeaseDelivery.lingerMilliseconds(
-                    recordCount: lease.recordCount,
-                    payloadBytes: lease.payload.count,
-                    oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
-                    maxRecords: settings.maxRecords,
-                    maxBytes: maxBytes,
-                    lingerMilliseconds: settings.lingerMilliseconds
-                )
-            {
+            // (unless someone waits for it: read only when it would linger).
+            if let linger = LeaseDelivery.lingerMilliseconds(
+                recordCount: lease.recordCount,
+                payloadBytes: lease.payload.count,
+                oldestAgeMilliseconds: wallClockMilliseconds() - (lease.segments.first?.enqueuedAt ?? 0),
+                maxRecords: settings.maxRecords,
+                maxBytes: maxBytes,
+                lingerMilliseconds: settings.lingerMilliseconds
+            ), monotonicMilliseconds() >= flushUntil.load(ordering: .relaxed) {
                 try queue.release(lease)
                 _ = waitForWork(wake: wake, stop: stop, milliseconds: linger)
                 continue
