@@ -1,4 +1,5 @@
 import EdgeIngest
+import EdgeIngestCore
 import Foundation
 import TestSupport
 import Testing
@@ -125,6 +126,23 @@ import Testing
         let queue = try DurableQueue.open(try fileConfiguration(dir))
         #expect(try FileManager.default.attributesOfItem(atPath: dir.file("queue.sqlite"))[.size] as? Int ?? 0 > 0)
         #expect(!FileManager.default.fileExists(atPath: dir.file("queue.sqlite.creating")))
+        queue.close()
+    }
+
+    /// The switch to WAL mode is a rollback-journal transaction: made on the
+    /// new file before the rename, a power cut while the agent first opens
+    /// its queue cannot leave a hot journal that `ingestd verify` (read-only)
+    /// cannot roll back (found by scripts/test-powercut-replay.sh).
+    @Test func aNewQueueFileIsInWALModeBeforeItHasItsName() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("queue.sqlite")
+        try EdgeIngestCore.QueueFile.prepare(path: path)
+        let header = try #require(FileHandle(forReadingAtPath: path)).readData(ofLength: 20)
+        #expect(Array(header[18..<20]) == [2, 2], "file format read/write versions 2: WAL")
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(left == ["queue.sqlite"], "no journal, WAL or temporary file beside it")
+        let queue = try DurableQueue.open(try fileConfiguration(dir))
+        #expect(!FileManager.default.fileExists(atPath: path + "-journal"))
         queue.close()
     }
 

@@ -14,7 +14,7 @@ package enum QueueFile {
     /// An existing 0-byte file (with no write-ahead log beside it) is
     /// therefore damage — a truncated file — and is refused, not silently
     /// started afresh.
-    static func prepare(path: String) throws {
+    package static func prepare(path: String) throws {
         let directory = parentDirectory(of: path)
         try makeDirectories(directory)
         var info = stat()
@@ -38,11 +38,16 @@ package enum QueueFile {
         }
         close(fd)
         do {
-            // Rollback-journal mode with synchronous=FULL: the header and the
-            // tables are on disk before the rename.
+            // Made complete under the temporary name: the tables, and the
+            // switch to WAL mode (a rollback-journal transaction of its own;
+            // made after the rename, a power cut could leave a hot journal
+            // beside the queue, which read-only opens such as `ingestd
+            // verify` cannot roll back). synchronous=FULL; closing the last
+            // connection checkpoints the WAL into the file and removes it,
+            // so the header and the tables are on disk before the rename.
             _ = try QueueStore(
                 db: SQLiteConnection(path: temporary, displayName: path),
-                isFile: false,
+                isFile: true,
                 durability: .powerLossSafe
             )
             guard rename(temporary, path) == 0 else {
@@ -50,8 +55,7 @@ package enum QueueFile {
             }
             syncDirectory(directory)
         } catch {
-            unlink(temporary)
-            unlink(temporary + "-journal")
+            for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
             throw error
         }
     }
