@@ -173,6 +173,18 @@ let package = Package(
         ),
         // Helpers shared by the test targets (temporary directories).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // scripts/test-powercut-replay.sh: dm-log-writes logs read, and the
+        // crash states they allow replayed and checked.
+        .target(name: "WriteLogReplay", path: "Tests/Support/WriteLogReplay"),
+        .executableTarget(
+            name: "write-log-replay",
+            dependencies: ["WriteLogReplay", "TestSupport"],
+            path: "Tests/Support/write-log-replay"
+        ),
+        .testTarget(
+            name: "WriteLogReplayTests",
+            dependencies: ["WriteLogReplay", "TestSupport", "write-log-replay"]
+        ),
         .testTarget(
             name: "EdgeIngestModelTests",
             dependencies: ["EdgeIngestModel", "TestSupport"]

@@ -41,66 +41,9 @@ case "$DURABILITY" in power_loss_safe | crash_safe) ;; *)
     ;;
 esac
 WORK=$ROOT/.build-powercut-vm
-mkdir -p "$WORK"
-
-skip() {
-    if [ "${CI:-}" = true ]; then
-        echo "test-powercut-vm: cannot run in CI: $*" >&2
-        exit 1
-    fi
-    echo "test-powercut-vm: skipped: $*"
-    exit 0
-}
-command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (apt-get install qemu-system-x86)"
-BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' || skip "no static busybox (apt-get install busybox-static)"
-command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
-command -v sqlite3 >/dev/null || skip "no sqlite3"
-command -v cc >/dev/null || skip "no C compiler"
-INGESTD=${INGESTD:-}
-if [ -z "$INGESTD" ]; then
-    for candidate in "$ROOT/.build-release/release/ingestd" "$ROOT/.build/release/ingestd" "$ROOT/.build/debug/ingestd"; do
-        [ -x "$candidate" ] && INGESTD=$candidate && break
-    done
-fi
-[ -n "$INGESTD" ] && [ -x "$INGESTD" ] || skip "no built ingestd (swift build -c release)"
+# shellcheck source=scripts/powercut-vm/make-guest.sh
+. "$ROOT/scripts/powercut-vm/make-guest.sh"
 echo "test-powercut-vm: $INGESTD in a Debian cloud kernel under qemu (TCG), $ROUNDS rounds, $DURABILITY$([ "$CONTROL" = 1 ] && echo ", fsyncs made no-ops (the control)")"
-
-# The kernel: Debian's cloud kernel (NVMe and ext4 built in: no initramfs).
-KERNEL=$WORK/vmlinuz
-if [ ! -s "$KERNEL" ]; then
-    package=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[^ ]*\)/\1/p' | head -1)
-    [ -n "$package" ] || skip "apt knows no linux-image-cloud-amd64"
-    (cd "$WORK" && rm -f ./*.deb && apt-get download "$package" >/dev/null 2>&1) || skip "cannot download $package"
-    rm -rf "$WORK/kernel" && dpkg-deb -x "$WORK"/linux-image-*.deb "$WORK/kernel"
-    cp "$WORK"/kernel/boot/vmlinuz-* "$KERNEL"
-fi
-
-# The root file system: busybox, ingestd and sqlite3 with their libraries,
-# the init script, one configuration per durability.
-ROOTFS=$WORK/rootfs
-rm -rf "$ROOTFS"
-mkdir -p "$ROOTFS"/{bin,sbin,usr/bin,etc/ingestd,proc,sys,dev,run,tmp,var/lib/ingestd,var/log}
-cp "$BUSYBOX" "$ROOTFS/bin/busybox"
-for applet in $("$BUSYBOX" --list); do
-    [ -e "$ROOTFS/bin/$applet" ] || ln -s busybox "$ROOTFS/bin/$applet"
-done
-copy_with_libraries() {
-    cp "$1" "$ROOTFS/usr/bin/$(basename "$1")"
-    ldd "$1" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r library; do
-        mkdir -p "$ROOTFS$(dirname "$library")"
-        cp -L "$library" "$ROOTFS$library"
-    done
-}
-copy_with_libraries "$INGESTD"
-copy_with_libraries "$(command -v sqlite3)"
-mkdir -p "$ROOTFS/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$ROOTFS/lib64/"
-mkdir -p "$ROOTFS/usr/lib"
-cc -shared -fPIC -O1 -o "$ROOTFS/usr/lib/nofsync.so" "$ROOT/scripts/powercut-vm/nofsync.c"
-cp "$ROOT/scripts/powercut-vm/guest-init.sh" "$ROOTFS/init"
-for durability in power_loss_safe crash_safe; do
-    sed "s/@DURABILITY@/$durability/" "$ROOT/scripts/powercut-vm/ingestd.toml.in" >"$ROOTFS/etc/ingestd/ingestd-$durability.toml"
-done
 PARALLEL=${POWERCUT_PARALLEL:-2}  # VMs at once (two measured ~1.7x one on 2 cores)
 
 boot() { # boot SLOT MODE ROUND LOG: runs the slot's VM until it powers off (10 min at most)

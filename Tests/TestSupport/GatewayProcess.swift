@@ -148,10 +148,6 @@ public final class GatewayProcess {
     /// The `ingestd` built beside the tests.
     static var ingestd: String {
         if let path = ProcessInfo.processInfo.environment["INGESTD_BINARY"], !path.isEmpty { return path }
-        var dir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("ingestd").path), dir.path != "/" {
-            dir.deleteLastPathComponent()
-        }
-        return dir.appendingPathComponent("ingestd").path
+        return builtExecutable("ingestd")
     }
 }

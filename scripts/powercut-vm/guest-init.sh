@@ -7,7 +7,14 @@
 #                        the host kills the VM: the power cut;
 #   powercut.mode=check  the boot after the cut: verify the queue file (no
 #                        repair), run the agent until the queue is drained
-#                        into the archive, then print what is where.
+#                        into the archive, then print what is where;
+#   powercut.mode=record the agent's state directory on the second disk
+#                        through dm-log-writes (the log on the third disk):
+#                        powercut.batches batches through `ingestd send`,
+#                        a mark "batch-N" in the log after each exit 0, the
+#                        queue drained into the archive, then a clean
+#                        shutdown (scripts/test-powercut-replay.sh replays
+#                        the log to every crash state).
 # Everything the host reads is a whole console line starting with a word
 # in capitals; a line cut by the power cut is ignored.
 export PATH=/bin:/sbin:/usr/bin
@@ -24,13 +31,32 @@ config=/etc/ingestd/ingestd-$(arg durability).toml
 echo "BOOTED $mode $round"
 
 # The negative control: an agent whose syncs do nothing (nofsync.c).
-[ "$(arg nofsync)" = 1 ] && [ "$mode" = write ] && export LD_PRELOAD=/usr/lib/nofsync.so
+[ "$(arg nofsync)" = 1 ] && [ "$mode" != check ] && export LD_PRELOAD=/usr/lib/nofsync.so
 
 start_agent() {
     ingestd run --config "$config" >>/var/log/agent.log 2>&1 &
     agent=$!
     n=0
     while [ ! -S /run/ingestd/ingestd.sock ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+}
+
+# Batch N of 25 readings, _ids from the round and the reading's number.
+make_batch() {
+    : >/tmp/batch
+    for i in $(seq $((($1 - 1) * 25 + 1)) $(($1 * 25))); do
+        printf '{"_id":"%08x%016x","deviceId":"d%d","value":%d.5}\n' "$round" "$i" $((i % 7)) "$i" >>/tmp/batch
+    done
+}
+
+# Waits until the agent uploaded everything queued (at most 2 minutes).
+wait_drained() {
+    n=0
+    while [ $n -lt 600 ]; do
+        queued=$(ingestd queue stats --config "$config" 2>/dev/null | sed -n 's/^ *queued: *\([0-9,]*\).*/\1/p' | tr -d ,)
+        [ "$queued" = 0 ] && break
+        sleep 0.2
+        n=$((n + 1))
+    done
 }
 
 if [ "$mode" = write ]; then
@@ -59,27 +85,44 @@ if [ "$mode" = write ]; then
     batch=0
     while true; do
         batch=$((batch + 1))
-        : >/tmp/batch
-        for i in $(seq $(((batch - 1) * 25 + 1)) $((batch * 25))); do
-            printf '{"_id":"%08x%016x","deviceId":"d%d","value":%d.5}\n' "$round" "$i" $((i % 7)) "$i" >>/tmp/batch
-        done
+        make_batch "$batch"
         if ingestd send --config "$config" --type Reading </tmp/batch >/dev/null 2>>/var/log/send.log; then
             sed 's/.*"_id":"\([0-9a-f]*\)".*/CONFIRMED \1/' /tmp/batch
         fi
     done
 fi
 
+if [ "$mode" = record ]; then
+    insmod /lib/modules/dm-mod.ko && insmod /lib/modules/dm-log-writes.ko || echo "RECORD failed: no device-mapper"
+    export DM_DISABLE_UDEV=1
+    dmsetup create logged --table "0 $(blockdev --getsz /dev/nvme1n1) log-writes /dev/nvme1n1 /dev/nvme2n1" || echo "RECORD failed: dmsetup create"
+    mount -t ext4 /dev/mapper/logged /var/lib/ingestd || echo "RECORD failed: mount"
+    mkdir -p /var/lib/sensor
+    : >/var/lib/sensor/readings.ndjson
+    start_agent
+    echo "RECORDING"
+    for batch in $(seq 1 "$(arg batches)"); do
+        make_batch "$batch"
+        if ingestd send --config "$config" --type Reading </tmp/batch >/dev/null 2>>/var/log/send.log; then
+            dmsetup message logged 0 mark "batch-$batch"
+            echo "CONFIRMED batch-$batch"
+        fi
+    done
+    wait_drained
+    echo "DRAINED ${queued:-unknown}"
+    kill -TERM "$agent"
+    wait "$agent"
+    echo "AGENT exit $?"
+    umount /var/lib/ingestd
+    dmsetup status logged | sed 's/^/LOGGED /'
+    dmsetup remove logged && echo "RECORDED"
+fi
+
 if [ "$mode" = check ]; then
     if ingestd verify --config "$config" >/var/log/verify.log 2>&1; then echo "VERIFY ok"; else echo "VERIFY failed $?"; fi
     start_agent
     # Drained: the archive has everything, nothing queued.
-    n=0
-    while [ $n -lt 600 ]; do
-        queued=$(ingestd queue stats --config "$config" 2>/dev/null | sed -n 's/^ *queued: *\([0-9,]*\).*/\1/p' | tr -d ,)
-        [ "$queued" = 0 ] && break
-        sleep 0.2
-        n=$((n + 1))
-    done
+    wait_drained
     echo "DRAINED ${queued:-unknown}"
     kill -TERM "$agent"
     wait "$agent"
