@@ -2,10 +2,14 @@
 # Power cuts on a real kernel (issue 45): a Debian kernel in a qemu VM
 # (TCG: software emulation) with the queue on ext4 on a virtual NVMe disk
 # opened with cache=none, killed with SIGKILL at a random moment while the
-# agent commits readings sent one at a time with `ingestd send`, then booted
-# again on the same disk to check: the queue opens and verifies without
-# repair, every reading `send` confirmed (exit 0) is in the archive exactly
-# once after the agent drained the queue, nothing is garbled.
+# agent commits readings sent in batches with `ingestd send` and appended
+# to a followed file, and uploads them to a gateway in the same VM (its own
+# queue, then its archive), then booted again on the same disk to check:
+# both queues open and verify without repair, every reading `send`
+# confirmed (exit 0) or the sensor synced is in the gateway's archive
+# exactly once after both drained, nothing is garbled. A batch the gateway
+# answered 2xx is gone from the agent's queue: if the gateway lost it, the
+# reading is missing.
 #
 #   scripts/test-powercut-vm.sh [ROUNDS] [DURABILITY]
 #       ROUNDS       default 3; DURABILITY power_loss_safe (default) or
@@ -50,7 +54,7 @@ boot() { # boot SLOT MODE ROUND LOG: runs the slot's VM until it powers off (10 
     rm -f "$1/qemu.pid"
     timeout 600 qemu-system-x86_64 -machine q35 -accel tcg -cpu max -m 768 -smp 1 -nographic -no-reboot \
         -pidfile "$1/qemu.pid" -kernel "$KERNEL" \
-        -append "root=/dev/nvme0n1 rw rootfstype=ext4 console=ttyS0 init=/init panic=-1 powercut.mode=$2 powercut.round=$3 powercut.durability=$DURABILITY powercut.nofsync=$CONTROL" \
+        -append "root=/dev/nvme0n1 rw rootfstype=ext4 console=ttyS0 init=/init panic=-1 powercut.mode=$2 powercut.round=$3 powercut.durability=$DURABILITY powercut.upload=gateway powercut.nofsync=$CONTROL" \
         -drive "file=$1/disk.img,if=none,id=disk,format=raw,cache=none" -device nvme,drive=disk,serial=powercut \
         >"$4" 2>&1 </dev/null
 }

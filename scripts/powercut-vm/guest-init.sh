@@ -5,9 +5,14 @@
 #                        with `ingestd send`, printing "CONFIRMED <_id>" on
 #                        the console after each exit 0 (committed), until
 #                        the host kills the VM: the power cut;
-#   powercut.mode=check  the boot after the cut: verify the queue file (no
-#                        repair), run the agent until the queue is drained
-#                        into the archive, then print what is where;
+#   powercut.mode=check  the boot after the cut: verify the queue files (no
+#                        repair), run the agent (and the gateway) until the
+#                        queues are drained into the archive, then print
+#                        what is where;
+#   powercut.upload=gateway  the agent uploads to a gateway in the same VM
+#                        (its own queue and archive: gateway.toml), which
+#                        the cut hits too; =archive: to an archive on the
+#                        agent's disk;
 #   powercut.mode=record the agent's state directory on the second disk
 #                        through dm-log-writes (the log on the third disk):
 #                        powercut.batches batches through `ingestd send`,
@@ -27,7 +32,10 @@ mkdir -p /run/ingestd
 arg() { sed -n "s/.*powercut\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
 mode=$(arg mode)
 round=$(arg round)
-config=/etc/ingestd/ingestd-$(arg durability).toml
+upload=$(arg upload)
+config=/etc/ingestd/ingestd-$(arg durability)-${upload:-archive}.toml
+gateway_config=/etc/ingestd/gateway.toml
+ifconfig lo 127.0.0.1 up
 echo "BOOTED $mode $round"
 
 # The negative control: an agent whose syncs do nothing (nofsync.c).
@@ -40,6 +48,19 @@ start_agent() {
     while [ ! -S /run/ingestd/ingestd.sock ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 }
 
+# The gateway the agent uploads to (powercut.upload=gateway), listening
+# on 127.0.0.1:8480 once this returns.
+start_gateway() {
+    [ "$upload" = gateway ] || return 0
+    ingestd run --config "$gateway_config" >>/var/log/gateway.log 2>&1 &
+    gateway=$!
+    n=0
+    until wget -q -O /dev/null http://127.0.0.1:8480/healthz 2>/dev/null || [ $n -ge 600 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+}
+
 # Batch N of 25 readings, _ids from the round and the reading's number.
 make_batch() {
     : >/tmp/batch
@@ -48,11 +69,12 @@ make_batch() {
     done
 }
 
-# Waits until the agent uploaded everything queued (at most 2 minutes).
+# Waits until the agent with configuration $1 uploaded everything queued
+# (at most 2 minutes); sets queued to what is left.
 wait_drained() {
     n=0
     while [ $n -lt 600 ]; do
-        queued=$(ingestd queue stats --config "$config" 2>/dev/null | sed -n 's/^ *queued: *\([0-9,]*\).*/\1/p' | tr -d ,)
+        queued=$(ingestd queue stats --config "$1" 2>/dev/null | sed -n 's/^ *queued: *\([0-9,]*\).*/\1/p' | tr -d ,)
         [ "$queued" = 0 ] && break
         sleep 0.2
         n=$((n + 1))
@@ -63,10 +85,11 @@ if [ "$mode" = write ]; then
     mkdir -p /var/lib/sensor
     : >/var/lib/sensor/readings.ndjson
     sync
+    start_gateway
     start_agent
     echo "WRITING"
     # A sensor appending to the followed file: 10 lines at a time, each
-    # printed as "WRITTEN <_id>" once the file system has them (sync), with
+    # printed as "WRITTEN <_id>" once the file system has them (fsync), with
     # _ids of their own (round, then 1 << 40 + n).
     (
         n=0
@@ -75,7 +98,9 @@ if [ "$mode" = write ]; then
                 n=$((n + 1))
                 printf '{"_id":"%08x%016x","deviceId":"file","value":%d.25}\n' "$round" $((1099511627776 + n)) "$n"
             done >>/var/lib/sensor/readings.ndjson
-            sync
+            # fsync of this file only: a global sync would also flush the
+            # agent's unsynced writes and blind the control.
+            sync /var/lib/sensor/readings.ndjson
             tail -n 10 /var/lib/sensor/readings.ndjson | sed 's/.*"_id":"\([0-9a-f]*\)".*/WRITTEN \1/'
             sleep 0.3
         done
@@ -108,7 +133,7 @@ if [ "$mode" = record ]; then
             echo "CONFIRMED batch-$batch"
         fi
     done
-    wait_drained
+    wait_drained "$config"
     echo "DRAINED ${queued:-unknown}"
     kill -TERM "$agent"
     wait "$agent"
@@ -119,15 +144,33 @@ if [ "$mode" = record ]; then
 fi
 
 if [ "$mode" = check ]; then
-    if ingestd verify --config "$config" >/var/log/verify.log 2>&1; then echo "VERIFY ok"; else echo "VERIFY failed $?"; fi
+    verdict=ok
+    ingestd verify --config "$config" >/var/log/verify.log 2>&1 || verdict="failed $? (the agent's queue)"
+    if [ "$upload" = gateway ]; then
+        ingestd verify --config "$gateway_config" >>/var/log/verify.log 2>&1 || verdict="failed $? (the gateway's queue)"
+    fi
+    echo "VERIFY $verdict"
+    start_gateway
     start_agent
-    # Drained: the archive has everything, nothing queued.
-    wait_drained
-    echo "DRAINED ${queued:-unknown}"
+    # Drained: the archive has everything, nothing queued at the agent or the gateway.
+    wait_drained "$config"
+    left=${queued:-unknown}
     kill -TERM "$agent"
     wait "$agent"
     echo "AGENT exit $?"
-    sqlite3 /var/lib/ingestd/archive.sqlite 'SELECT _id FROM Reading' | sed 's/^/ARCHIVED /'
+    archive=/var/lib/ingestd/archive.sqlite
+    if [ "$upload" = gateway ]; then
+        wait_drained "$gateway_config"
+        [ "$left" = 0 ] && left=${queued:-unknown}
+        kill -TERM "$gateway"
+        wait "$gateway"
+        echo "GATEWAY exit $?"
+        archive=/var/lib/gateway/archive.sqlite
+        ingestd queue peek --config "$gateway_config" --limit 1000000 2>/dev/null \
+            | sed -n 's/.*"_id":"\([0-9a-f]*\)".*/QUEUED \1/p'
+    fi
+    echo "DRAINED $left"
+    sqlite3 "$archive" 'SELECT _id FROM Reading' | sed 's/^/ARCHIVED /'
     ingestd queue peek --config "$config" --limit 1000000 2>/dev/null \
         | sed -n 's/.*"_id":"\([0-9a-f]*\)".*/QUEUED \1/p'
     echo "CHECKED"

@@ -69,6 +69,20 @@ mkdir -p "$ROOTFS/lib64" && cp -L /lib64/ld-linux-x86-64.so.2 "$ROOTFS/lib64/"
 mkdir -p "$ROOTFS/usr/lib"
 cc -shared -fPIC -O1 -o "$ROOTFS/usr/lib/nofsync.so" "$ROOT/scripts/powercut-vm/nofsync.c"
 cp "$ROOT/scripts/powercut-vm/guest-init.sh" "$ROOTFS/init"
+# The agent's configurations, ingestd-DURABILITY-UPLOAD.toml: uploads to
+# the gateway in the VM (scripts/test-powercut-vm.sh) or to an archive on
+# its own disk (scripts/test-powercut-replay.sh).
 for durability in power_loss_safe crash_safe; do
-    sed "s/@DURABILITY@/$durability/" "$ROOT/scripts/powercut-vm/ingestd.toml.in" >"$ROOTFS/etc/ingestd/ingestd-$durability.toml"
+    for upload in gateway archive; do
+        config=$ROOTFS/etc/ingestd/ingestd-$durability-$upload.toml
+        sed "s/@DURABILITY@/$durability/" "$ROOT/scripts/powercut-vm/ingestd.toml.in" >"$config"
+        echo "[upload]" >>"$config"
+        if [ "$upload" = gateway ]; then
+            echo 'url = "http://127.0.0.1:8480/ingest/v1/batches"' >>"$config"
+        else
+            printf 'sink = "sqlite"\npath = "/var/lib/ingestd/archive.sqlite"\n' >>"$config"
+        fi
+        printf 'max_records = 50\nlinger_ms = 200\n' >>"$config"
+    done
 done
+cp "$ROOT/scripts/powercut-vm/gateway.toml" "$ROOTFS/etc/ingestd/gateway.toml"
