@@ -59,7 +59,7 @@ truncate -s 4G "$WORK/log.img"
 console=$WORK/record.log
 timeout 900 qemu-system-x86_64 -machine q35 -accel tcg -cpu max -m 768 -smp 1 -nographic -no-reboot \
     -kernel "$KERNEL" \
-    -append "root=/dev/nvme0n1 rw rootfstype=ext4 console=ttyS0 init=/init panic=-1 powercut.mode=record powercut.round=0 powercut.batches=$BATCHES powercut.durability=power_loss_safe powercut.nofsync=$CONTROL" \
+    -append "root=/dev/nvme0n1 rw rootfstype=ext4 console=ttyS0 init=/init panic=-1 powercut.mode=record powercut.round=0 powercut.batches=$BATCHES powercut.durability=power_loss_safe powercut.upload=archive powercut.nofsync=$CONTROL" \
     -drive "file=$WORK/root.img,if=none,id=root,format=raw,cache=none" -device nvme,drive=root,serial=root \
     -drive "file=$WORK/data.img,if=none,id=data,format=raw,cache=none" -device nvme,drive=data,serial=data \
     -drive "file=$WORK/log.img,if=none,id=log,format=raw,cache=none" -device nvme,drive=log,serial=log \
