@@ -38,6 +38,9 @@ struct CheckConfigCommand: IngestdCommand {
                 "  queue: \(configuration.resolvedQueuePath), overflow \(configuration.queue.overflowPolicy), durability \(configuration.queue.durability)"
             )
             print("  upload: \(configuration.uploadSummary)")
+            print(
+                "  memory: a limit (systemd's MemoryMax=) of at least \(MemoryLimit.floor(for: configuration) >> 20) MiB; under less, the agent refuses to start"
+            )
             // A configuration meant for the service (under /etc, or read by
             // systemd's unit) with a stdin input: stdin is /dev/null there.
             let forTheService = path.hasPrefix("/etc/") || environment["CONFIGURATION_DIRECTORY"] != nil

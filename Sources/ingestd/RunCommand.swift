@@ -72,6 +72,12 @@ struct RunCommand: IngestdCommand {
             throw ExitCodes.forError(error)
         }
         let logger = bootstrapLogging(configuration, environment: environment)
+        // A limit too small would end in a kill loop: refuse it once, clearly (exit 78: not restarted).
+        if let limit = MemoryLimit.ofThisProcess(), let refusal = limit.refusal(for: configuration) {
+            logger.critical("\(refusal)")
+            if configuration.logTarget != .stderr { printError("ingestd: \(refusal)") }
+            throw ExitCodes.configError
+        }
         // SIGHUP asks for a reload (ExecReload= in the unit), for the life of
         // the process: a burst coalesces into one request, and one that comes
         // while the agent restarts is answered after (never lost, never a kill).

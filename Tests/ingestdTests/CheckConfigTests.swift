@@ -14,6 +14,18 @@ import Testing
                 "WeatherSensor(deviceId: string, temperatureInFahrenheit: double, barometricPressureInHg: double, windSpeedInMph: int)"
             )
         )
+        // What MemoryMax= it needs (no HTTP input: the agent's own floor).
+        #expect(
+            result.stdout.contains("  memory: a limit (systemd's MemoryMax=) of at least 16 MiB"),
+            "\(result.stdout)"
+        )
+        let backend = try IngestdBinary.run([
+            "check-config", "--config", root.appendingPathComponent("etc/backend.toml").path,
+        ])
+        #expect(
+            backend.stdout.contains("  memory: a limit (systemd's MemoryMax=) of at least 32 MiB"),
+            "\(backend.stdout)"
+        )
     }
 
     @Test func everyProblemIsReportedWithItsLineAndKey() throws {

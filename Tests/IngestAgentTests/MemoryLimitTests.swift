@@ -1,0 +1,100 @@
+import EdgeIngestCore
+import Foundation
+import TestSupport
+import Testing
+
+@testable import IngestAgent
+
+/// Reading the agent's cgroup v2 memory limit from files laid out as the
+/// kernel does (/proc/self/cgroup, /sys/fs/cgroup/…/memory.max). Under
+/// systemd as PID 1, scripts/test-memory-vm.sh shows the refusal end to end.
+@Suite struct MemoryLimitTests {
+    /// A /proc/self/cgroup and a hierarchy with `limits` (cgroup path → memory.max).
+    func layout(_ cgroupLine: String, _ limits: [String: String]) throws -> (TemporaryDirectory, String, String) {
+        let directory = try TemporaryDirectory()
+        let proc = directory.file("cgroup")
+        try (cgroupLine + "\n").write(toFile: proc, atomically: false, encoding: .utf8)
+        let hierarchy = directory.file("sys-fs-cgroup")
+        for (path, value) in limits {
+            let dir = hierarchy + (path == "/" ? "" : path)
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try (value + "\n").write(toFile: dir + "/memory.max", atomically: false, encoding: .utf8)
+        }
+        return (directory, proc, hierarchy)
+    }
+
+    @Test func theSmallestLimitOnThePathIsTheOneThatHolds() throws {
+        let (keep, proc, hierarchy) = try layout(
+            "0::/system.slice/ingestd.service",
+            ["/system.slice/ingestd.service": "max", "/system.slice": "50331648"]
+        )
+        _ = keep
+        #expect(
+            MemoryLimit.ofThisProcess(processCgroups: proc, hierarchy: hierarchy)
+                == MemoryLimit(bytes: 48 << 20, cgroup: "/system.slice")
+        )
+        let (keep2, proc2, hierarchy2) = try layout(
+            "0::/system.slice/ingestd.service",
+            ["/system.slice/ingestd.service": "12582912", "/system.slice": "50331648"]
+        )
+        _ = keep2
+        #expect(
+            MemoryLimit.ofThisProcess(processCgroups: proc2, hierarchy: hierarchy2)
+                == MemoryLimit(bytes: 12 << 20, cgroup: "/system.slice/ingestd.service")
+        )
+    }
+
+    @Test func noLimitWhenEveryLevelSaysMaxOrThereIsNoCgroupV2() throws {
+        let (keep, proc, hierarchy) = try layout(
+            "0::/user.slice/session-1.scope",
+            ["/user.slice/session-1.scope": "max"]
+        )
+        _ = keep
+        #expect(MemoryLimit.ofThisProcess(processCgroups: proc, hierarchy: hierarchy) == nil)
+        // cgroup v1 only (no "0::" line): nothing to read.
+        let (keep2, proc2, hierarchy2) = try layout("4:memory:/system.slice/ingestd.service", [:])
+        _ = keep2
+        #expect(MemoryLimit.ofThisProcess(processCgroups: proc2, hierarchy: hierarchy2) == nil)
+        #expect(MemoryLimit.ofThisProcess(processCgroups: "/nonexistent/cgroup") == nil)
+    }
+
+    @Test func aLimitBelowTheFloorIsRefusedWithWhatToSetAndAnEnoughOneIsNot() throws {
+        let agent = try AgentConfiguration.parse(
+            """
+            [types.Reading]
+            value = "double"
+            [[inputs]]
+            kind = "stdin"
+            type = "Reading"
+            """,
+            path: "agent.toml",
+            environment: ["HOME": "/home/op"]
+        )
+        let gateway = try AgentConfiguration.parse(
+            """
+            [types.Reading]
+            value = "double"
+            [[inputs]]
+            kind = "http"
+            listen = "127.0.0.1:8480"
+            """,
+            path: "gateway.toml",
+            environment: ["HOME": "/home/op"]
+        )
+        #expect(MemoryLimit.floor(for: agent) == MemoryLimit.base)
+        #expect(MemoryLimit.floor(for: gateway) == MemoryLimit.base + MemoryLimit.perHTTPInput)
+
+        let small = MemoryLimit(bytes: MemoryLimit.base - (1 << 20), cgroup: "/system.slice/ingestd.service")
+        let refusal = try #require(small.refusal(for: agent))
+        #expect(refusal.contains("/system.slice/ingestd.service"))
+        #expect(refusal.contains("MemoryMax=\(MemoryLimit.base >> 20)M"))
+        #expect(refusal.contains("Not started."))
+
+        let enoughForAnAgent = MemoryLimit(bytes: MemoryLimit.base, cgroup: "/x")
+        #expect(enoughForAnAgent.refusal(for: agent) == nil)
+        let gatewayRefusal = try #require(enoughForAnAgent.refusal(for: gateway))
+        #expect(gatewayRefusal.contains("each of its 1 HTTP input"))
+        #expect(MemoryLimit(bytes: MemoryLimit.floor(for: gateway), cgroup: "/x").refusal(for: gateway) == nil)
+        #expect(MemoryLimit.mebibytes(12_582_912 + (1 << 19)) == "12.5 MiB")
+    }
+}
