@@ -64,8 +64,6 @@ done
 
 work=".build-systemd"
 mkdir -p "$work"
-quiet=(--quiet)
-[ -t 2 ] && quiet=()
 
 # --- The packages -------------------------------------------------------------
 if [ -z "$deb" ]; then
@@ -89,34 +87,9 @@ if [ -z "$previous_deb" ]; then
     fi
 fi
 
-# --- The root (once; again when this script changes) ------------------------
+# --- The root (once; again when what it is made of changes) -----------------
 root="$work/root"
-# What the root is made of (the stamp): made again when this changes.
-include="systemd,systemd-sysv,dbus,python3,procps,curl,sqlite3,libsqlite3-0,libcurl4,libssl3,libzstd1,zlib1g,libsystemd0"
-masked="console-getty.service getty@.service apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer e2scrub_all.timer fstrim.timer systemd-timesyncd.service"
-runner='[Unit]
-Description=The scenario under test
-After=multi-user.target
-[Service]
-Type=exec
-StandardOutput=file:/ci-out/results.txt
-StandardError=inherit
-ExecStart=/bin/bash -c '"'"'rc=0; /bin/bash /ci/run-scenario.sh || rc=$?; journalctl -b --no-pager -o short-precise > /ci-out/journal.txt; systemctl --no-block exit $rc'"'"'
-'
-stamp="$(printf '%s\n' "$include" "$masked" "$runner" | sha256sum | cut -c1-16)"
-if ! [ -f "$root/.edgeingest-root" ] || [ "$(cat "$root/.edgeingest-root")" != "$stamp" ]; then
-    mirror="${SYSTEMD_DEBIAN_MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}"
-    mirror="${mirror:-http://deb.debian.org/debian}"
-    echo "test-systemd.sh: making the container's root (Debian 12, systemd 252) …" >&2
-    rm -rf "$root"
-    mmdebstrap "${quiet[@]}" --variant=minbase --include="$include" bookworm "$root" "deb $mirror bookworm main"
-    # No consoles to log in on, no timers: a clean "running" state.
-    for unit in $masked; do ln -sf /dev/null "$root/etc/systemd/system/$unit"; done
-    # Started only when asked for on the "kernel" command line; Type=exec,
-    # as a oneshot that waits for the boot to finish would deadlock it.
-    printf '%s' "$runner" > "$root/etc/systemd/system/ci-runner.service"
-    echo "$stamp" > "$root/.edgeingest-root"
-fi
+scripts/make-systemd-root.sh "$root"
 
 # --- The scenarios, each in a fresh boot -------------------------------------
 payload="$(mktemp -d /tmp/ingestd-systemd.XXXXXX)"
