@@ -176,7 +176,7 @@ check() {
     else
         echo "$fields" | grep -q 'oom_kernel=0 ' && echo "$fields" | grep -q 'restarts=0 ' \
             && echo "$fields" | grep -q 'result=exit-code' && echo "$fields" | grep -q 'exit=78' \
-            && echo "$fields" | grep -q 'said="' \
+            && echo "$fields" | grep -q 'said="The memory limit of this agent' \
             || fail "$1 at MemoryMax=$2 was not refused cleanly (exit 78 with a message, no OOM kill, no restart)"
     fi
 }

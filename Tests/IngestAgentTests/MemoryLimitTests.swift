@@ -93,7 +93,7 @@ import Testing
         let enoughForAnAgent = MemoryLimit(bytes: MemoryLimit.base, cgroup: "/x")
         #expect(enoughForAnAgent.refusal(for: agent) == nil)
         let gatewayRefusal = try #require(enoughForAnAgent.refusal(for: gateway))
-        #expect(gatewayRefusal.contains("each of its 1 HTTP input"))
+        #expect(gatewayRefusal.contains("16 MiB for the agent and 16 MiB for its HTTP input)"))
         #expect(MemoryLimit(bytes: MemoryLimit.floor(for: gateway), cgroup: "/x").refusal(for: gateway) == nil)
         #expect(MemoryLimit.mebibytes(12_582_912 + (1 << 19)) == "12.5 MiB")
     }

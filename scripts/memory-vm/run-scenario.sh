@@ -47,7 +47,8 @@ outcome() {
     oom_journal=$(journalctl -k --since "$journal_from" --no-pager 2>/dev/null | grep -c 'Memory cgroup out of memory' || true)
     printf 'peak_mib=%s oom_kill=%s oom_kernel=%s %s' "$peak" "${kills:-0}" "$oom_journal" "$(service_state)"
     local said
-    said=$(journalctl -u ingestd.service --since "$journal_from" --no-pager -o cat -p err 2>/dev/null | tail -1 | tr -d '"')
+    # The agent's own first error (not systemd's lines about the unit).
+    said=$(journalctl _SYSTEMD_UNIT=ingestd.service --since "$journal_from" --no-pager -o cat -p err 2>/dev/null | head -1 | tr -d '"')
     [ -n "$said" ] && printf ' said="%s"' "$said"
     echo
 }

@@ -48,7 +48,7 @@ package struct MemoryLimit: Sendable, Equatable {
         let parts =
             http == 0
             ? ""
-            : " (\(Self.mebibytes(Self.base)) for the agent and \(Self.mebibytes(Self.perHTTPInput)) for each of its \(http) HTTP input\(http == 1 ? "" : "s"))"
+            : " (\(Self.mebibytes(Self.base)) for the agent and \(Self.mebibytes(Self.perHTTPInput)) for \(http == 1 ? "its HTTP input" : "each of its \(http) HTTP inputs"))"
         return
             "The memory limit of this agent's control group (\(cgroup): memory.max, systemd's MemoryMax=) is \(Self.mebibytes(bytes)), below the \(Self.mebibytes(needed)) it needs with this configuration\(parts): under it the kernel would kill the agent when it gets busy, and systemd would start it again, over and over. Raise the limit (systemctl edit ingestd: [Service] MemoryMax=\(needed >> 20)M or more), or remove it. Not started."
     }
