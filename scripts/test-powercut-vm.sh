@@ -70,9 +70,11 @@ run_round() {
     local log=$WORK/round-$round-write.log check=$WORK/round-$round-check.log
     boot "$slot" write "$round" "$log" 2>/dev/null &
     local vm=$!
-    for _ in $(seq 1 1800); do grep -q '^WRITING' "$log" 2>/dev/null && break; sleep 0.1; done
+    # A boot takes seconds; on a machine loaded by other work it has taken minutes.
+    for _ in $(seq 1 6000); do grep -q '^WRITING' "$log" 2>/dev/null && break; sleep 0.1; done
     if ! grep -q '^WRITING' "$log"; then
-        kill -KILL "$(cat "$slot/qemu.pid" 2>/dev/null)" 2>/dev/null || true
+        pkill -KILL -f -- "-pidfile $slot/qemu.pid" || true  # the pid file may not be written yet
+        wait "$vm" 2>/dev/null || true
         echo "failed 0 0 round $round: the VM never started writing (see $log)" >"$slot/result"
         return
     fi
