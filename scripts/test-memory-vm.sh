@@ -36,23 +36,16 @@ CLIENTS=${CLIENTS:-100}
 LOAD_SECONDS=${LOAD_SECONDS:-20}
 WORK=$ROOT/.build-memory-vm
 mkdir -p "$WORK"
-NAME=test-memory-vm
-skip() {
-    if [ "${CI:-}" = true ]; then
-        echo "$NAME: cannot run in CI: $*" >&2
-        exit 1
-    fi
-    echo "$NAME: skipped: $*"
-    exit 0
-}
+# skip() and the kernel.
+GUEST_KERNEL_ONLY=1
+# shellcheck source=scripts/powercut-vm/make-guest.sh
+. "$ROOT/scripts/powercut-vm/make-guest.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (mmdebstrap)"
 command -v mmdebstrap >/dev/null || skip "no mmdebstrap (apt-get install mmdebstrap)"
 deb=${DEB:-$(scripts/build-deb.sh | tail -1)}
 deb=$(realpath "$deb")
 rm -rf "$WORK/package" && dpkg-deb -x "$deb" "$WORK/package"
-export INGESTD=$WORK/package/usr/bin/ingestd GUEST_KERNEL_ONLY=1
-# shellcheck source=scripts/powercut-vm/make-guest.sh
-. "$ROOT/scripts/powercut-vm/make-guest.sh"
+INGESTD=$WORK/package/usr/bin/ingestd
 scripts/make-systemd-root.sh "$ROOT/.build-systemd/root"
 swift build -c release --product fleet-load >/dev/null
 echo "$NAME: $(basename "$deb") under systemd 252 in a Debian cloud kernel under qemu (TCG); MemoryMax= for a drain of $READINGS readings: ${DRAIN_PASS:-none} must hold, ${DRAIN_REFUSE:-none} must be refused; for a gateway under $CLIENTS clients: ${GATEWAY_PASS:-none} must hold, ${GATEWAY_REFUSE:-none} must be refused"
@@ -60,6 +53,8 @@ echo "$NAME: $(basename "$deb") under systemd 252 in a Debian cloud kernel under
 # The backlog, made by the packaged binary on the host.
 . "$ROOT/bench/lib.sh"
 make_varied_input "$WORK/readings.ndjson" "$READINGS"
+# The readings' type, as bench/'s realistic configuration declares it.
+weather_type() { realistic_config | sed -n '/^\[types.WeatherSensor\]/,$p'; }
 drain_config() { # STATE_DIRECTORY SOCKET
     cat <<TOML
 [agent]
@@ -73,13 +68,8 @@ type = "WeatherSensor"
 [upload]
 sink = "sqlite"
 path = "archive.sqlite"
-[types.WeatherSensor]
-ts = "timestamp"
-deviceId = "string"
-temperatureInFahrenheit = "double"
-barometricPressureInHg = "double"
-windSpeedInMph = "int"
 TOML
+    weather_type
 }
 if [ ! -s "$WORK/backlog-$READINGS/queue.sqlite" ]; then
     rm -rf "$WORK/backlog-$READINGS" "$WORK/making"
@@ -117,13 +107,8 @@ api_keys_file = "/etc/ingestd/api-keys"
 shared_id_space = true
 # The clients all come from 127.0.0.1.
 max_connections_per_address = 1024
-[types.WeatherSensor]
-ts = "timestamp"
-deviceId = "string"
-temperatureInFahrenheit = "double"
-barometricPressureInHg = "double"
-windSpeedInMph = "int"
 TOML
+    weather_type
 } >"$image/ci/gateway.toml"
 fleet=$ROOT/.build/release/fleet-load
 cp "$fleet" "$image/ci/bin/fleet-load"

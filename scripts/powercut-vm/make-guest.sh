@@ -3,7 +3,8 @@
 # with CI=true, where it cannot be had), fetches Debian's cloud kernel
 # (kept in .build-powercut-vm/) and builds the guest's root file system in
 # $WORK/rootfs. Sets KERNEL, ROOTFS,
-# INGESTD and MODULES (the kernel's module directory).
+# INGESTD and MODULES (the kernel's module directory). With
+# GUEST_KERNEL_ONLY=1 only skip() and the kernel (scripts/test-memory-vm.sh).
 NAME=$(basename "$0" .sh)
 mkdir -p "$WORK"
 
@@ -16,9 +17,10 @@ skip() {
     exit 0
 }
 command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (apt-get install qemu-system-x86)"
+command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
+if [ "${GUEST_KERNEL_ONLY:-}" != 1 ]; then
 BUSYBOX=$(command -v busybox || true)
 [ -n "$BUSYBOX" ] && file -L "$BUSYBOX" | grep -q 'statically linked' || skip "no static busybox (apt-get install busybox-static)"
-command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4"
 command -v sqlite3 >/dev/null || skip "no sqlite3"
 command -v cc >/dev/null || skip "no C compiler"
 INGESTD=${INGESTD:-}
@@ -28,6 +30,7 @@ if [ -z "$INGESTD" ]; then
     done
 fi
 [ -n "$INGESTD" ] && [ -x "$INGESTD" ] || skip "no built ingestd (swift build -c release)"
+fi
 
 # The kernel: Debian's cloud kernel (NVMe and ext4 built in: no initramfs;
 # device-mapper and dm-log-writes are modules, copied into the root).
