@@ -3,7 +3,7 @@
 # fluent/fluent-bit repository at tag v5.1.1): release mode (-O2), the
 # minimal build with what the comparison uses — in_stdin, in_tail, out_http,
 # out_null, the storage backlog, SQLDB on the system SQLite — and no AWS or
-# simdutf, LuaJIT or WASM (LuaJIT's build asks git for its version, which
+# simdutf, AWS SigV4, Kafka, LuaJIT or WASM (LuaJIT's build asks git for its version, which
 # a tree without .git cannot answer). With FLB_AWS=Off its src/flb_http_client.c lacks two includes
 # (flb_upstream_node.h, flb_upstream_ha.h): added in a copy of the tree,
 # never in the tree given. Prints the binary's path.
@@ -37,7 +37,7 @@ if [ ! -x "$binary" ]; then
         -DFLB_RELEASE=On -DFLB_MINIMAL=On -DFLB_IN_STDIN=On -DFLB_IN_TAIL=On -DFLB_IN_STORAGE_BACKLOG=On \
         -DFLB_OUT_HTTP=On -DFLB_OUT_NULL=On -DFLB_SQLDB=On -DFLB_PREFER_SYSTEM_LIB_SQLITE=On \
         -DFLB_USE_SIMDUTF=No -DFLB_AWS=Off -DFLB_EXAMPLES=Off -DFLB_SHARED_LIB=Off \
-        -DFLB_LUAJIT=Off -DFLB_WASM=Off >"$build/cmake.log" 2>&1 ||
+        -DFLB_LUAJIT=Off -DFLB_WASM=Off -DFLB_SIGNV4=Off -DFLB_KAFKA=Off >"$build/cmake.log" 2>&1 ||
         { tail -20 "$build/cmake.log" >&2; exit 1; }
     make -C "$build/build" -j"$(nproc)" fluent-bit-bin >"$build/make.log" 2>&1 ||
         { tail -30 "$build/make.log" >&2; exit 1; }
