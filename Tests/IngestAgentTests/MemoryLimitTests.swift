@@ -59,28 +59,16 @@ import Testing
     }
 
     @Test func aLimitBelowTheFloorIsRefusedWithWhatToSetAndAnEnoughOneIsNot() throws {
-        let agent = try AgentConfiguration.parse(
-            """
-            [types.Reading]
-            value = "double"
-            [[inputs]]
-            kind = "stdin"
-            type = "Reading"
-            """,
-            path: "agent.toml",
-            environment: ["HOME": "/home/op"]
-        )
-        let gateway = try AgentConfiguration.parse(
-            """
-            [types.Reading]
-            value = "double"
-            [[inputs]]
-            kind = "http"
-            listen = "127.0.0.1:8480"
-            """,
-            path: "gateway.toml",
-            environment: ["HOME": "/home/op"]
-        )
+        /// A configuration of one Reading type and this input.
+        func configuration(input: String) throws -> AgentConfiguration {
+            try AgentConfiguration.parse(
+                "[types.Reading]\nvalue = \"double\"\n[[inputs]]\n" + input,
+                path: "agent.toml",
+                environment: ["HOME": "/home/op"]
+            )
+        }
+        let agent = try configuration(input: "kind = \"stdin\"\ntype = \"Reading\"")
+        let gateway = try configuration(input: "kind = \"http\"\nlisten = \"127.0.0.1:8480\"")
         #expect(MemoryLimit.floor(for: agent) == MemoryLimit.base)
         #expect(MemoryLimit.floor(for: gateway) == MemoryLimit.base + MemoryLimit.perHTTPInput)
 
