@@ -144,21 +144,38 @@ struct SocketInput: Service {
     }
 
     /// Binds and listens at `path` (an old socket file there is replaced).
+    ///
+    /// The socket is bound at a side name (`path` + `~`), listening and
+    /// given its mode and group there, and only then renamed to `path`:
+    /// whoever finds the socket file can connect at once (a sender never
+    /// meets a bound socket that is not listening yet, "Connection
+    /// refused") and never meets it with the umask's permissions. A path
+    /// too long for the side name is bound in place.
     static func bind(path: String, group: String?) throws -> Int32 {
-        guard var address = UnixSocket.address(path) else {
+        guard UnixSocket.address(path) != nil else {
             throw AgentError(
                 .listenFailed,
                 "The socket path '\(path)' is longer than \(UnixSocket.maxPathBytes) bytes: choose a shorter one."
             )
         }
         try QueueFile.makeDirectories(QueueFile.parentDirectory(of: path))
+        let side = path + "~"
+        let bindPath = UnixSocket.address(side) != nil ? side : path
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {
             throw AgentError(.listenFailed, "Cannot make a socket: \(String(cString: strerror(errno))).")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
+        func fail(_ message: String) -> AgentError {
+            close(fd)
+            if bindPath != path { unlink(bindPath) }
+            return AgentError(.listenFailed, message)
+        }
+        for old in Set([bindPath, path]) {
+            var info = stat()
+            if lstat(old, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(old) }
+        }
+        var address = UnixSocket.address(bindPath)!
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -171,19 +188,16 @@ struct SocketInput: Service {
         }
         if let group {
             guard let entry = getgrnam(group) else {
-                close(fd)
-                throw AgentError(
-                    .listenFailed,
-                    "The socket_group '\(group)' does not exist: create it (addgroup --system \(group))."
-                )
+                throw fail("The socket_group '\(group)' does not exist: create it (addgroup --system \(group)).")
             }
-            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0, chmod(path, 0o660) == 0 else {
-                let reason = String(cString: strerror(errno))
-                close(fd)
-                throw AgentError(.listenFailed, "Cannot give the socket '\(path)' to group '\(group)': \(reason).")
+            guard chown(bindPath, uid_t.max, entry.pointee.gr_gid) == 0, chmod(bindPath, 0o660) == 0 else {
+                throw fail("Cannot give the socket '\(path)' to group '\(group)': \(String(cString: strerror(errno))).")
             }
         } else {
-            _ = chmod(path, 0o600)
+            _ = chmod(bindPath, 0o600)
+        }
+        if bindPath != path, rename(bindPath, path) != 0 {
+            throw fail("Cannot put the socket in place at '\(path)': \(String(cString: strerror(errno))).")
         }
         return fd
     }
