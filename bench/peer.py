@@ -25,6 +25,7 @@ ratio ingestd / Fluent Bit per round and its median.
 
   bench/peer.py --ingestd BIN --fluent-bit BIN --dir DIR [--rounds 5]
                 [--readings 1000000] [--backlog 2000000] [--only e2e,gzip,…]
+                [--upload-set linger_ms=50 …]
 """
 import argparse
 import json
@@ -49,6 +50,8 @@ def parse():
     p.add_argument("--readings", type=int, default=1_000_000)
     p.add_argument("--backlog", type=int, default=2_000_000)
     p.add_argument("--only", default=",".join(SCENARIOS))
+    p.add_argument("--upload-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="an [upload] setting for ingestd (e.g. linger_ms=50), to try another default")
     return p.parse_args()
 
 
@@ -89,6 +92,9 @@ class Receiver:
         self.process.wait()
 
 
+UPLOAD_SETTINGS = []
+
+
 def ingestd_config(directory, *, upload_port=None, gzip=False, follow=None):
     """bench/lib.sh's realistic configuration (the agent's defaults, quiet logs)."""
     base = subprocess.run(["bash", "-c", ". bench/lib.sh && realistic_config"], cwd=ROOT, check=True,
@@ -100,6 +106,7 @@ def ingestd_config(directory, *, upload_port=None, gzip=False, follow=None):
         text += f'[upload]\nurl = "http://127.0.0.1:{upload_port}/ingest/v1/batches"\nshutdown_timeout_ms = 900000\n'
         if gzip:
             text += "gzip = true\n"
+        text += "".join(setting + "\n" for setting in UPLOAD_SETTINGS)
     path = os.path.join(directory, "ingestd.toml")
     open(path, "w").write(text)
     return path
@@ -135,16 +142,35 @@ class Run:
     """One agent process: CPU, peak RSS and device writes read as it exits."""
 
     def __init__(self, command, stdin_path=None, stdin_pipe=False):
-        self.stdin = open(stdin_path, "rb") if stdin_path else (subprocess.PIPE if stdin_pipe else subprocess.DEVNULL)
+        # A file is fed through a pipe by `cat`, as a sensor script would
+        # (Fluent Bit's stdin input cannot poll a regular file: epoll_ctl
+        # refuses it, EPERM, and it reads nothing). cat's own CPU is not
+        # counted: wait4 reports the agent's.
+        self.feeder = None
         self.started = time.monotonic()
+        if stdin_path:
+            self.feeder = subprocess.Popen(["cat", stdin_path], stdout=subprocess.PIPE)
+            self.stdin = self.feeder.stdout
+        else:
+            self.stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdin=self.stdin, stdout=subprocess.DEVNULL,
                                         stderr=open(os.devnull, "w"))
+        if self.feeder:
+            self.feeder.stdout.close()  # the agent holds the only read end
 
     def status(self, field):
         for line in open(f"/proc/{self.process.pid}/status"):
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def rollup_mib(self, *fields):
+        """The sum of these /proc/PID/smaps_rollup fields, in MiB."""
+        total = 0
+        for line in open(f"/proc/{self.process.pid}/smaps_rollup"):
+            if line.split(":")[0] in fields:
+                total += int(line.split()[1])
+        return total / 1024
 
     def private_mib(self):
         total = 0
@@ -173,6 +199,9 @@ class Run:
                 written = int(line.split()[1])
         _, _, usage = os.wait4(self.process.pid, 0)
         self.process.returncode = 0
+        if self.feeder:
+            self.feeder.kill()
+            self.feeder.wait()
         return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, written, wall
 
 
@@ -240,10 +269,13 @@ def scenario_idle(agent, args, readings):
         run = Run(command(agent, args, config), stdin_pipe=True)
         time.sleep(10)
         rss, private = run.status("VmRSS"), run.private_mib()
+        anon, pss = run.status("RssAnon"), run.rollup_mib("Pss")
         run.finish(terminate=True)
     finally:
         receiver.stop()
-    return {"idle_rss_mib": rss, "idle_private_mib": private}
+    # RSS counts the code pages mapped from the page cache (shared, clean,
+    # given back under pressure); anonymous memory is what the agent holds.
+    return {"idle_rss_mib": rss, "idle_private_mib": private, "idle_anon_mib": anon, "idle_pss_mib": pss}
 
 
 def scenario_backlog(agent, args, backlog_readings):
@@ -284,6 +316,7 @@ def median(values):
 
 def main():
     args = parse()
+    UPLOAD_SETTINGS.extend(args.upload_set)
     os.makedirs(args.dir, exist_ok=True)
     wanted = [s for s in args.only.split(",") if s]
     readings = os.path.join(args.dir, f"readings-{args.readings}.ndjson")
@@ -295,6 +328,8 @@ def main():
     load = open("/proc/loadavg").read().split()[0]
     print(f"machine: {os.cpu_count()} cores; 1-minute load {load}; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}")
     print(f"readings: {args.readings:,} of {line_bytes:.0f} B a line on average; {args.rounds} rounds, interleaved")
+    if UPLOAD_SETTINGS:
+        print(f"ingestd [upload] also: {', '.join(UPLOAD_SETTINGS)}")
     results = {s: {"ingestd": [], "fluent-bit": []} for s in wanted}
     runners = {
         "e2e": lambda agent: scenario_upload(agent, args, readings, gzip=False),

@@ -14,12 +14,13 @@
 #   ONLY=e2e,gzip  some scenarios (default: all)
 #   READINGS=N BACKLOG=N   default 1,000,000 and 2,000,000
 #
-# Status (2026-11-29): Fluent Bit v5.1.1 builds with this (about 2
-# minutes here once the tree is copied); bench/peer.py has not completed a
-# round: in its first smoke run (1 round, 100,000 readings) ingestd's e2e
-# ran, and Fluent Bit's e2e never brought all readings to the receiver
-# (not yet diagnosed: its output's answers, its stdin parsing or its exit
-# at the end of stdin). No figure in docs/BENCHMARKS.md comes from it.
+#   UPLOAD_SET="linger_ms=50 max_records=2000"   ingestd [upload] settings
+#                other than the defaults, to try a new default
+#
+# Both agents read their stdin from a pipe (`cat FILE |`), as from a
+# sensor script: Fluent Bit's stdin input cannot poll a regular file
+# (epoll refuses it) and reads nothing from one. Results and how they were
+# run: docs/BENCHMARKS.md, "Side by side with Fluent Bit (issue 43)".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -36,4 +37,5 @@ if [ -z "${INGESTD:-}" ]; then
 fi
 echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)') ($INGESTD); $("$fluent_bit" --version | head -1) ($fluent_bit)"
 exec python3 bench/peer.py --ingestd "$INGESTD" --fluent-bit "$fluent_bit" --dir "$dir" --rounds "$rounds" \
-    --readings "${READINGS:-1000000}" --backlog "${BACKLOG:-2000000}" ${ONLY:+--only "$ONLY"}
+    --readings "${READINGS:-1000000}" --backlog "${BACKLOG:-2000000}" ${ONLY:+--only "$ONLY"} \
+    $(for setting in ${UPLOAD_SET:-}; do printf -- '--upload-set %s ' "$setting"; done)
