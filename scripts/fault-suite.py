@@ -272,7 +272,14 @@ class Scenario:
         self.kill_delay = (0.05, 1.0)  # seconds from an agent's start to its kill (--kill-delay)
 
     def config(self, url, upload="", retry="retry_base_ms = 50\nretry_cap_ms = 1000"):
-        """url None: the upload section names its sink in `upload` instead."""
+        """url None: the upload section names its sink in `upload` instead.
+
+        Batches of at most 1000 records unless `upload` says otherwise (the
+        agent's default is 4000): many batches give the kills many windows
+        between a batch's store and its acknowledgement, which the re-send
+        checks need."""
+        if "max_records" not in upload:
+            upload = (upload + "\n" if upload else "") + "max_records = 1000"
         path = os.path.join(self.work, "ingestd.toml")
         with open(path, "w") as f:
             f.write(f"""[agent]

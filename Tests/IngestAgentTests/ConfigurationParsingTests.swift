@@ -91,7 +91,7 @@ import Testing
         let postgres = try Self.parse(
             "[upload]\nsink = \"postgresql\"\nurl = \"postgresql://ingest@127.0.0.1/telemetry\"\ntable = \"w\"\n"
         )
-        #expect(postgres.sink.name == "postgresql" && postgres.uploadSummary.contains("into w, 1000 records per batch"))
+        #expect(postgres.sink.name == "postgresql" && postgres.uploadSummary.contains("into w, 4000 records per batch"))
         let ingest = try Self.parse("[upload]\nurl = \"https://backend.example/ingest/v1/batches\"\ngzip = true\n")
         #expect(ingest.sink.name == "ingest" && ingest.upload?.http.gzip == true)
         #expect(ingest.uploadSummary.hasSuffix("gzip true, token none"))

@@ -121,7 +121,7 @@ import Testing
         )
         #expect(
             result.stdout.contains(
-                "upload: https://backend.example/ingest/v1/batches, 1000 records per batch, gzip false, token none"
+                "upload: https://backend.example/ingest/v1/batches, 4000 records per batch, gzip false, token none"
             )
         )
         #expect(out.contains("headers = { \"X-Site\" = \"north\" }"), "the last example key was uncommented too")

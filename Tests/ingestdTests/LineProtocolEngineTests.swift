@@ -202,7 +202,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout.contains(
-                "  upload: line protocol http://127.0.0.1:8086/write?db=t, measurement weather, tags [deviceId], time from the first timestamp field, 1000 records per batch"
+                "  upload: line protocol http://127.0.0.1:8086/write?db=t, measurement weather, tags [deviceId], time from the first timestamp field, 4000 records per batch"
             ),
             "\(result.stdout)"
         )

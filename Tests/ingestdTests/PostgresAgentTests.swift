@@ -75,7 +75,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout.contains(
-                "  upload: PostgreSQL postgresql://ingest:***@db:5432/telemetry into edge.<record type>, 1000 records per batch, password in url"
+                "  upload: PostgreSQL postgresql://ingest:***@db:5432/telemetry into edge.<record type>, 4000 records per batch, password in url"
             ),
             "\(result.stdout)"
         )

@@ -147,7 +147,9 @@ public struct IngestConfiguration: Sendable {
 /// How the background upload batches and retries (the agent's `[upload]`
 /// section, for the SDK).
 public struct UploadOptions: Sendable {
-    /// Records per request. The default is 1000.
+    /// Records per request. The default is 4000 (docs/BENCHMARKS.md,
+    /// "Side by side with Fluent Bit": a quarter of the acknowledgements'
+    /// writes per reading).
     public var maxRecords = UploadDefaults.maxRecords
     /// Uncompressed bytes per request (about). The default is 1 MiB.
     public var maxBytes = UploadDefaults.maxBytes

@@ -3,7 +3,7 @@ import Logging
 /// The defaults the agent's `[upload]` and the library's ``UploadOptions``
 /// share: one place for each.
 package enum UploadDefaults {
-    package static let maxRecords = 1000
+    package static let maxRecords = 4000
     package static let maxBytes = 1 << 20
     package static let lingerMilliseconds = 200
 }
@@ -11,7 +11,9 @@ package enum UploadDefaults {
 /// The `[upload]` section: where and how readings stream to the backend.
 public struct UploadSettings: Sendable {
     public var http: HTTPSettings
-    /// Records per request. The default is 1000.
+    /// Records per request. The default is 4000 (docs/BENCHMARKS.md,
+    /// "Side by side with Fluent Bit": a quarter of the acknowledgements'
+    /// writes per reading).
     public var maxRecords = UploadDefaults.maxRecords
     /// Uncompressed bytes per request (about). The default is 1 MiB.
     public var maxBytes = UploadDefaults.maxBytes
