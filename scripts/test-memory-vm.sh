@@ -20,6 +20,8 @@
 #   GATEWAY_PASS="32M 64M" GATEWAY_REFUSE="24M"   the gateway's limits
 #   READINGS=1000000 CLIENTS=100 LOAD_SECONDS=20
 #   DEB=path        the package (default: scripts/build-deb.sh)
+#   GATEWAY_MAX_RECORDS=N   the gateway's archive drain batches (default:
+#                   the agent's default, unset)
 #
 # Skips (exit 0, with a message) where qemu, mmdebstrap or root are
 # missing; with CI=true that is a failure. Work files: .build-memory-vm/.
@@ -99,7 +101,8 @@ echo "$key" >"$image/ci/api-key"
 mkdir -p "$image/etc/ingestd"
 echo "$key" | "$INGESTD" hash-secret --api-key | sed 's/^/fleet /' >"$image/etc/ingestd/api-keys"
 {
-    drain_config /var/lib/ingestd /run/ingestd/ingestd.sock | sed '/^state_directory/d; /^\[types/,$d'
+    drain_config /var/lib/ingestd /run/ingestd/ingestd.sock | sed '/^state_directory/d; /^\[types/,$d' |
+        sed "${GATEWAY_MAX_RECORDS:+/^\[upload\]/a max_records = $GATEWAY_MAX_RECORDS}"
     cat <<TOML
 [[inputs]]
 kind = "http"
