@@ -106,5 +106,11 @@ import Glibc
             _ = try SocketInput.bind(path: path, group: "edgeingest-no-such-group")
         }
         #expect(mode(path) == nil && mode(path + "~") == nil)
+        // Bound in place (no room for the side name): its file goes too.
+        let long = dir.file(String(repeating: "s", count: UnixSocket.maxPathBytes - dir.path.utf8.count - 1))
+        #expect(throws: AgentError.self) {
+            _ = try SocketInput.bind(path: long, group: "edgeingest-no-such-group")
+        }
+        #expect(mode(long) == nil)
     }
 }

@@ -166,9 +166,10 @@ struct SocketInput: Service {
             throw AgentError(.listenFailed, "Cannot make a socket: \(String(cString: strerror(errno))).")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        /// After a successful bind: the file at `bindPath` is this socket's.
         func fail(_ message: String) -> AgentError {
             close(fd)
-            if bindPath != path { unlink(bindPath) }
+            unlink(bindPath)
             return AgentError(.listenFailed, message)
         }
         for old in Set([bindPath, path]) {
