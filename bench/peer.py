@@ -173,11 +173,7 @@ class Run:
         return total / 1024
 
     def private_mib(self):
-        total = 0
-        for line in open(f"/proc/{self.process.pid}/smaps_rollup"):
-            if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                total += int(line.split()[1])
-        return total / 1024
+        return self.rollup_mib("Private_Clean", "Private_Dirty")
 
     def finish(self, timeout=900, terminate=False):
         """Waits for the exit (after SIGTERM if asked); returns cpu_s, rss_mib, write_bytes, wall_s."""

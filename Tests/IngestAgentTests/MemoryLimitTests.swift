@@ -9,8 +9,10 @@ import Testing
 /// kernel does (/proc/self/cgroup, /sys/fs/cgroup/…/memory.max). Under
 /// systemd as PID 1, scripts/test-memory-vm.sh shows the refusal end to end.
 @Suite struct MemoryLimitTests {
-    /// A /proc/self/cgroup and a hierarchy with `limits` (cgroup path → memory.max).
-    func layout(_ cgroupLine: String, _ limits: [String: String]) throws -> (TemporaryDirectory, String, String) {
+    /// The limit read from a /proc/self/cgroup of `cgroupLine` and a
+    /// hierarchy with `limits` (cgroup path → memory.max), laid out in a
+    /// fresh directory.
+    func limit(_ cgroupLine: String, _ limits: [String: String]) throws -> MemoryLimit? {
         let directory = try TemporaryDirectory()
         let proc = directory.file("cgroup")
         try (cgroupLine + "\n").write(toFile: proc, atomically: false, encoding: .utf8)
@@ -20,41 +22,35 @@ import Testing
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try (value + "\n").write(toFile: dir + "/memory.max", atomically: false, encoding: .utf8)
         }
-        return (directory, proc, hierarchy)
+        return MemoryLimit.ofThisProcess(processCgroups: proc, hierarchy: hierarchy)
     }
 
     @Test func theSmallestLimitOnThePathIsTheOneThatHolds() throws {
-        let (keep, proc, hierarchy) = try layout(
-            "0::/system.slice/ingestd.service",
-            ["/system.slice/ingestd.service": "max", "/system.slice": "50331648"]
-        )
-        _ = keep
         #expect(
-            MemoryLimit.ofThisProcess(processCgroups: proc, hierarchy: hierarchy)
+            try limit(
+                "0::/system.slice/ingestd.service",
+                ["/system.slice/ingestd.service": "max", "/system.slice": "50331648"]
+            )
                 == MemoryLimit(bytes: 48 << 20, cgroup: "/system.slice")
         )
-        let (keep2, proc2, hierarchy2) = try layout(
-            "0::/system.slice/ingestd.service",
-            ["/system.slice/ingestd.service": "12582912", "/system.slice": "50331648"]
-        )
-        _ = keep2
         #expect(
-            MemoryLimit.ofThisProcess(processCgroups: proc2, hierarchy: hierarchy2)
+            try limit(
+                "0::/system.slice/ingestd.service",
+                ["/system.slice/ingestd.service": "12582912", "/system.slice": "50331648"]
+            )
                 == MemoryLimit(bytes: 12 << 20, cgroup: "/system.slice/ingestd.service")
         )
     }
 
     @Test func noLimitWhenEveryLevelSaysMaxOrThereIsNoCgroupV2() throws {
-        let (keep, proc, hierarchy) = try layout(
-            "0::/user.slice/session-1.scope",
-            ["/user.slice/session-1.scope": "max"]
+        #expect(
+            try limit(
+                "0::/user.slice/session-1.scope",
+                ["/user.slice/session-1.scope": "max"]
+            ) == nil
         )
-        _ = keep
-        #expect(MemoryLimit.ofThisProcess(processCgroups: proc, hierarchy: hierarchy) == nil)
         // cgroup v1 only (no "0::" line): nothing to read.
-        let (keep2, proc2, hierarchy2) = try layout("4:memory:/system.slice/ingestd.service", [:])
-        _ = keep2
-        #expect(MemoryLimit.ofThisProcess(processCgroups: proc2, hierarchy: hierarchy2) == nil)
+        #expect(try limit("4:memory:/system.slice/ingestd.service", [:]) == nil)
         #expect(MemoryLimit.ofThisProcess(processCgroups: "/nonexistent/cgroup") == nil)
     }
 
