@@ -125,7 +125,7 @@ import Testing
             port = probe.port
         }
         let fixture = try AgentFixture(
-            "\n[upload]\nurl = \"http://127.0.0.1:\(port)/ingest/v1/batches\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 1000\n"
+            "\n[upload]\nurl = \"http://127.0.0.1:\(port)/ingest/v1/batches\"\nlinger_ms = 20\nretry_base_ms = 100\nretry_cap_ms = 1000\nmax_records = 1000\n"
         )
         let agent = try RunningAgent(
             arguments: ["run", "--config", fixture.configPath],
@@ -152,7 +152,8 @@ import Testing
         let resumed = agent.stderr.split(separator: "\n").filter { $0.contains("Uploads resumed after ") }
         #expect(resumed.count == 1, "\(agent.stderr.suffix(2000))")
         #expect(resumed.first?.contains(" records waiting") == true)
-        // Fields are plain numbers for tools ("1500"); the message groups digits for people ("1,500").
+        // Fields are plain numbers for tools ("1500"); the message groups digits for people ("1,500"):
+        // batches of 1000 leave at least 1,500 of the 2,500 waiting after the first one.
         let line = String(resumed.first ?? "")
         #expect(line.range(of: #"ingest\.queued=[0-9]+ "#, options: .regularExpression) != nil, "\(line)")
         #expect(line.range(of: #"[0-9],[0-9]{3} records waiting"#, options: .regularExpression) != nil, "\(line)")
