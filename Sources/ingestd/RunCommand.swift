@@ -64,19 +64,33 @@ struct RunCommand: IngestdCommand {
         // input's TLS), and a daemon has no terminal pipe to stop for.
         signal(SIGPIPE, SIG_IGN)
         let environment = processEnvironment()
+        // Read once: the unit's limit does not change while it runs.
+        let memoryLimit = MemoryLimit.ofThisProcess()
         var configuration: AgentConfiguration
         do {
-            configuration = try configured(environment: environment)
+            configuration = try configured(environment: environment, memoryLimit: memoryLimit)
         } catch {
             printError("\(error)")
             throw ExitCodes.forError(error)
         }
         let logger = bootstrapLogging(configuration, environment: environment)
         // A limit too small would end in a kill loop: refuse it once, clearly (exit 78: not restarted).
-        if let limit = MemoryLimit.ofThisProcess(), let refusal = limit.refusal(for: configuration) {
+        if let limit = memoryLimit, let refusal = limit.refusal(for: configuration) {
             logger.critical("\(refusal)")
             if configuration.logTarget != .stderr { printError("ingestd: \(refusal)") }
             throw ExitCodes.configError
+        }
+        if let limit = memoryLimit, configuration.inputs.contains(where: { $0.kind == .http || $0.kind == .mqtt }),
+            limit.receivedIDsCacheBytes < QueueSettings().receivedIDsCacheBytes
+        {
+            logger.info(
+                "Under this memory limit the received-id cache is smaller than its default",
+                metadata: [
+                    "memory.limit": "\(MemoryLimit.mebibytes(limit.bytes))",
+                    "memory.cgroup": "\(limit.cgroup)",
+                    "queue.received_id_cache": "\(MemoryLimit.mebibytes(Int64(limit.receivedIDsCacheBytes)))",
+                ]
+            )
         }
         // SIGHUP asks for a reload (ExecReload= in the unit), for the life of
         // the process: a burst coalesces into one request, and one that comes
@@ -89,7 +103,7 @@ struct RunCommand: IngestdCommand {
             defer { group.cancelAll() }
             while true {
                 let reload = Reload(requests: requests, handover: handover) {
-                    try configured(environment: environment)
+                    try configured(environment: environment, memoryLimit: memoryLimit)
                 }
                 let exit: AgentExit
                 do {
@@ -117,8 +131,9 @@ struct RunCommand: IngestdCommand {
 
     /// The configuration file with this command's options applied (also
     /// what a reload reads).
-    private func configured(environment: [String: String]) throws -> AgentConfiguration {
+    private func configured(environment: [String: String], memoryLimit: MemoryLimit?) throws -> AgentConfiguration {
         var configuration = try options.load(environment: environment)
+        if let memoryLimit { configuration.queue.receivedIDsCacheBytes = memoryLimit.receivedIDsCacheBytes }
         if let queuePath { configuration.queuePath = queuePath }
         if let logTarget { configuration.logTarget = AgentConfiguration.LogTarget(rawValue: logTarget)! }
         for i in configuration.inputs.indices where configuration.inputs[i].kind == .stdin {

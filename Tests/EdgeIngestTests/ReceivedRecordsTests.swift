@@ -73,6 +73,23 @@ private func boundedConfiguration(_ dir: TemporaryDirectory, maxRecords: Int64?)
         #expect(try drain(queue) == records.map(\.jsonString))
     }
 
+    /// The connection's page cache grows to the received ids' budget once
+    /// they are used (16 MiB by default; what the agent sets under a
+    /// memory limit otherwise), and stays at the queue's own 256 KiB before.
+    @Test(arguments: [nil, 3 << 20] as [Int?])
+    func receivedIDsGetTheirPageCacheBudget(budget: Int?) throws {
+        let dir = try TemporaryDirectory()
+        var configuration = try fileConfiguration(dir)
+        if let budget { configuration.settings.receivedIDsCacheBytes = budget }
+        let queue = try DurableQueue.open(configuration)
+        func cacheSize() throws -> Int64 {
+            try queue.state.withLock { try $0.openStore("test").db.integer("PRAGMA cache_size") }
+        }
+        #expect(try cacheSize() == -256)
+        #expect(try queue.receive(try weatherRecords(3), receipt: receipt()) == stored(3))
+        #expect(try cacheSize() == -Int64((budget ?? 16 << 20) >> 10))
+    }
+
     /// A batch of 100 consecutive ids is remembered in groups (a row per
     /// bucket of 128 ids) with each record's own content, and found again
     /// after reopening (no filter then: every bucket is looked up).

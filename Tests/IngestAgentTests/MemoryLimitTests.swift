@@ -42,6 +42,17 @@ import Testing
         )
     }
 
+    /// A gateway's received-id cache is an eighth of the limit, between 2 and 16 MiB.
+    @Test func theReceivedIDCacheIsAnEighthOfTheLimitWithinItsBounds() {
+        func cache(_ limit: Int64) -> Int { MemoryLimit(bytes: limit, cgroup: "/").receivedIDsCacheBytes }
+        #expect(cache(12 << 20) == 2 << 20)
+        #expect(cache(32 << 20) == 4 << 20)
+        #expect(cache(64 << 20) == 8 << 20)
+        #expect(cache(128 << 20) == 16 << 20)
+        #expect(cache(1 << 30) == 16 << 20)
+        #expect(QueueSettings().receivedIDsCacheBytes == 16 << 20)
+    }
+
     @Test func noLimitWhenEveryLevelSaysMaxOrThereIsNoCgroupV2() throws {
         #expect(
             try limit(

@@ -187,6 +187,7 @@ public final class DurableQueue: Sendable {
         }
         quarantinedFile = quarantined
         store.compresses = configuration.settings.compression == .zstd
+        store.receivedIDsCacheBytes = configuration.settings.receivedIDsCacheBytes
         do {
             try DurableQueue.applyEncryption(store, configuration: configuration)
             try DurableQueue.checkSchemaVersion(store, configuration: configuration, logger: logger)

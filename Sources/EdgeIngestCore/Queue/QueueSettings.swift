@@ -36,6 +36,13 @@ public struct QueueSettings: Sendable {
     /// several times more readings offline in the same `maxBytes` of file.
     /// Either way, segments of both kinds are read.
     public var compression: QueueCompression = .zstd
+    /// The page cache of the connection once a gateway (or an MQTT input
+    /// with a dedup window) keeps received ids: their groups and runs are
+    /// looked up at keys spread over their tables. 16 MiB by default;
+    /// the agent gives less under a small memory limit
+    /// (`MemoryLimit.receivedIDsCacheBytes`: the cache is the largest
+    /// part of a gateway's own memory).
+    package var receivedIDsCacheBytes = 16 << 20
 
     /// Every default.
     public init() {}

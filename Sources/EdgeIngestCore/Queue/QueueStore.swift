@@ -30,6 +30,8 @@ final class QueueStore: @unchecked Sendable {  // used only under a DurableQueue
     /// Whether new segments are stored compressed (``QueueSettings/compression``);
     /// segments of either codec are read whatever it says.
     var compresses = true
+    /// The page cache once received ids are in use (``QueueSettings/receivedIDsCacheBytes``).
+    var receivedIDsCacheBytes = 16 << 20
     private let segmentCodec = SegmentCodec()
     /// The last compressed segment read, by id and checksum, decompressed:
     /// the uploader takes a segment in several leases.

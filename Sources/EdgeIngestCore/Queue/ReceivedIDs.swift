@@ -107,12 +107,13 @@ final class ReceivedIDs {
         let db = store.db
         // Opened by a gateway (or an MQTT input with a dedup window): groups
         // and runs are looked up at keys spread over their tables, past the
-        // queue's 256 KiB page cache (enough for its appends). 16 MiB
-        // (filled only as pages are read): with groups alone 14–22 % less
-        // CPU with random ids; with runs, 0.97 of it at the median of six
-        // pairs, for ~18 MB more peak RSS (docs/BENCHMARKS.md, "Random ids
-        // at a gateway").
-        try db.execute("PRAGMA cache_size = -16384")
+        // queue's 256 KiB page cache (enough for its appends). 16 MiB by
+        // default (filled only as pages are read): with groups alone 14–22 %
+        // less CPU with random ids; with runs, 0.97 of it at the median of
+        // six pairs, for ~18 MB more peak RSS (docs/BENCHMARKS.md, "Random
+        // ids at a gateway"). Less under a small memory limit, where that
+        // RSS is what the kernel kills for (docs/RELIABILITY.md, "Memory limits").
+        try db.execute("PRAGMA cache_size = -\(max(256, store.receivedIDsCacheBytes >> 10))")
         insertGroup = try (0..<2).map {
             try db.prepare(
                 "INSERT INTO received_groups_\($0)(key, members, contents) VALUES(?1, ?2, ?3) ON CONFLICT(key) DO UPDATE SET members = members || excluded.members, contents = contents || excluded.contents"

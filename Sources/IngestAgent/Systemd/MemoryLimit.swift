@@ -35,6 +35,16 @@ package struct MemoryLimit: Sendable, Equatable {
     package static let base: Int64 = 16 << 20
     package static let perHTTPInput: Int64 = 16 << 20
 
+    /// The page cache a gateway gives its received ids under this limit
+    /// (``QueueSettings/receivedIDsCacheBytes``): an eighth of the limit,
+    /// between 2 and 16 MiB. At 16 MiB it is the largest part of a
+    /// gateway's own memory, which a limit cannot reclaim: a gateway at
+    /// 32 MiB under 100 clients was OOM-killed with it (docs/RELIABILITY.md,
+    /// "Memory limits"); a smaller cache costs CPU on random ids only.
+    package var receivedIDsCacheBytes: Int {
+        Int(min(16 << 20, max(2 << 20, bytes / 8)))
+    }
+
     /// The least limit the agent needs under `configuration`.
     package static func floor(for configuration: AgentConfiguration) -> Int64 {
         base + Int64(configuration.inputs.filter { $0.kind == .http }.count) * perHTTPInput
@@ -53,7 +63,7 @@ package struct MemoryLimit: Sendable, Equatable {
             "The memory limit of this agent's control group (\(cgroup): memory.max, systemd's MemoryMax=) is \(Self.mebibytes(bytes)), below the \(Self.mebibytes(needed)) it needs with this configuration\(parts): under it the kernel would kill the agent when it gets busy, and systemd would start it again, over and over. Raise the limit (systemctl edit ingestd: [Service] MemoryMax=\(needed >> 20)M or more), or remove it. Not started."
     }
 
-    static func mebibytes(_ bytes: Int64) -> String {
+    package static func mebibytes(_ bytes: Int64) -> String {
         let tenths = bytes * 10 / (1 << 20)
         return tenths % 10 == 0 ? "\(tenths / 10) MiB" : "\(tenths / 10).\(tenths % 10) MiB"
     }
