@@ -83,12 +83,12 @@ struct RunCommand: IngestdCommand {
         if let limit = memoryLimit, configuration.inputs.contains(where: { $0.kind == .http || $0.kind == .mqtt }),
             limit.receivedIDsCacheBytes < QueueSettings().receivedIDsCacheBytes
         {
+            let cache = Int64(limit.receivedIDsCacheBytes)
             logger.info(
-                "Under this memory limit the received-id cache is smaller than its default",
+                "Under the memory limit of \(MemoryLimit.mebibytes(limit.bytes)) the received-id cache is \(MemoryLimit.mebibytes(cache)) (16 MiB without a limit)",
                 metadata: [
-                    "memory.limit": "\(MemoryLimit.mebibytes(limit.bytes))",
-                    "memory.cgroup": "\(limit.cgroup)",
-                    "queue.received_id_cache": "\(MemoryLimit.mebibytes(Int64(limit.receivedIDsCacheBytes)))",
+                    "memory.cgroup": "\(limit.cgroup)", "memory.limit_bytes": "\(limit.bytes)",
+                    "queue.received_id_cache_bytes": "\(cache)",
                 ]
             )
         }
