@@ -15,7 +15,8 @@ import Testing
         return text.split(separator: "\n").first { $0.hasPrefix("0::") }.map { String($0.dropFirst(3)) }
     }()
 
-    static let canFakeALimit = getuid() == 0 && ownCgroup != nil && FileManager.default.fileExists(atPath: "/usr/bin/unshare")
+    static let canFakeALimit =
+        getuid() == 0 && ownCgroup != nil && FileManager.default.fileExists(atPath: "/usr/bin/unshare")
 
     /// Starts ingestd where its cgroup's memory.max reads `bytes`.
     static func launcher(limit bytes: Int64) -> [String] {
@@ -55,7 +56,9 @@ import Testing
         )
         #expect(fixture.listenAddress() != nil, "\(agent.stderr.suffix(2000))")
         #expect(
-            agent.stderr.contains("Under the memory limit of 32 MiB the received-id cache is 4 MiB (16 MiB without a limit)"),
+            agent.stderr.contains(
+                "Under the memory limit of 32 MiB the received-id cache is 4 MiB (16 MiB without a limit)"
+            ),
             "\(agent.stderr.suffix(2000))"
         )
         #expect(agent.stderr.contains("queue.received_id_cache_bytes=4194304"), "\(agent.stderr.suffix(2000))")
