@@ -19,6 +19,19 @@ service_state() {
         awk -F= '{ value[$1] = $2 } END { printf "state=%s result=%s restarts=%s exit=%s", value["ActiveState"], value["Result"], value["NRestarts"], value["ExecMainStatus"] }'
 }
 
+# The cgroup's anonymous memory (memory.stat "anon": what the kernel cannot
+# reclaim, unlike memory.peak's page cache), its largest value sampled
+# every half second into /tmp/anon-peak while a run lasts.
+sample_anon() {
+    local most=0 now
+    while :; do
+        now=$(awk '$1 == "anon" { print $2 }' "$cgroup/memory.stat" 2>/dev/null)
+        if [ -n "$now" ] && [ "$now" -gt "$most" ]; then most=$now; echo "$most" >/tmp/anon-peak; fi
+        sleep 0.5
+    done
+}
+sampler=""
+
 # Starts the unit with MemoryMax=$2 on configuration $1 and a fresh state
 # directory (holding the backlog when $3 is set).
 start_with() {
@@ -35,17 +48,23 @@ start_with() {
     fi
     journal_from=$(date '+%Y-%m-%d %H:%M:%S')
     systemctl start ingestd.service
+    echo 0 >/tmp/anon-peak
+    sample_anon &
+    sampler=$!
 }
 
 # What the run left: peak memory, OOM kills, restarts, and the agent's
 # last error in the journal.
 outcome() {
-    local peak=unknown kills=unknown
+    local peak=unknown kills=unknown anon
+    [ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null
+    sampler=""
+    anon=$(awk '{ printf "%.1f", $1 / 1048576 }' /tmp/anon-peak)
     [ -r "$cgroup/memory.peak" ] && peak=$(awk '{ printf "%.1f", $1 / 1048576 }' "$cgroup/memory.peak")
     [ -r "$cgroup/memory.events" ] && kills=$(awk '$1 == "oom_kill" { print $2 }' "$cgroup/memory.events")
     local oom_journal
     oom_journal=$(journalctl -k --since "$journal_from" --no-pager 2>/dev/null | grep -c 'Memory cgroup out of memory' || true)
-    printf 'peak_mib=%s oom_kill=%s oom_kernel=%s %s' "$peak" "${kills:-0}" "$oom_journal" "$(service_state)"
+    printf 'peak_mib=%s anon_peak_mib=%s oom_kill=%s oom_kernel=%s %s' "$peak" "$anon" "${kills:-0}" "$oom_journal" "$(service_state)"
     local said
     # The agent's own first error (not systemd's lines about the unit).
     said=$(journalctl _SYSTEMD_UNIT=ingestd.service --since "$journal_from" --no-pager -o cat -p err 2>/dev/null | head -1 | tr -d '"')
