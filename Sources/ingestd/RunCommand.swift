@@ -74,10 +74,15 @@ struct RunCommand: IngestdCommand {
             throw ExitCodes.forError(error)
         }
         let logger = bootstrapLogging(configuration, environment: environment)
+        // Why the agent stops goes to stderr too, for whoever started it,
+        // when the log went to the journal and stderr is not the journal
+        // (a unit's stderr is: the same line twice in `journalctl -u`).
+        // Under "auto" the log is on stderr or stderr is the journal.
+        let copiesToStderr = configuration.logTarget == .journal && !stderrIsJournal(environment: environment)
         // A limit too small would end in a kill loop: refuse it once, clearly (exit 78: not restarted).
         if let limit = memoryLimit, let refusal = limit.refusal(for: configuration) {
             logger.critical("\(refusal)")
-            if configuration.logTarget != .stderr { printError("ingestd: \(refusal)") }
+            if copiesToStderr { printError("ingestd: \(refusal)") }
             throw ExitCodes.configError
         }
         if let limit = memoryLimit, configuration.inputs.contains(where: { $0.kind == .http || $0.kind == .mqtt }),
@@ -109,13 +114,13 @@ struct RunCommand: IngestdCommand {
                 do {
                     exit = try await Agent(configuration: configuration, logger: logger).run(reload: reload)
                 } catch {
-                    logger.critical("ingestd stopped on an error", metadata: ["error": "\(error)"])
-                    if configuration.logTarget != .stderr { printError("ingestd: \(error)") }
+                    logger.critical("ingestd stopped on an error: \(error)")
+                    if copiesToStderr { printError("ingestd: \(error)") }
                     throw ExitCodes.forError(error)
                 }
                 if case .endedWithReadingsQueued(let records, let reason) = exit {
                     // Logged by the uploader already; a pipe's caller learns it from the code.
-                    if configuration.logTarget != .stderr {
+                    if copiesToStderr {
                         printError("ingestd: \(records) readings stay queued (\(reason)); run again to upload them.")
                     }
                     throw ExitCodes.tempFail

@@ -151,6 +151,30 @@ extension SystemdTests {
     }
 }
 
+extension SystemdTests {
+    /// An agent that cannot start says why once in the journal, in the
+    /// entry's MESSAGE (what `journalctl -u ingestd` shows): under a unit
+    /// its stderr is the journal, so no second copy goes there.
+    @Test(.enabled(if: canRunJournald, "needs root and /lib/systemd/systemd-journald"))
+    func aFatalErrorIsInTheJournalOnceWithItsReason() throws {
+        let journald = try Journald.startIfNeeded()
+        defer { journald?.stop() }
+        let missing = "/proc/no-such-\(UUID().uuidString.prefix(8))"
+        let fixture = try AgentFixture(queue: "path = \"\(missing)/queue.sqlite\"\n")
+        let stderr = try Self.runWithJournalStream(fixture) { $0 }
+        #expect(!stderr.contains(missing), "stderr is the journal: no second copy\n\(stderr)")
+        let entries = try Journald.entries(matching: "PRIORITY=2 SYSLOG_IDENTIFIER=ingestd", expecting: 1).filter {
+            ($0["MESSAGE"] as? String)?.contains(missing) == true
+        }
+        #expect(entries.count == 1, "\(entries)")
+        #expect(
+            (entries.first?["MESSAGE"] as? String)?.hasPrefix(
+                "ingestd stopped on an error: Cannot create the directory '\(missing)'"
+            ) == true
+        )
+    }
+}
+
 /// A real systemd-journald, started standalone when none is running.
 final class Journald {
     let process: Process
