@@ -2,8 +2,11 @@
 # The idle-RSS floor set by Debian's shared libraries (issue 8): builds
 # bench/rss-floor/floor.c (libcurl + libsqlite3 + libsystemd, nothing else)
 # and prints its VmRSS after loading, after curl_global_init, after an SQLite
-# WAL insert and after one HTTP request to a loopback server. Any agent that
-# links Debian's libcurl4 starts above these numbers.
+# WAL insert and after one HTTP request to a loopback server, then its idle
+# RSS, PSS, private and anonymous memory. Any agent that links Debian's
+# libcurl4 starts above these numbers. Then the same steps from a Swift
+# program built as ingestd is (bench/rss-floor/swift-floor.swift, -O, the
+# standard library linked statically; issue 43): the floor of a Swift agent.
 #
 #   bench/rss-floor.sh [DIR]        # default /tmp/edgeingest-bench-rss-floor
 set -euo pipefail
@@ -27,3 +30,9 @@ done
 rm -f "$dir/floor.sqlite"*
 echo "shared libraries mapped: $(ldd "$dir/floor" | wc -l)"
 "$dir/floor" "http://127.0.0.1:$port/" "$dir/floor.sqlite"
+cc -O2 -DFLOOR_NO_MAIN -c -o "$dir/floor-steps.o" bench/rss-floor/floor.c
+swiftc -O -static-stdlib -o "$dir/swift-floor" bench/rss-floor/swift-floor.swift "$dir/floor-steps.o" \
+    -lcurl -lsqlite3 -lsystemd
+rm -f "$dir/floor.sqlite"*
+echo "Swift, static standard library:"
+"$dir/swift-floor" "http://127.0.0.1:$port/" "$dir/floor.sqlite"
