@@ -40,7 +40,7 @@ import Testing
         #expect(c.inputs.map(\.kind) == [.stdin] && c.inputs[0].type == "WeatherSensor")
         #expect(c.queue.maxBytes == 256 << 20 && c.queue.maxRecords == nil)
         #expect(c.queue.overflowPolicy == .block && c.queue.durability == .powerLossSafe && c.queue.schemaVersion == 0)
-        #expect(c.commitMaxRecords == 1000 && c.commitIntervalMilliseconds == 200)
+        #expect(c.commitMaxRecords == 4000 && c.commitIntervalMilliseconds == 200)
         #expect(c.upload == nil && c.sink.name == "ingest" && c.uploadSummary == "none (readings stay queued)")
         #expect(c.logTarget == .auto && c.logLevel == "info" && c.statsIntervalSeconds == 60)
     }
