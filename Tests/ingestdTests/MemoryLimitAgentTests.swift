@@ -28,9 +28,10 @@ import Testing
         ]
     }
 
+    /// A gateway (an HTTP input) whose uploads go nowhere: what is tested is its start.
     static func gateway() throws -> AgentFixture {
         try AgentFixture(
-            "\n[upload]\nsink = \"sqlite\"\npath = \"ARCHIVE\"\n",
+            "\n[upload]\nurl = \"http://127.0.0.1:9/ingest/v1/batches\"\n",
             inputs: """
                 [[inputs]]
                 kind = "http"
@@ -40,20 +41,22 @@ import Testing
         )
     }
 
+    /// Runs `fixture`'s agent where its cgroup's memory.max reads `bytes`.
+    static func start(_ fixture: AgentFixture, limit bytes: Int64) throws -> RunningAgent {
+        try RunningAgent(
+            arguments: ["run", "--config", fixture.configPath],
+            environment: IngestdBinary.environment,
+            stdinFile: "/dev/null",
+            launcher: launcher(limit: bytes)
+        )
+    }
+
     /// Under 32 MiB a gateway keeps its received ids in a 4 MiB page cache
     /// (an eighth of the limit) and says so once at start; it serves.
     @Test(.enabled(if: canFakeALimit, "needs root, cgroup v2 in /proc/self/cgroup and unshare"))
     func aGatewayUnderASmallLimitShrinksItsReceivedIDCacheAndSaysSo() throws {
         let fixture = try Self.gateway()
-        try String(contentsOfFile: fixture.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "ARCHIVE", with: fixture.dir.file("archive.sqlite"))
-            .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
-        let agent = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath],
-            environment: IngestdBinary.environment,
-            stdinFile: "/dev/null",
-            launcher: Self.launcher(limit: 32 << 20)
-        )
+        let agent = try Self.start(fixture, limit: 32 << 20)
         #expect(fixture.listenAddress() != nil, "\(agent.stderr.suffix(2000))")
         #expect(
             agent.stderr.contains(
@@ -71,25 +74,12 @@ import Testing
     @Test(.enabled(if: canFakeALimit, "needs root, cgroup v2 in /proc/self/cgroup and unshare"))
     func aLargeLimitChangesNothingAndOneBelowTheFloorIsRefused() throws {
         let fixture = try Self.gateway()
-        try String(contentsOfFile: fixture.configPath, encoding: .utf8)
-            .replacingOccurrences(of: "ARCHIVE", with: fixture.dir.file("archive.sqlite"))
-            .write(toFile: fixture.configPath, atomically: true, encoding: .utf8)
-        let roomy = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath],
-            environment: IngestdBinary.environment,
-            stdinFile: "/dev/null",
-            launcher: Self.launcher(limit: 1 << 30)
-        )
+        let roomy = try Self.start(fixture, limit: 1 << 30)
         #expect(fixture.listenAddress() != nil, "\(roomy.stderr.suffix(2000))")
         #expect(roomy.terminate() == 0)
         #expect(!roomy.stderr.contains("received-id cache"), "\(roomy.stderr.suffix(2000))")
 
-        let tight = try RunningAgent(
-            arguments: ["run", "--config", fixture.configPath],
-            environment: IngestdBinary.environment,
-            stdinFile: "/dev/null",
-            launcher: Self.launcher(limit: 24 << 20)
-        )
+        let tight = try Self.start(fixture, limit: 24 << 20)
         tight.process.waitUntilExit()
         #expect(tight.process.terminationStatus == 78, "\(tight.stderr.suffix(2000))")
         #expect(tight.stderr.contains("is 24 MiB, below the 32 MiB it needs"), "\(tight.stderr.suffix(2000))")
