@@ -113,6 +113,49 @@ import Testing
         #expect(kept.count == 997 && kept.runs.reduce(0) { $0 + $1.count } == 997)
     }
 
+    /// A commit of 4,000 readings of ~175 bytes outgrew the 160 bytes a
+    /// record it reserved: its buffer doubled near the end (a copy, and
+    /// twice the room held while it was committed). A batch sized by the
+    /// last one's average holds a commit like it in its first buffer.
+    @Test func aBatchSizedByTheLastOneHoldsACommitLikeItWithoutGrowing() throws {
+        let sensor = try declaredWeatherSensor()
+        func fill(_ batch: inout EncodedBatch) throws {
+            var sensors = RecordBuilder(type: sensor)
+            for i in 0..<1000 {
+                try sensors.set(field: 0, .string("a device with a longer name than 160 bytes allow, no. \(i % 7)"))
+                try sensors.set(field: 1, .double(Double(i % 97) + 0.25))
+                try sensors.set(field: 2, .double(29.5 + Double(i % 13) / 100))
+                try sensors.set(field: 3, .int(Int64(i % 45)))
+                try sensors.finish(into: &batch)
+            }
+        }
+        var first = EncodedBatch(expectedRecords: 1000)
+        try fill(&first)
+        let held = first.runs[0].payload.count
+        #expect(held > 160 * 1000, "the records must outgrow the default guess for this test to mean anything")
+        #expect(first.runs[0].payload.capacity >= 2 * 160 * 1000, "the default guess grew by doubling")
+        let average = try #require(first.averageRecordBytes)
+        #expect(average * 1000 >= held && average * 1000 < held + held / 16)
+
+        var next = EncodedBatch(expectedRecords: 1000, expectedRecordBytes: average)
+        try fill(&next)
+        #expect(next.runs[0].payload.count == held)
+        let reserved = next.runs[0].payload.capacity
+        #expect(reserved < held + held / 8, "reserved \(reserved) for \(held)")
+        #expect(EncodedBatch().averageRecordBytes == nil)
+    }
+
+    /// A batch of a few very long lines must not make the next one
+    /// reserve a commit's worth of them.
+    @Test func theGuessOfARecordsSizeIsBounded() throws {
+        let note = try EncodedBatchTests.noteType()
+        var batch = EncodedBatch(expectedRecords: 1000, expectedRecordBytes: 1_000_000)
+        var notes = RecordBuilder(type: note)
+        try notes.set(field: 0, "short")
+        try notes.finish(into: &batch)
+        #expect(batch.runs[0].payload.capacity < 2 * 1024 * 1000)
+    }
+
     @Test func aFailedRecordLeavesNothingBehindInTheBuilderOrTheBatch() throws {
         let note = try EncodedBatchTests.noteType()
         var batch = EncodedBatch()

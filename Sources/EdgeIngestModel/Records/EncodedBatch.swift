@@ -51,13 +51,29 @@ public struct EncodedBatch: Sendable {
     /// go: with alternating types each record starts a run, and a
     /// commit's worth reserved per run cost megabytes per commit).
     private var expectedRecords = 0
+    /// Bytes a record is expected to take, its newline included.
+    private var expectedRecordBytes = 160
 
     /// An empty batch.
     ///
-    /// - Parameter expectedRecords: how many records it will likely hold
-    ///   (a commit's worth), so its buffers are allocated once.
-    public init(expectedRecords: Int = 0) {
+    /// - Parameters:
+    ///   - expectedRecords: how many records it will likely hold (a
+    ///     commit's worth), so its buffers are allocated once.
+    ///   - expectedRecordBytes: how long a record will likely be (the
+    ///     last batch's ``averageRecordBytes``), clamped to 64–1,024: a
+    ///     guess too small makes the buffer double (and copy) near the
+    ///     end of a commit, holding twice the room it needs.
+    public init(expectedRecords: Int = 0, expectedRecordBytes: Int = 160) {
         self.expectedRecords = expectedRecords
+        self.expectedRecordBytes = min(max(expectedRecordBytes, 64), 1024)
+    }
+
+    /// The bytes a record of this batch took on average (its newline
+    /// included), a little more for the spread; nil when it is empty.
+    public var averageRecordBytes: Int? {
+        guard count > 0 else { return nil }
+        let average = runs.reduce(0) { $0 + $1.payload.count } / count
+        return average + average / 32 + 1
     }
 
     /// The number of records (kept, not summed: the agent asks after every line).
@@ -132,7 +148,7 @@ public struct EncodedBatch: Sendable {
         if runs.isEmpty || runs[runs.count - 1].typeName != type.name {
             var run = Run(typeName: type.name, ids: [], payload: [], ends: [])
             if runs.isEmpty {
-                run.payload.reserveCapacity(160 * expectedRecords)
+                run.payload.reserveCapacity(expectedRecordBytes * expectedRecords)
                 run.ids.reserveCapacity(12 * expectedRecords)
                 run.ends.reserveCapacity(expectedRecords)
             }

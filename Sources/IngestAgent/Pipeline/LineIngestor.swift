@@ -26,6 +26,9 @@ struct LineIngestor {
     private var routedTypeName: String?
     private var parsed = ParsedLine()
     private var batch = EncodedBatch()
+    /// How long the last commit's records were on average: the next
+    /// batch reserves room for a commit of them at once.
+    private var recordBytes = 160
     private var pendingRejections: [String: Int64] = [:]
     private var pendingLines = 0
     private var lastCommit = monotonicSeconds()
@@ -101,7 +104,7 @@ struct LineIngestor {
     /// so it is not stored twice. Its refused lines were reported already.
     mutating func discardPending() throws {
         try committer.drain()
-        batch = EncodedBatch(expectedRecords: commitMaxRecords)
+        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         ownIDRecords.removeAll(keepingCapacity: true)
@@ -147,7 +150,7 @@ struct LineIngestor {
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
         self.types = types
         routedTypeName = settings.type
-        batch = EncodedBatch(expectedRecords: commitMaxRecords)
+        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
     }
 
     /// Offset just after the last complete line handled.
@@ -242,7 +245,8 @@ struct LineIngestor {
             }
             s.heartbeatAt = monotonicMilliseconds()
         }
-        batch = EncodedBatch(expectedRecords: commitMaxRecords)
+        recordBytes = batch.averageRecordBytes ?? recordBytes
+        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         lastCommit = monotonicSeconds()
