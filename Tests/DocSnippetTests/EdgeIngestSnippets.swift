@@ -5,8 +5,8 @@
 import EdgeIngest
 import Foundation
 
-// README.md, the block at line 280.
-func README_md_line280() async throws {
+// README.md, the block at line 284.
+func README_md_line284() async throws {
 
     class WeatherSensor: AsymmetricObject {
         @Persisted(primaryKey: true) var _id: ObjectId
