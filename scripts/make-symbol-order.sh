@@ -21,7 +21,7 @@
 # Within a group, the functions that cost most come first. Names are mangled
 # (lld matches them); a function renamed since the file was written is only
 # left out of the order (the link stays correct, the layout less tight), so
-# regenerate after large changes. Takes about 3 minutes.
+# regenerate after large changes. Takes about a minute.
 #
 # INGESTD: a release build with one section per function (default: the one
 # scripts/build-release.sh leaves in .build-release/). Needs valgrind and
