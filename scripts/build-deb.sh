@@ -111,6 +111,16 @@ else
     depends="$(cd "$work/shlibs" && dpkg-shlibdeps -O ingestd 2>/dev/null | sed -n 's/^shlibs:Depends=//p')"
 fi
 [ -n "$depends" ] || { echo "build-deb.sh: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# Packed relative relocations (DT_RELR, scripts/build-release.sh) need
+# glibc 2.36, which dpkg-shlibdeps does not know: it derives libc6's version
+# from the symbols used and wrote ">= 2.35", which would install on a libc
+# that cannot load the binary ("version GLIBC_ABI_DT_RELR not found").
+if readelf -V "$binary" | grep -q GLIBC_ABI_DT_RELR; then
+    libc="$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$depends")"
+    if [ -z "$libc" ] || dpkg --compare-versions "$libc" lt 2.36; then
+        depends="$(sed -E 's/libc6( \(>= [^)]*\))?/libc6 (>= 2.36)/' <<<"$depends")"
+    fi
+fi
 
 mkdir -p "$pkg/DEBIAN"
 installed_kb="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"

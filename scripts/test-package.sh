@@ -82,6 +82,13 @@ cleanup() { umount -R "$work" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 dpkg-deb -x "$deb" "$work/extracted"
 binary="$work/extracted/usr/bin/ingestd"
+# Packed relocations (DT_RELR) load only on glibc >= 2.36: Depends must say so.
+if readelf -V "$binary" | grep -q GLIBC_ABI_DT_RELR; then
+    libc="$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$depends")"
+    { [ -n "$libc" ] && dpkg --compare-versions "$libc" ge 2.36; } ||
+        fail "Depends: the binary has packed relocations (glibc >= 2.36) but asks for libc6 '$libc'"
+    ok "Depends asks for libc6 >= 2.36, which the binary's packed relocations need"
+fi
 # libzstd1: dpkg (Essential) pre-depends on it, and libsystemd0 depends on it.
 # libssl.so.3 (the MQTT input's TLS) comes in libssl3 with libcrypto.so.3,
 # which libcurl4 depends on anyway.
