@@ -69,7 +69,8 @@ profile() {  # profile NAME: runs the agent under callgrind in the background
 received() { python3 -c "import json,urllib.request;print(json.load(urllib.request.urlopen('http://127.0.0.1:$port/stats'))['unique'])"; }
 wait_received() {  # wait_received N
     for _ in $(seq 1200); do [ "$(received)" -ge "$1" ] && return 0; sleep 0.5; done
-    echo "make-symbol-order.sh: the receiver never got $1 readings (see $work/valgrind.log)" >&2; exit 1
+    echo "make-symbol-order.sh: the receiver never got $1 readings; the agent's last words:" >&2
+    tail -20 "$work/valgrind.log" >&2; exit 1
 }
 
 say "start-up and idle (about 25 s)"
@@ -95,7 +96,8 @@ wait_received "$((before + 20000))"
 kill -TERM "$agent"; wait "$agent" || true
 agent=""
 
-python3 - "$ingestd" "$work" idle stdin gzip follow > scripts/ingestd.symbol-order <<'PY'
+# Written beside the profiles first: a failed run leaves the committed order as it was.
+python3 - "$ingestd" "$work" idle stdin gzip follow > "$work/order" <<'PY'
 import os, re, shutil, subprocess, sys
 binary, work, scenarios = os.path.realpath(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
@@ -164,6 +166,10 @@ for scenario in scenarios:
             (last if fn in unsplit else order).append(fn)
 print("\n".join(order + last))
 PY
-count="$(wc -l < scripts/ingestd.symbol-order)"
-[ "$count" -gt 1000 ] || { echo "make-symbol-order.sh: only $count functions found: the profiles look wrong (see $work/valgrind.log)" >&2; exit 1; }
+count="$(wc -l < "$work/order")"
+if [ "$count" -le 1000 ]; then
+    echo "make-symbol-order.sh: only $count functions found: the profiles look wrong; the agent's last words:" >&2
+    tail -20 "$work/valgrind.log" >&2; exit 1
+fi
+mv "$work/order" scripts/ingestd.symbol-order
 echo "scripts/ingestd.symbol-order: $count functions"
