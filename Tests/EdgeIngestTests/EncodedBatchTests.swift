@@ -134,7 +134,7 @@ import Testing
         let held = first.runs[0].payload.count
         #expect(held > 160 * 1000, "the records must outgrow the default guess for this test to mean anything")
         #expect(first.runs[0].payload.capacity >= 2 * 160 * 1000, "the default guess grew by doubling")
-        let average = try #require(first.averageRecordBytes)
+        let average = try #require(first.nextExpectedRecordBytes)
         #expect(average * 1000 >= held && average * 1000 < held + held / 16)
 
         var next = EncodedBatch(expectedRecords: 1000, expectedRecordBytes: average)
@@ -142,7 +142,7 @@ import Testing
         #expect(next.runs[0].payload.count == held)
         let reserved = next.runs[0].payload.capacity
         #expect(reserved < held + held / 8, "reserved \(reserved) for \(held)")
-        #expect(EncodedBatch().averageRecordBytes == nil)
+        #expect(EncodedBatch().nextExpectedRecordBytes == nil)
     }
 
     /// A batch of a few very long lines must not make the next one

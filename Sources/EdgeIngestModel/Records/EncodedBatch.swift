@@ -60,17 +60,22 @@ public struct EncodedBatch: Sendable {
     ///   - expectedRecords: how many records it will likely hold (a
     ///     commit's worth), so its buffers are allocated once.
     ///   - expectedRecordBytes: how long a record will likely be (the
-    ///     last batch's ``averageRecordBytes``), clamped to 64–1,024: a
-    ///     guess too small makes the buffer double (and copy) near the
+    ///     last batch's ``nextExpectedRecordBytes``), clamped to 64–1,024:
+    ///     a guess too small makes the buffer double (and copy) near the
     ///     end of a commit, holding twice the room it needs.
     public init(expectedRecords: Int = 0, expectedRecordBytes: Int = 160) {
         self.expectedRecords = expectedRecords
         self.expectedRecordBytes = min(max(expectedRecordBytes, 64), 1024)
     }
 
-    /// The bytes a record of this batch took on average (its newline
-    /// included), a little more for the spread; nil when it is empty.
-    public var averageRecordBytes: Int? {
+    /// What the next batch of records like these should expect one to
+    /// take: this batch's average (newline included) and 3 % for the
+    /// spread; nil when it is empty.
+    ///
+    /// ```swift
+    /// let next = EncodedBatch(expectedRecords: 4000, expectedRecordBytes: batch.nextExpectedRecordBytes ?? 160)
+    /// ```
+    public var nextExpectedRecordBytes: Int? {
         guard count > 0 else { return nil }
         let average = runs.reduce(0) { $0 + $1.payload.count } / count
         return average + average / 32 + 1

@@ -104,7 +104,7 @@ struct LineIngestor {
     /// so it is not stored twice. Its refused lines were reported already.
     mutating func discardPending() throws {
         try committer.drain()
-        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
+        batch = emptyBatch()
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         ownIDRecords.removeAll(keepingCapacity: true)
@@ -150,7 +150,12 @@ struct LineIngestor {
         router = ReadingRouter(types: types, defaultType: settings.type, inputName: settings.name)
         self.types = types
         routedTypeName = settings.type
-        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
+        batch = emptyBatch()
+    }
+
+    /// A batch with room for a commit of records like the last commit's.
+    private func emptyBatch() -> EncodedBatch {
+        EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
     }
 
     /// Offset just after the last complete line handled.
@@ -245,8 +250,8 @@ struct LineIngestor {
             }
             s.heartbeatAt = monotonicMilliseconds()
         }
-        recordBytes = batch.averageRecordBytes ?? recordBytes
-        batch = EncodedBatch(expectedRecords: commitMaxRecords, expectedRecordBytes: recordBytes)
+        recordBytes = batch.nextExpectedRecordBytes ?? recordBytes
+        batch = emptyBatch()
         pendingRejections.removeAll(keepingCapacity: true)
         pendingLines = 0
         lastCommit = monotonicSeconds()
