@@ -18,7 +18,10 @@ scenario in turn:
   tail     a followed file of the readings -> HTTP: peak RSS, CPU
   idle     started, nothing to do for 10 s: RSS and private memory
   backlog  BACKLOG readings queued while the receiver is down (port 9),
-           then drained by a fresh start: readings/s
+           then drained by a fresh start: readings/s. Once a round, the
+           receiver alone too (bench/curl-limit/post.c: one reused libcurl
+           handle posting 4000-line bodies, ingestd's default batch, back
+           to back): what no agent can drain faster than on this machine
 
 Prints every round's figures, then per scenario the medians and the
 ratio ingestd / Fluent Bit per round and its median.
@@ -50,6 +53,7 @@ def parse():
     p.add_argument("--readings", type=int, default=1_000_000)
     p.add_argument("--backlog", type=int, default=2_000_000)
     p.add_argument("--only", default=",".join(SCENARIOS))
+    p.add_argument("--post", help="bench/curl-limit/post.c built: the receiver's own limit, once a backlog round")
     p.add_argument("--upload-set", action="append", default=[], metavar="KEY=VALUE",
                    help="an [upload] setting for ingestd (e.g. linger_ms=50), to try another default")
     return p.parse_args()
@@ -305,6 +309,23 @@ def scenario_backlog(agent, args, backlog_readings):
     return {"backlog_readings_per_s": rate}
 
 
+def receiver_alone(args, backlog_readings, lines=4000):
+    """Readings/s the receiver takes from a C client doing nothing else:
+    BACKLOG readings in bodies of `lines` lines, one keep-alive connection."""
+    body = os.path.join(args.dir, f"body-{lines}.ndjson")
+    with open(backlog_readings) as source, open(body, "w") as out:
+        for _, line in zip(range(lines), source):
+            out.write(line)
+    receiver = Receiver(args.dir)
+    try:
+        requests = max(1, args.backlog // lines)
+        answer = subprocess.run([args.post, f"http://127.0.0.1:{receiver.port}/ingest/v1/batches", body,
+                                 str(requests)], check=True, capture_output=True, text=True).stdout.split()
+        return float(answer[0]) * lines
+    finally:
+        receiver.stop()
+
+
 def median(values):
     values = [v for v in values if v == v]
     return statistics.median(values) if values else float("nan")
@@ -327,6 +348,7 @@ def main():
     if UPLOAD_SETTINGS:
         print(f"ingestd [upload] also: {', '.join(UPLOAD_SETTINGS)}")
     results = {s: {"ingestd": [], "fluent-bit": []} for s in wanted}
+    ceilings = []
     runners = {
         "e2e": lambda agent: scenario_upload(agent, args, readings, gzip=False),
         "gzip": lambda agent: scenario_upload(agent, args, readings, gzip=True),
@@ -344,6 +366,11 @@ def main():
                 load = open("/proc/loadavg").read().split()[0]
                 shown = ", ".join(f"{k} {v:,.2f}" for k, v in figures.items())
                 print(f"round {round_number} {scenario:8} {agent:10} {shown} (load {load})", flush=True)
+            if scenario == "backlog" and args.post:
+                ceilings.append(receiver_alone(args, backlog))
+                load = open("/proc/loadavg").read().split()[0]
+                print(f"round {round_number} backlog  receiver alone (post.c, 4000-line bodies) "
+                      f"readings/s {ceilings[-1]:,.2f} (load {load})", flush=True)
     print()
     print("| scenario | figure | ingestd (median) | Fluent Bit (median) | ratio per round | median ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -353,6 +380,12 @@ def main():
             ratios = [a[key] / b[key] if b[key] else float("nan") for a, b in zip(mine, theirs)]
             print(f"| {scenario} | {key} | {median([m[key] for m in mine]):,.2f} | {median([t[key] for t in theirs]):,.2f} | "
                   f"{' '.join(f'{r:.2f}' for r in ratios)} | **{median(ratios):.2f}** |")
+    if ceilings:
+        theirs = [t["backlog_readings_per_s"] for t in results["backlog"]["fluent-bit"]]
+        ratios = [c / t for c, t in zip(ceilings, theirs)]
+        print(f"| backlog | receiver alone (post.c), readings/s: the most any agent drains here | "
+              f"{median(ceilings):,.2f} | {median(theirs):,.2f} | {' '.join(f'{r:.2f}' for r in ratios)} | "
+              f"**{median(ratios):.2f}** |")
     if "e2e" in wanted:
         print(f"\nNDJSON line: {line_bytes:.0f} B; device bytes per reading end to end / line: "
               f"ingestd {median([m['device_bytes_per_reading'] for m in results['e2e']['ingestd']]) / line_bytes:.2f}, "

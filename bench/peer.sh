@@ -35,7 +35,9 @@ if [ -z "${INGESTD:-}" ]; then
     swift build -c release --product ingestd >/dev/null
     INGESTD=.build/release/ingestd
 fi
+# The receiver's own limit (no agent), printed beside the backlog drains.
+cc -O2 -o "$dir/post" bench/curl-limit/post.c -lcurl
 echo "ingestd $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)') ($INGESTD); $("$fluent_bit" --version | head -1) ($fluent_bit)"
 exec python3 bench/peer.py --ingestd "$INGESTD" --fluent-bit "$fluent_bit" --dir "$dir" --rounds "$rounds" \
-    --readings "${READINGS:-1000000}" --backlog "${BACKLOG:-2000000}" ${ONLY:+--only "$ONLY"} \
+    --readings "${READINGS:-1000000}" --backlog "${BACKLOG:-2000000}" --post "$dir/post" ${ONLY:+--only "$ONLY"} \
     $(for setting in ${UPLOAD_SET:-}; do printf -- '--upload-set %s ' "$setting"; done)
