@@ -16,7 +16,9 @@
 // - a record is well formed and its JSON (JSONWriter) reads back as the
 //   same _id and values; timestamps are written as the instant they hold;
 // - the agent's as-read path and its general path store the same bytes and
-//   refuse the same lines; the in-place timestamp check agrees with the parser.
+//   refuse the same lines; the in-place timestamp check agrees with the parser;
+// - the writer's-form path (before any parsing) takes only lines the parser
+//   and the as-read path store unchanged, and stores what they store.
 
 @testable import EdgeIngestModel
 
@@ -42,6 +44,7 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
     }
     precondition(result.matches(again), "a reused NDJSONParser and a fresh one disagree")
 
+    checkWritersFormPath(line, parsedAs: result, parsed)
     switch result {
     case .rejected(let rejection):
         checkRejection(rejection)
@@ -56,6 +59,32 @@ private func ingest(_ line: UnsafeRawBufferPointer, _ parser: inout NDJSONParser
             checkRejection(error)
             checkAgentPath(parsed, accepted: nil)
         }
+    }
+}
+
+/// The writer's-form path takes a line only when the parser reads it and the
+/// as-read path stores it with nothing written again but a generated `_id`,
+/// and then stores the same bytes; a line it leaves gets nothing appended.
+private func checkWritersFormPath(_ line: UnsafeRawBufferPointer, parsedAs result: ParseResult, _ parsed: ParsedLine) {
+    for n in agentRouters.indices {
+        var batch = EncodedBatch()
+        guard let ownID = agentRouters[n].asRead.appendIfWritersForm(line, into: &batch) else {
+            precondition(batch.count == 0, "the writer's-form path left a line but appended to the batch")
+            continue
+        }
+        guard case .fields = result else {
+            preconditionFailure("the writer's-form path took a line the parser refused")
+        }
+        let asRead = AgentResult(parsed, &agentRouters[n].asRead)
+        precondition(asRead.reason == nil, "the writer's-form path took a line the as-read path refused")
+        precondition(ownID == asRead.ownID, "the writer's-form and as-read paths disagree on the line's own _id")
+        let stored = batch.runs[0].payload
+        precondition(
+            ownID
+                ? stored == asRead.stored
+                : stored.dropFirst(AgentResult.idEnd) == asRead.stored.dropFirst(AgentResult.idEnd),
+            "the writer's-form path stored other bytes than the as-read path"
+        )
     }
 }
 

@@ -245,6 +245,18 @@ package struct NDJSONParser {
         i += n
     }
 
+    /// ``scanNumber()`` on `line` at `i` (a `-` or a digit), for a caller
+    /// without a parser: moves `i` past the number and returns the form
+    /// the queue stores it in verbatim, if any; throws when it is not a
+    /// valid JSON number.
+    static func scanNumber(in line: UnsafeRawBufferPointer, at i: inout Int) throws(LineRejection) -> VerbatimJSON? {
+        var parser = NDJSONParser()
+        parser.p = line
+        parser.i = i
+        defer { i = parser.i }
+        return try parser.scanNumber()
+    }
+
     /// Checks the JSON number at `i`, moves past it and returns the form
     /// the queue stores it in verbatim, if any — ``VerbatimJSON``'s rule on
     /// the parts found in this one pass (a test compares it with

@@ -19,6 +19,8 @@ package struct ReadingRouter: Sendable {
     package var storesAsRead = true
     /// The as-read path's list of values to write again, kept from line to line.
     private var asReadRewrites: [AsReadRewrite] = []
+    /// The writer's-form path's list of values to write again, kept from line to line.
+    var writersFormRewrites: [AsReadRewrite] = []
     /// A default type name that is not declared, and where it came from
     /// (e.g. "the batch's EdgeIngest-Record-Type"): readings without their
     /// own `_type` are rejected as `unknown_type`, naming it.

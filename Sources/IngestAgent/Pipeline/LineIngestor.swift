@@ -277,20 +277,28 @@ struct LineIngestor {
         case .line(let bytes, let number, _):
             if LineFramer.isBlank(bytes) { break }  // skipped, not rejected
             do throws(LineRejection) {
+                let ownID: Bool
                 switch settings.format {
                 case .ndjson:
-                    try ndjson.parse(bytes, into: &parsed)
+                    // Most sensor lines are already their record: checked and
+                    // appended in one pass; any other line is parsed and routed.
+                    if let writersForm = router.appendIfWritersForm(bytes, into: &batch) {
+                        ownID = writersForm
+                    } else {
+                        try ndjson.parse(bytes, into: &parsed)
+                        ownID = try router.route(parsed, into: &batch)
+                    }
                 case .csv:
                     if csv.header == nil {
                         parsed.removeAll()
                         try csv.readHeader(bytes)
-                        break
+                        ownID = false
+                    } else {
+                        try csv.parse(bytes, into: &parsed)
+                        ownID = parsed.fields.isEmpty ? false : try router.route(parsed, into: &batch)
                     }
-                    try csv.parse(bytes, into: &parsed)
                 }
-                if settings.format == .ndjson || !parsed.fields.isEmpty,
-                    try router.route(parsed, into: &batch)
-                {
+                if ownID {
                     ownIDRecords.append(batch.count - 1)
                     ownIDLines.append(number)
                 }
