@@ -7,7 +7,8 @@ import Glibc
 /// The built `ingestd` serving the ingest protocol on a loopback port the
 /// kernel picks: the backend a Realm-shaped app logs in to and streams to
 /// (an `http` input, anonymous and email/password logins, the SQLite
-/// archive as its sink). Stopped (SIGTERM, then SIGKILL) when released.
+/// archive as its sink). Stopped (SIGTERM) when released, or when the test
+/// process ends without releasing it.
 ///
 ///     let gateway = try GatewayProcess(types: GatewayProcess.weatherSensor)
 ///     let app = App(id: GatewayProcess.appID, configuration: AppConfiguration(baseURL: gateway.baseURL))
@@ -28,6 +29,21 @@ public final class GatewayProcess {
     public let baseURL: String
     private let process = Process()
     private let stderrPath: String
+    /// Its write end held here only: closed, the gateway is stopped.
+    private let lifeline = Pipe()
+
+    /// `sh -c` text running `$0 run --config $1` until SIGTERM or until its
+    /// standard input (the lifeline) reaches end of file; the gateway
+    /// itself gets neither.
+    private static let stoppedWithLifeline = """
+        exec 3<&0 </dev/null
+        "$0" run --config "$1" 3<&- &
+        gateway=$!
+        trap 'kill -TERM $gateway' TERM
+        (cat >/dev/null; kill -TERM $gateway 2>/dev/null) <&3 &
+        exec 3<&-
+        wait $gateway || wait $gateway
+        """
 
     /// - Parameters:
     ///   - types: `[types.…]` sections of the gateway's configuration.
@@ -77,14 +93,18 @@ public final class GatewayProcess {
         try config.write(toFile: dir.file("ingestd.toml"), atomically: true, encoding: .utf8)
         stderrPath = dir.file("stderr")
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["run", "--config", dir.file("ingestd.toml")]
+        // Through a shell that stops the gateway when this process's end of
+        // `lifeline` closes: on release, and also when the test process
+        // exits without releasing it (a shared fixture's gateway was left
+        // running for hours, reparented to init).
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", Self.stoppedWithLifeline, binary, dir.file("ingestd.toml")]
         var environment = ProcessInfo.processInfo.environment
         for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "JOURNAL_STREAM", "STATE_DIRECTORY", "CREDENTIALS_DIRECTORY"] {
             environment[name] = nil
         }
         process.environment = environment
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        process.standardInput = lifeline
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         try process.run()
@@ -101,13 +121,15 @@ public final class GatewayProcess {
         }
         guard let listen else {
             let log = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-            kill(process.processIdentifier, SIGKILL)
+            try? lifeline.fileHandleForWriting.close()
+            kill(process.processIdentifier, SIGTERM)
             throw ToolFailure("the gateway did not start listening: \(log.suffix(2000))")
         }
         baseURL = "http://\(listen)"
     }
 
     deinit {
+        try? lifeline.fileHandleForWriting.close()
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             let deadline = Date().addingTimeInterval(5)
