@@ -6,6 +6,10 @@ exited and before it is reaped, so its last checkpoint counts).
 
   bench/proc-io.py INPUT COMMAND [ARG...]
   -> cpu_s=2.41 wall_s=3.02 rss_mb=24.1 write_bytes=390123456 exit=0
+
+rss_mb is wait4's ru_maxrss, which also counts this script's own memory
+(about 10 MB) from before the command was exec'd: it cannot read below
+that. bench/peer.py reads the agent's own VmHWM instead.
 """
 import os
 import subprocess
