@@ -78,7 +78,16 @@ import Testing
         var configuration = user.configuration()
         configuration.objectTypes = [WeatherSensor.self]
         var states: [String] = []
-        for await state in IngestRealm.asyncOpen(configuration: configuration, openBehavior: .always) {
+        // A generous timeout: in the full suite this test waits minutes
+        // for the 2-thread cooperative pool (other suites block it with
+        // synchronous waits), and a stall inside the default 30 s window
+        // failed it ("1000 of the 1000 records … not uploaded in time")
+        // though the upload takes ~2 s. What it checks is the progress.
+        for await state in IngestRealm.asyncOpen(
+            configuration: configuration,
+            openBehavior: .always,
+            timeout: .seconds(600)
+        ) {
             switch state {
             case .connecting: states.append("connecting")
             case .waitingForUser: states.append("waitingForUser")
