@@ -257,7 +257,29 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
 
-server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+class TLSServer(ThreadingHTTPServer):
+    """Handshakes on the connection's own thread, not in accept(). A refused
+    handshake (no client certificate) has sent its alert; the connection is
+    then shut for writing and drained before it is closed: closed at once
+    with the client's request unread, the kernel resets it, and the client
+    may see the reset instead of the alert that says what was wrong."""
+
+    def finish_request(self, request, client_address):
+        try:
+            request.do_handshake()
+        except (OSError, ValueError):
+            try:
+                request.shutdown(socket.SHUT_WR)  # unwraps: plain reads below
+                request.settimeout(2)
+                while request.recv(65536):
+                    pass
+            except OSError:
+                pass
+            return
+        super().finish_request(request, client_address)
+
+
+server = (TLSServer if args.tls_cert else ThreadingHTTPServer)(("127.0.0.1", args.port), Handler)
 server.daemon_threads = True
 if args.tls_cert:
     import ssl
@@ -266,7 +288,7 @@ if args.tls_cert:
     if args.client_ca:
         ctx.verify_mode = ssl.CERT_REQUIRED
         ctx.load_verify_locations(args.client_ca)
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     # /stats stays reachable without TLS on a control port.
     control = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     control.daemon_threads = True
