@@ -210,32 +210,31 @@ package struct NDJSONParser {
     /// caller reads it again from the quote with ``readString(into:)``).
     @inline(__always)
     private mutating func skipPlainString() throws(LineRejection) -> Bool {
-        i += 1
-        // Eight bytes at a time: the first quote, backslash or control
-        // character among them is the lowest flagged byte (x86 and ARM
-        // load little-endian), found without a loop over the other bytes.
-        while i + 8 <= p.count {
-            let flagged = NDJSONParser.endOrEscapeBytes(
-                p.loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian
-            )
-            if flagged == 0 {
-                i += 8
-                continue
-            }
-            i += flagged.trailingZeroBitCount >> 3
-            break
-        }
-        while i < p.count {
-            let c = p[i]
-            if c == UInt8(ascii: "\"") {
-                i += 1
-                return true
-            }
-            if c < 0x20 { throw .malformedJSON(i, "control character inside a string (escape it)") }
-            if c == UInt8(ascii: "\\") { return false }
+        i = NDJSONParser.firstEndOrEscape(in: p, from: i + 1, before: p.count)
+        guard i < p.count else { throw .malformedJSON(i, "unterminated string") }
+        switch p[i] {
+        case UInt8(ascii: "\""):
             i += 1
+            return true
+        case UInt8(ascii: "\\"): return false
+        default: throw .malformedJSON(i, "control character inside a string (escape it)")
         }
-        throw .malformedJSON(i, "unterminated string")
+    }
+
+    /// The offset of the first `"`, `\` or control character in `p` from
+    /// `start` on, before `end`; `end` when there is none. Eight bytes at a
+    /// time: the first of them among eight is the lowest flagged byte (x86
+    /// and ARM load little-endian), found without a loop over the others.
+    @inline(__always)
+    static func firstEndOrEscape(in p: UnsafeRawBufferPointer, from start: Int, before end: Int) -> Int {
+        var k = start
+        while k + 8 <= end {
+            let flagged = endOrEscapeBytes(p.loadUnaligned(fromByteOffset: k, as: UInt64.self).littleEndian)
+            if flagged != 0 { return k + flagged.trailingZeroBitCount >> 3 }
+            k += 8
+        }
+        while k < end, p[k] != UInt8(ascii: "\""), p[k] >= 0x20, p[k] != UInt8(ascii: "\\") { k += 1 }
+        return k
     }
 
     private mutating func literal(_ word: StaticString) throws(LineRejection) {

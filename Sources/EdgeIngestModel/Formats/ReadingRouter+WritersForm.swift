@@ -154,21 +154,7 @@ private enum WritersForm {
     @inline(__always)
     static func skipPlainString(_ line: UnsafeRawBufferPointer, at i: inout Int, before end: Int) -> Bool {
         let contentStart = i + 1
-        var k = contentStart
-        // Eight bytes at a time, as the parser does: the lowest flagged byte
-        // is the first quote, backslash or control character.
-        while k + 8 <= end {
-            let flagged = NDJSONParser.endOrEscapeBytes(
-                line.loadUnaligned(fromByteOffset: k, as: UInt64.self).littleEndian
-            )
-            if flagged == 0 {
-                k += 8
-                continue
-            }
-            k += flagged.trailingZeroBitCount >> 3
-            break
-        }
-        while k < end, line[k] != UInt8(ascii: "\""), line[k] >= 0x20, line[k] != UInt8(ascii: "\\") { k += 1 }
+        let k = NDJSONParser.firstEndOrEscape(in: line, from: contentStart, before: end)
         guard k < end, line[k] == UInt8(ascii: "\"") else { return false }
         guard firstInvalidUTF8(UnsafeRawBufferPointer(rebasing: line[contentStart..<k])) == nil else { return false }
         i = k + 1
