@@ -30,11 +30,15 @@ import Testing
     }
 
     static func route(_ line: String, _ router: inout ReadingRouter) -> Outcome {
+        route(bytes: Array(line.utf8), &router)
+    }
+
+    /// ``route(_:_:)`` on the line's bytes (which need not be valid UTF-8).
+    static func route(bytes: [UInt8], _ router: inout ReadingRouter) -> Outcome {
         var parser = NDJSONParser()
         var parsed = ParsedLine()
         var batch = EncodedBatch()
         var outcome = Outcome()
-        let bytes = Array(line.utf8)
         bytes.withUnsafeBytes { raw in
             do throws(LineRejection) {
                 try parser.parse(raw, into: &parsed)

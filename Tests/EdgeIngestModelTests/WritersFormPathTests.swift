@@ -24,20 +24,7 @@ import Testing
 
     /// The parser, then the as-read path or the general one: what the agent did before.
     static func parsedPath(_ line: [UInt8], _ router: inout ReadingRouter) -> Outcome {
-        var parser = NDJSONParser()
-        var parsed = ParsedLine()
-        var batch = EncodedBatch()
-        var outcome = Outcome()
-        line.withUnsafeBytes { raw in
-            do throws(LineRejection) {
-                try parser.parse(raw, into: &parsed)
-                outcome.ownID = try router.route(parsed, into: &batch)
-                outcome.stored = batch.runs[0].payload
-            } catch {
-                outcome.reason = error.reason
-            }
-        }
-        return outcome
+        AsReadPathTests.route(bytes: line, &router)
     }
 
     /// Checks one line both ways; returns whether the writer's-form path took it.
