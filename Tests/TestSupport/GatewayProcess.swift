@@ -129,9 +129,10 @@ public final class GatewayProcess {
     }
 
     deinit {
+        // Closing the lifeline is the stop (the wrapper sends SIGTERM); a
+        // second SIGTERM here would only reach the gateway again.
         try? lifeline.fileHandleForWriting.close()
         if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
             let deadline = Date().addingTimeInterval(5)
             while process.isRunning, Date() < deadline { usleep(20_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
